@@ -1,0 +1,414 @@
+//! Fragments, their data files, overlays and lineage.
+//!
+//! Invariant: after [`Fragment::validate`] succeeds, every lookup the resolver makes is in
+//! bounds: each base column holds `physical_rows` values, each overlay coverage offset is below
+//! `physical_rows`, each live overlay value column holds exactly one value per covered offset
+//! (in rank order), each live field has at most one base column, and every value fits its
+//! field's type. Tombstoned (`-2`) and other negative ids keep their positions (so per-field
+//! bitmaps stay aligned) but are never read as user data.
+
+use roaring::RoaringBitmap;
+
+use super::schema::{DataType, FieldId, Schema};
+use super::value::Value;
+use crate::error::{Error, Result};
+
+/// The field id that marks a dead column in a data file or overlay.
+pub const TOMBSTONE_FIELD_ID: FieldId = -2;
+/// Reserved field id of the hidden `_rowid` lineage column.
+pub const ROW_ID_FIELD_ID: FieldId = -3;
+/// Reserved field id of the hidden `_row_created_at_version` lineage column.
+pub const CREATED_AT_FIELD_ID: FieldId = -4;
+/// Reserved field id of the hidden `_row_last_updated_at_version` lineage column.
+pub const LAST_UPDATED_AT_FIELD_ID: FieldId = -5;
+
+/// A data file: field ids and one column per field (aligned by position).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataFile {
+    /// Path relative to the dataset's `data/` directory.
+    pub path: String,
+    /// Field ids by column position; `-2` marks a tombstoned column.
+    pub fields: Vec<FieldId>,
+    /// Column values, aligned with `fields`.
+    pub columns: Vec<Vec<Value>>,
+}
+
+impl DataFile {
+    /// The column stored for `field`, with its position; tombstones never match.
+    pub fn column(&self, field: FieldId) -> Option<(usize, &[Value])> {
+        let pos = self.fields.iter().position(|&f| f == field && f != TOMBSTONE_FIELD_ID)?;
+        self.columns.get(pos).map(|c| (pos, c.as_slice()))
+    }
+}
+
+/// Which offsets an overlay provides values for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Coverage {
+    /// One bitmap shared by every field (a rectangular update).
+    Dense(RoaringBitmap),
+    /// One bitmap per `data_file.fields` position (tombstoned positions included).
+    PerField(Vec<RoaringBitmap>),
+}
+
+impl Coverage {
+    /// The bitmap that applies to the field at `position` of the overlay's data file.
+    pub fn at(&self, position: usize) -> Option<&RoaringBitmap> {
+        match self {
+            Coverage::Dense(b) => Some(b),
+            Coverage::PerField(bs) => bs.get(position),
+        }
+    }
+}
+
+/// A data overlay file attached to a fragment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overlay {
+    /// The value file: one column per field, value `k` belongs to the `k`-th covered offset.
+    pub file: DataFile,
+    /// Which offsets each field covers.
+    pub coverage: Coverage,
+    /// The dataset version at which the overlay became effective.
+    pub committed_version: u64,
+}
+
+impl Overlay {
+    /// The position and coverage of the live user field `field`, if this overlay carries it.
+    pub fn coverage_of(&self, field: FieldId) -> Option<(usize, &RoaringBitmap)> {
+        if field < 0 {
+            return None;
+        }
+        let pos = self.file.fields.iter().position(|&f| f == field)?;
+        Some((pos, self.coverage.at(pos)?))
+    }
+}
+
+/// Where one lineage sequence of a fragment lives.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LineageSequence {
+    /// Not recorded.
+    #[default]
+    Absent,
+    /// In the manifest: one value per physical row (decoded).
+    Inline(Vec<u64>),
+    /// In the hidden `uint64` column of the one data file whose `fields` hold the reserved id.
+    Column,
+}
+
+/// A fragment's three lineage sequences.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lineage {
+    /// Stable row ids (`_rowid`, field -3).
+    pub row_ids: LineageSequence,
+    /// Created-at versions (`_row_created_at_version`, field -4).
+    pub created_at: LineageSequence,
+    /// Last-updated-at versions (`_row_last_updated_at_version`, field -5).
+    pub last_updated_at: LineageSequence,
+}
+
+/// One fragment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fragment {
+    /// Fragment id.
+    pub id: u64,
+    /// Rows physically stored, deleted rows included.
+    pub physical_rows: u64,
+    /// Base data files (and any lineage-only file).
+    pub files: Vec<DataFile>,
+    /// Deleted physical offsets.
+    pub deletions: RoaringBitmap,
+    /// Overlays in stored order.
+    pub overlays: Vec<Overlay>,
+    /// Row lineage.
+    pub lineage: Lineage,
+}
+
+impl Fragment {
+    /// A fragment with one base file holding `columns` for `fields`, no deletions or overlays.
+    pub fn new(id: u64, path: &str, fields: Vec<FieldId>, columns: Vec<Vec<Value>>) -> Fragment {
+        let physical_rows = columns.first().map_or(0, |c| c.len() as u64);
+        Fragment {
+            id,
+            physical_rows,
+            files: vec![DataFile { path: path.to_string(), fields, columns }],
+            deletions: RoaringBitmap::new(),
+            overlays: Vec::new(),
+            lineage: Lineage::default(),
+        }
+    }
+
+    /// The base column of a live field: the file index and its values.
+    pub fn base_column(&self, field: FieldId) -> Option<(usize, &[Value])> {
+        self.files
+            .iter()
+            .enumerate()
+            .find_map(|(i, f)| f.column(field).map(|(_, c)| (i, c)))
+    }
+
+    /// Overlay positions ordered by precedence, newest first: higher `committed_version` wins,
+    /// and among equal versions the later position in the stored list wins.
+    pub fn precedence(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.overlays.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (va, vb) = (self.overlays[a].committed_version, self.overlays[b].committed_version);
+            vb.cmp(&va).then(b.cmp(&a))
+        });
+        order
+    }
+
+    /// The decoded values of one lineage sequence, wherever it lives; `None` when absent.
+    pub fn lineage_values(&self, field: FieldId) -> Result<Option<Vec<u64>>> {
+        let seq = match field {
+            ROW_ID_FIELD_ID => &self.lineage.row_ids,
+            CREATED_AT_FIELD_ID => &self.lineage.created_at,
+            LAST_UPDATED_AT_FIELD_ID => &self.lineage.last_updated_at,
+            _ => return Err(Error::UnknownField { field, context: "lineage".into() }),
+        };
+        match seq {
+            LineageSequence::Absent => Ok(None),
+            LineageSequence::Inline(v) => Ok(Some(v.clone())),
+            LineageSequence::Column => {
+                let (_, col) = self.lineage_column(field)?;
+                col.iter()
+                    .enumerate()
+                    .map(|(i, v)| match v {
+                        Value::UInt64(x) => Ok(*x),
+                        other => Err(Error::TypeMismatch {
+                            fragment: self.id,
+                            file: self.lineage_file_path(field),
+                            field,
+                            index: i as u64,
+                            expected: "uint64 (non-null)".into(),
+                            found: other.kind().into(),
+                        }),
+                    })
+                    .collect::<Result<Vec<u64>>>()
+                    .map(Some)
+            }
+        }
+    }
+
+    fn lineage_file_path(&self, field: FieldId) -> String {
+        self.files
+            .iter()
+            .find(|f| f.fields.contains(&field))
+            .map_or_else(String::new, |f| f.path.clone())
+    }
+
+    /// The one file holding the hidden column `field`, and that column.
+    fn lineage_column(&self, field: FieldId) -> Result<(usize, &[Value])> {
+        let holders: Vec<usize> = (0..self.files.len())
+            .filter(|&i| self.files[i].fields.contains(&field))
+            .collect();
+        match holders.as_slice() {
+            [one] => self.files[*one]
+                .column(field)
+                .map(|(_, c)| (*one, c))
+                .ok_or_else(|| Error::ColumnCountMismatch {
+                    fragment: self.id,
+                    file: self.files[*one].path.clone(),
+                    fields: self.files[*one].fields.len(),
+                    columns: self.files[*one].columns.len(),
+                }),
+            _ => Err(Error::DuplicateField {
+                fragment: self.id,
+                file: self.lineage_file_path(field),
+                field,
+                context: format!(
+                    "a column lineage arm needs exactly one file holding the id, found {}",
+                    holders.len()
+                ),
+            }),
+        }
+    }
+
+    /// Checks every invariant the resolver relies on (see the module docs).
+    ///
+    /// `version` is the dataset version of the snapshot holding the fragment: an overlay cannot
+    /// have become effective after it, nor at version 0.
+    pub fn validate(&self, schema: &Schema, version: u64) -> Result<()> {
+        let frag = self.id;
+        if let Some(max) = self.deletions.max() {
+            if u64::from(max) >= self.physical_rows {
+                return Err(Error::OffsetOutOfRange {
+                    fragment: frag,
+                    file: "_deletions".into(),
+                    what: "deletion".into(),
+                    offset: u64::from(max),
+                    physical_rows: self.physical_rows,
+                });
+            }
+        }
+        let mut live_base: Vec<FieldId> = Vec::new();
+        for file in &self.files {
+            check_file_shape(frag, file)?;
+            for (pos, &field) in file.fields.iter().enumerate() {
+                if field == TOMBSTONE_FIELD_ID {
+                    continue;
+                }
+                if live_base.contains(&field) {
+                    return Err(Error::DuplicateField {
+                        fragment: frag,
+                        file: file.path.clone(),
+                        field,
+                        context: "more than one base file holds it".into(),
+                    });
+                }
+                live_base.push(field);
+                let col = &file.columns[pos];
+                if col.len() as u64 != self.physical_rows {
+                    return Err(Error::BaseLengthMismatch {
+                        fragment: frag,
+                        file: file.path.clone(),
+                        field,
+                        values: col.len() as u64,
+                        physical_rows: self.physical_rows,
+                    });
+                }
+                let data_type = match field {
+                    ROW_ID_FIELD_ID | CREATED_AT_FIELD_ID | LAST_UPDATED_AT_FIELD_ID => {
+                        DataType::UInt64
+                    }
+                    f if f < 0 => continue,
+                    f => match schema.field(f) {
+                        Some(sf) => sf.data_type.clone(),
+                        None => continue, // a dropped field: never read
+                    },
+                };
+                check_types(frag, &file.path, field, &data_type, col, field < 0)?;
+            }
+        }
+        for (field, seq) in [
+            (ROW_ID_FIELD_ID, &self.lineage.row_ids),
+            (CREATED_AT_FIELD_ID, &self.lineage.created_at),
+            (LAST_UPDATED_AT_FIELD_ID, &self.lineage.last_updated_at),
+        ] {
+            match seq {
+                LineageSequence::Absent => {}
+                LineageSequence::Inline(v) if v.len() as u64 != self.physical_rows => {
+                    return Err(Error::BaseLengthMismatch {
+                        fragment: frag,
+                        file: "manifest (inline lineage)".into(),
+                        field,
+                        values: v.len() as u64,
+                        physical_rows: self.physical_rows,
+                    });
+                }
+                LineageSequence::Inline(_) => {}
+                LineageSequence::Column => {
+                    self.lineage_column(field)?;
+                }
+            }
+        }
+        for overlay in &self.overlays {
+            self.validate_overlay(schema, version, overlay)?;
+        }
+        Ok(())
+    }
+
+    fn validate_overlay(&self, schema: &Schema, version: u64, overlay: &Overlay) -> Result<()> {
+        let frag = self.id;
+        let file = &overlay.file;
+        check_file_shape(frag, file)?;
+        if let Coverage::PerField(bitmaps) = &overlay.coverage {
+            if bitmaps.len() != file.fields.len() {
+                return Err(Error::FieldCoverageCountMismatch {
+                    fragment: frag,
+                    file: file.path.clone(),
+                    bitmaps: bitmaps.len(),
+                    fields: file.fields.len(),
+                });
+            }
+        }
+        let cv = overlay.committed_version;
+        if cv == 0 || cv > version {
+            return Err(Error::BadCommittedVersion {
+                fragment: frag,
+                file: file.path.clone(),
+                committed_version: cv,
+                problem: if cv == 0 {
+                    "is 0: an overlay is stamped with the version of its commit".into()
+                } else {
+                    format!("is newer than the snapshot's version {version}")
+                },
+            });
+        }
+        for (pos, &field) in file.fields.iter().enumerate() {
+            if field < 0 {
+                continue; // tombstones and system ids: positions only, never read
+            }
+            if file.fields[..pos].contains(&field) {
+                return Err(Error::DuplicateField {
+                    fragment: frag,
+                    file: file.path.clone(),
+                    field,
+                    context: "one overlay lists it twice".into(),
+                });
+            }
+            let Some(schema_field) = schema.field(field) else {
+                continue; // a dropped field: ignored
+            };
+            if schema_field.data_type == DataType::Struct {
+                continue; // a container: carries no cell values of its own
+            }
+            let Some(bitmap) = overlay.coverage.at(pos) else { continue };
+            if let Some(max) = bitmap.max() {
+                if u64::from(max) >= self.physical_rows {
+                    return Err(Error::OffsetOutOfRange {
+                        fragment: frag,
+                        file: file.path.clone(),
+                        what: format!("coverage of field {field}"),
+                        offset: u64::from(max),
+                        physical_rows: self.physical_rows,
+                    });
+                }
+            }
+            let values = file.columns[pos].len() as u64;
+            if values != bitmap.len() {
+                return Err(Error::ValueCountMismatch {
+                    fragment: frag,
+                    file: file.path.clone(),
+                    field,
+                    values,
+                    covered: bitmap.len(),
+                });
+            }
+            check_types(frag, &file.path, field, &schema_field.data_type, &file.columns[pos], false)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_file_shape(fragment: u64, file: &DataFile) -> Result<()> {
+    if file.fields.len() != file.columns.len() {
+        return Err(Error::ColumnCountMismatch {
+            fragment,
+            file: file.path.clone(),
+            fields: file.fields.len(),
+            columns: file.columns.len(),
+        });
+    }
+    Ok(())
+}
+
+fn check_types(
+    fragment: u64,
+    file: &str,
+    field: FieldId,
+    data_type: &DataType,
+    column: &[Value],
+    non_null: bool,
+) -> Result<()> {
+    for (i, v) in column.iter().enumerate() {
+        if !v.fits(data_type) || (non_null && v.is_null()) {
+            return Err(Error::TypeMismatch {
+                fragment,
+                file: file.to_string(),
+                field,
+                index: i as u64,
+                expected: data_type.logical_type(),
+                found: v.kind().into(),
+            });
+        }
+    }
+    Ok(())
+}

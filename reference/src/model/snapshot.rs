@@ -1,0 +1,74 @@
+//! A snapshot: everything one dataset version's manifest says.
+//!
+//! Invariant: a validated snapshot has a valid schema, unique fragment ids, fragments that
+//! pass [`Fragment::validate`] for this version, and indices whose `dataset_version` is not in
+//! the future. Flags are checked against content by [`crate::flags`].
+
+use std::collections::BTreeMap;
+
+use super::fragment::Fragment;
+use super::index::Index;
+use super::schema::Schema;
+use crate::error::{Error, Result};
+
+/// One dataset version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The dataset version.
+    pub version: u64,
+    /// The schema.
+    pub schema: Schema,
+    /// Fragments in manifest order.
+    pub fragments: Vec<Fragment>,
+    /// Indices.
+    pub indices: Vec<Index>,
+    /// Table config (`lance.row_lineage.spill`, ...). Ordered, so output is deterministic.
+    pub config: BTreeMap<String, String>,
+    /// Whether stable row ids are on.
+    pub stable_row_ids: bool,
+    /// The next stable row id to assign.
+    pub next_row_id: u64,
+    /// Reader feature flags as stored.
+    pub reader_flags: u64,
+    /// Writer feature flags as stored.
+    pub writer_flags: u64,
+}
+
+impl Snapshot {
+    /// The fragment with id `id`.
+    pub fn fragment(&self, id: u64) -> Result<&Fragment> {
+        self.fragments
+            .iter()
+            .find(|f| f.id == id)
+            .ok_or_else(|| Error::UnknownFragment { fragment: id, context: "lookup".into() })
+    }
+
+    /// The index named `name`.
+    pub fn index(&self, name: &str) -> Option<&Index> {
+        self.indices.iter().find(|i| i.name == name)
+    }
+
+    /// Validates every fragment and index against this version.
+    pub fn validate(&self) -> Result<()> {
+        for (i, frag) in self.fragments.iter().enumerate() {
+            if self.fragments[..i].iter().any(|f| f.id == frag.id) {
+                return Err(Error::UnknownFragment {
+                    fragment: frag.id,
+                    context: "fragment id appears twice in the manifest".into(),
+                });
+            }
+            frag.validate(&self.schema, self.version)?;
+        }
+        for index in &self.indices {
+            for &field in &index.fields {
+                if self.schema.field(field).is_none() {
+                    return Err(Error::UnknownField {
+                        field,
+                        context: format!("index {}", index.name),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,2 @@
+//! `lance-conformance`: the conformance kit's command line (under construction).
+fn main() {}
