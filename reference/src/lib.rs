@@ -11,6 +11,7 @@
 //! |---|---|
 //! | [`model`] | fragments, overlays, coverage, indices, schema: plain data |
 //! | [`resolve`] | how one cell (or one column) gets its value; `explain` |
+//! | [`scan`] | the resolved table of one version: live rows, `_rowid`, lineage versions |
 //! | [`exclusion`] | which rows an index must not trust, per (index, fragment) |
 //! | [`query`] | reconciling index candidates with overlays (scalar and vector) |
 //! | [`compaction`] | overlay→overlay merge, overlay→base fold, row rewrite |
@@ -29,6 +30,7 @@ pub mod model;
 pub mod proto;
 pub mod query;
 pub mod resolve;
+pub mod scan;
 pub mod worked_example;
 
 pub use error::{Error, ErrorClass, Result};

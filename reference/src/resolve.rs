@@ -1,1 +1,347 @@
-//! (module under construction: see issue 2)
+//! How a cell gets its value: the heart of data overlay files.
+//!
+//! Invariant: for a fragment, a field and a physical offset, exactly one of these holds, checked
+//! in this order:
+//!
+//! 1. the offset is **deleted**: the row does not exist, whatever any overlay says;
+//! 2. some overlay **covers** (offset, field): among those, the one with the highest
+//!    `committed_version` wins, and among equal versions the later position in the fragment's
+//!    overlay list wins. Its value is the one at the offset's **rank** in that field's coverage
+//!    bitmap (the number of covered offsets below it). A covered NULL makes the cell NULL;
+//! 3. otherwise the cell **falls through** to the base data file holding the field, or is NULL
+//!    when no base file holds it.
+//!
+//! Coverage decides whether an overlay applies, never the nullness of its value. Tombstoned
+//! (`-2`) and other negative ids in an overlay's field list are never matched, and a struct
+//! field is a container: its validity comes from the base, its children resolve one by one.
+//!
+//! [`resolve_column`] costs O(physical_rows + covered cells): overlays are visited newest
+//! first, each covered offset is claimed at most once, and ranks come from walking each bitmap
+//! in order, never from a search. [`explain`] answers the same question for one cell and
+//! records every step, for people and for `lance-conformance explain`.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::model::{DataType, FieldId, Fragment, Schema, Value};
+
+/// Where a resolved cell's value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The row is deleted; it has no value.
+    Deleted,
+    /// The overlay at `position` in the fragment's overlay list won.
+    Overlay {
+        /// Position in `DataFragment.overlays`.
+        position: usize,
+        /// Its `committed_version`.
+        committed_version: u64,
+        /// The offset's rank in the field's coverage bitmap: the index into the value column.
+        rank: u64,
+    },
+    /// No overlay covers the cell; the base file at `file` (index into `Fragment::files`) holds it.
+    Base {
+        /// Index into the fragment's data files.
+        file: usize,
+    },
+    /// No overlay covers the cell and no base file holds the field.
+    NoBase,
+    /// A struct cell: its validity came from the base and its children resolved separately.
+    Struct,
+}
+
+/// What happened to one overlay while resolving a cell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OverlayStep {
+    /// The overlay's fields do not include the (live) field.
+    FieldNotCarried,
+    /// The overlay carries the field but its coverage does not include the offset.
+    NotCovered,
+    /// The overlay covers the cell, at this rank.
+    Covers {
+        /// Rank of the offset in the field's coverage.
+        rank: u64,
+    },
+}
+
+/// One line of an explanation: an overlay, considered in precedence order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Considered {
+    /// Position in the fragment's overlay list.
+    pub position: usize,
+    /// Its `committed_version`.
+    pub committed_version: u64,
+    /// Its data file path.
+    pub path: String,
+    /// What it said about the cell.
+    pub step: OverlayStep,
+}
+
+/// The decision trail for one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explanation {
+    /// Fragment id.
+    pub fragment: u64,
+    /// Physical offset.
+    pub offset: u64,
+    /// Field id.
+    pub field: FieldId,
+    /// Overlays in precedence order, up to and including the winner (all of them when none
+    /// wins). For a deleted row every overlay is listed, to show which values are dead.
+    pub considered: Vec<Considered>,
+    /// The deciding source.
+    pub source: Source,
+    /// The value; `None` for a deleted row.
+    pub value: Option<Value>,
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "cell fragment {} offset {} field {}", self.fragment, self.offset, self.field)?;
+        for c in &self.considered {
+            let what = match &c.step {
+                OverlayStep::FieldNotCarried => "does not carry the field".to_string(),
+                OverlayStep::NotCovered => "carries the field, offset not covered".to_string(),
+                OverlayStep::Covers { rank } => format!("covers it at rank {rank}"),
+            };
+            writeln!(
+                f,
+                "  overlay #{} (committed_version {}, {}): {}",
+                c.position, c.committed_version, c.path, what
+            )?;
+        }
+        let value = self.value.as_ref().map_or("no row".to_string(), Value::to_string);
+        let verdict = match &self.source {
+            Source::Deleted => "deleted: deletions beat overlays".to_string(),
+            Source::Overlay { position, committed_version, rank } => format!(
+                "overlay #{position} wins (committed_version {committed_version}), value at rank {rank}"
+            ),
+            Source::Base { file } => format!("falls through to base file #{file}"),
+            Source::NoBase => "falls through; no base file holds the field: NULL".to_string(),
+            Source::Struct => "struct: base validity, children resolved one by one".to_string(),
+        };
+        writeln!(f, "  => {verdict} = {value}")
+    }
+}
+
+/// Resolves one cell and records how.
+pub fn explain(
+    schema: &Schema,
+    fragment: &Fragment,
+    offset: u64,
+    field: FieldId,
+) -> Result<Explanation> {
+    let schema_field = schema
+        .field(field)
+        .ok_or_else(|| Error::UnknownField { field, context: "explain".into() })?;
+    let offset32 = row_offset(fragment, offset)?;
+    let deleted = fragment.deletions.contains(offset32);
+    let mut considered = Vec::new();
+    let mut winner = None;
+    if schema_field.data_type != DataType::Struct {
+        for position in fragment.precedence() {
+            let overlay = &fragment.overlays[position];
+            let step = match overlay.coverage_of(field) {
+                None => OverlayStep::FieldNotCarried,
+                Some((_, bitmap)) if !bitmap.contains(offset32) => OverlayStep::NotCovered,
+                Some((_, bitmap)) => OverlayStep::Covers { rank: bitmap.rank(offset32) - 1 },
+            };
+            considered.push(Considered {
+                position,
+                committed_version: overlay.committed_version,
+                path: overlay.file.path.clone(),
+                step: step.clone(),
+            });
+            if let OverlayStep::Covers { rank } = step {
+                winner = Some((position, rank));
+                if !deleted {
+                    break;
+                }
+            }
+        }
+    }
+    let (source, value) = if deleted {
+        (Source::Deleted, None)
+    } else if schema_field.data_type == DataType::Struct {
+        let column = resolve_column(schema, fragment, field)?;
+        (Source::Struct, column.into_iter().nth(offset as usize).flatten())
+    } else if let Some((position, rank)) = winner {
+        let overlay = &fragment.overlays[position];
+        let value = overlay_value(fragment, position, field, rank)?;
+        (Source::Overlay { position, committed_version: overlay.committed_version, rank }, Some(value))
+    } else {
+        match fragment.base_column(field) {
+            Some((file, column)) => (Source::Base { file }, Some(base_value(fragment, file, field, column, offset)?)),
+            None => (Source::NoBase, Some(Value::Null)),
+        }
+    };
+    Ok(Explanation { fragment: fragment.id, offset, field, considered, source, value })
+}
+
+/// Resolves every physical row of one field. Entry `i` is the value at offset `i`, or `None`
+/// when offset `i` is deleted.
+pub fn resolve_column(
+    schema: &Schema,
+    fragment: &Fragment,
+    field: FieldId,
+) -> Result<Vec<Option<Value>>> {
+    let schema_field = schema
+        .field(field)
+        .ok_or_else(|| Error::UnknownField { field, context: "resolve".into() })?;
+    let rows = usize::try_from(fragment.physical_rows).map_err(|_| too_many_rows(fragment))?;
+    if schema_field.data_type == DataType::Struct {
+        return resolve_struct(schema, fragment, field, rows);
+    }
+    // `decided[i]` once offset i is deleted or claimed by the newest overlay covering it.
+    let mut decided = vec![false; rows];
+    let mut out: Vec<Option<Value>> = vec![None; rows];
+    for offset in &fragment.deletions {
+        *decided.get_mut(offset as usize).ok_or_else(|| deletion_out_of_range(fragment, offset))? =
+            true;
+    }
+    for position in fragment.precedence() {
+        let overlay = &fragment.overlays[position];
+        let Some((column_pos, bitmap)) = overlay.coverage_of(field) else { continue };
+        let values = overlay.file.columns.get(column_pos).map_or(&[][..], Vec::as_slice);
+        if values.len() as u64 != bitmap.len() {
+            return Err(Error::ValueCountMismatch {
+                fragment: fragment.id,
+                file: overlay.file.path.clone(),
+                field,
+                values: values.len() as u64,
+                covered: bitmap.len(),
+            });
+        }
+        // Walking the bitmap in order yields each offset with its rank.
+        for (offset, value) in bitmap.iter().zip(values) {
+            let slot = decided.get_mut(offset as usize).ok_or_else(|| Error::OffsetOutOfRange {
+                fragment: fragment.id,
+                file: overlay.file.path.clone(),
+                what: format!("coverage of field {field}"),
+                offset: u64::from(offset),
+                physical_rows: fragment.physical_rows,
+            })?;
+            if !*slot {
+                *slot = true;
+                out[offset as usize] = Some(value.clone());
+            }
+        }
+    }
+    let base = fragment.base_column(field);
+    for (offset, slot) in out.iter_mut().enumerate() {
+        if decided[offset] {
+            continue;
+        }
+        *slot = Some(match base {
+            Some((file, column)) => base_value(fragment, file, field, column, offset as u64)?,
+            None => Value::Null,
+        });
+    }
+    Ok(out)
+}
+
+/// A struct column: the base's validity, with each present row assembled from its children.
+fn resolve_struct(
+    schema: &Schema,
+    fragment: &Fragment,
+    field: FieldId,
+    rows: usize,
+) -> Result<Vec<Option<Value>>> {
+    let children: Vec<Vec<Option<Value>>> = schema
+        .children(field)
+        .map(|child| resolve_column(schema, fragment, child.id))
+        .collect::<Result<_>>()?;
+    let validity = fragment.base_column(field);
+    let mut out = Vec::with_capacity(rows);
+    for offset in 0..rows {
+        if fragment.deletions.contains(offset as u32) {
+            out.push(None);
+            continue;
+        }
+        // With no base column for the struct itself, the struct is present (its children may
+        // still be NULL); otherwise the base's validity decides.
+        let present = match validity {
+            Some((file, column)) => {
+                !base_value(fragment, file, field, column, offset as u64)?.is_null()
+            }
+            None => true,
+        };
+        out.push(Some(if present {
+            Value::Struct(
+                children.iter().map(|c| c.get(offset).cloned().flatten().unwrap_or(Value::Null)).collect(),
+            )
+        } else {
+            Value::Null
+        }));
+    }
+    Ok(out)
+}
+
+fn overlay_value(fragment: &Fragment, position: usize, field: FieldId, rank: u64) -> Result<Value> {
+    let overlay = &fragment.overlays[position];
+    let (column_pos, bitmap) = overlay
+        .coverage_of(field)
+        .ok_or_else(|| Error::UnknownField { field, context: overlay.file.path.clone() })?;
+    overlay
+        .file
+        .columns
+        .get(column_pos)
+        .and_then(|c| c.get(rank as usize))
+        .cloned()
+        .ok_or_else(|| Error::ValueCountMismatch {
+            fragment: fragment.id,
+            file: overlay.file.path.clone(),
+            field,
+            values: overlay.file.columns.get(column_pos).map_or(0, |c| c.len() as u64),
+            covered: bitmap.len(),
+        })
+}
+
+fn base_value(
+    fragment: &Fragment,
+    file: usize,
+    field: FieldId,
+    column: &[Value],
+    offset: u64,
+) -> Result<Value> {
+    column.get(offset as usize).cloned().ok_or_else(|| Error::BaseLengthMismatch {
+        fragment: fragment.id,
+        file: fragment.files[file].path.clone(),
+        field,
+        values: column.len() as u64,
+        physical_rows: fragment.physical_rows,
+    })
+}
+
+fn row_offset(fragment: &Fragment, offset: u64) -> Result<u32> {
+    match u32::try_from(offset) {
+        Ok(o) if offset < fragment.physical_rows => Ok(o),
+        _ => Err(Error::OffsetOutOfRange {
+            fragment: fragment.id,
+            file: "(request)".into(),
+            what: "requested cell".into(),
+            offset,
+            physical_rows: fragment.physical_rows,
+        }),
+    }
+}
+
+fn deletion_out_of_range(fragment: &Fragment, offset: u32) -> Error {
+    Error::OffsetOutOfRange {
+        fragment: fragment.id,
+        file: "_deletions".into(),
+        what: "deletion".into(),
+        offset: u64::from(offset),
+        physical_rows: fragment.physical_rows,
+    }
+}
+
+fn too_many_rows(fragment: &Fragment) -> Error {
+    Error::OffsetOutOfRange {
+        fragment: fragment.id,
+        file: "(manifest)".into(),
+        what: "physical_rows".into(),
+        offset: fragment.physical_rows,
+        physical_rows: u64::from(u32::MAX),
+    }
+}
