@@ -48,7 +48,7 @@ fn column(f: &Fragment, field: FieldId) -> Vec<Option<Value>> {
 
 #[test]
 fn higher_committed_version_wins_regardless_of_list_order() {
-    // covers: OVL-PREC-1
+    // covers: OVL-PREC-1, OVL-PREC-2, OVL-PREC-4
     let mut f = base();
     f.overlays.push(dense("new.lance", vec![A], &[2], vec![ints(&[200])], 5));
     f.overlays.push(dense("old.lance", vec![A], &[2], vec![ints(&[100])], 3));
@@ -59,7 +59,7 @@ fn higher_committed_version_wins_regardless_of_list_order() {
 
 #[test]
 fn later_position_breaks_a_committed_version_tie() {
-    // covers: OVL-PREC-2
+    // covers: OVL-PREC-3
     let mut f = base();
     f.overlays.push(dense("first.lance", vec![A], &[2], vec![ints(&[100])], 4));
     f.overlays.push(dense("second.lance", vec![A], &[2], vec![ints(&[200])], 4));
@@ -68,7 +68,7 @@ fn later_position_breaks_a_committed_version_tie() {
 
 #[test]
 fn value_is_fetched_at_the_rank_of_the_offset() {
-    // covers: OVL-LAYOUT-1
+    // covers: OVL-LAYOUT-1, OVL-LAYOUT-3
     let mut f = base();
     f.overlays.push(dense("o.lance", vec![A], &[1, 3, 4], vec![ints(&[10, 30, 40])], 2));
     assert_eq!(
@@ -81,7 +81,7 @@ fn value_is_fetched_at_the_rank_of_the_offset() {
 
 #[test]
 fn covered_null_overrides_while_uncovered_falls_through() {
-    // covers: OVL-NULL-1
+    // covers: OVL-NULL-1, OVL-NULL-2
     let mut f = base();
     f.overlays.push(dense("o.lance", vec![A], &[1], vec![vec![Value::Null]], 2));
     let a = column(&f, A);
@@ -91,6 +91,7 @@ fn covered_null_overrides_while_uncovered_falls_through() {
 
 #[test]
 fn older_overlay_applies_where_the_newer_one_does_not_cover() {
+    // covers: OVL-PREC-1
     let mut f = base();
     f.overlays.push(dense("old.lance", vec![A], &[1, 2], vec![ints(&[11, 12])], 2));
     f.overlays.push(dense("new.lance", vec![A], &[2], vec![ints(&[22])], 3));
@@ -101,7 +102,7 @@ fn older_overlay_applies_where_the_newer_one_does_not_cover() {
 
 #[test]
 fn field_without_base_is_null_unless_covered() {
-    // covers: OVL-NULL-2
+    // covers: OVL-NULL-3, OVL-NULL-4
     let schema = Schema::new(vec![
         Field::new(A, "a", DataType::Int64),
         Field::new(B, "b", DataType::Utf8),
@@ -118,7 +119,7 @@ fn field_without_base_is_null_unless_covered() {
 
 #[test]
 fn deletion_beats_every_overlay() {
-    // covers: OVL-DEL-1
+    // covers: OVL-DEL-1, OVL-DEL-2
     let mut f = base();
     f.overlays.push(dense("o.lance", vec![A], &[3], vec![ints(&[33])], 9));
     f.deletions.insert(3);
@@ -176,6 +177,7 @@ fn tombstoned_base_column_is_never_read() {
 
 #[test]
 fn struct_cell_keeps_base_validity_and_resolves_children() {
+    // covers: OVL-SHAPE-5
     let schema = Schema::new(vec![
         Field::new(0, "s", DataType::Struct),
         Field::child(1, 0, "x", DataType::Int32),
@@ -208,7 +210,7 @@ fn struct_cell_keeps_base_validity_and_resolves_children() {
 
 #[test]
 fn value_count_differing_from_coverage_is_rejected() {
-    // covers: OVL-COV-2
+    // covers: OVL-LAYOUT-4
     let mut f = base();
     f.overlays.push(dense("short.lance", vec![A], &[1, 2], vec![ints(&[1])], 2));
     let err = resolve_column(&schema(), &f, A).unwrap_err();
@@ -218,7 +220,7 @@ fn value_count_differing_from_coverage_is_rejected() {
 
 #[test]
 fn coverage_offset_past_physical_rows_is_rejected() {
-    // covers: OVL-COV-1
+    // covers: OVL-COV-3
     let mut f = base();
     f.overlays.push(dense("far.lance", vec![A], &[6], vec![ints(&[1])], 2));
     assert_eq!(resolve_column(&schema(), &f, A).unwrap_err().code(), "offset_out_of_range");
@@ -229,6 +231,7 @@ fn coverage_offset_past_physical_rows_is_rejected() {
 
 #[test]
 fn bitmap_count_differing_from_field_count_is_malformed() {
+    // covers: OVL-SHAPE-3
     let mut f = base();
     f.overlays.push(Overlay {
         file: DataFile { path: "o.lance".into(), fields: vec![A, B], columns: vec![ints(&[1]), vec![]] },
@@ -242,6 +245,7 @@ fn bitmap_count_differing_from_field_count_is_malformed() {
 
 #[test]
 fn committed_version_zero_or_in_the_future_is_rejected() {
+    // covers: OVL-VER-5
     let mut f = base();
     f.overlays.push(dense("o.lance", vec![A], &[0], vec![ints(&[1])], 0));
     assert_eq!(f.validate(&schema(), 3).unwrap_err().code(), "bad_committed_version");
@@ -253,13 +257,76 @@ fn committed_version_zero_or_in_the_future_is_rejected() {
 
 #[test]
 fn duplicate_live_field_in_one_overlay_is_rejected() {
+    // covers: OVL-LAYOUT-5
     let mut f = base();
     f.overlays.push(dense("o.lance", vec![A, A], &[0], vec![ints(&[1]), ints(&[2])], 2));
     assert_eq!(f.validate(&schema(), 2).unwrap_err().code(), "duplicate_field");
 }
 
 #[test]
+fn dense_bitmap_is_the_coverage_of_every_field() {
+    // covers: OVL-SHAPE-1
+    let mut f = base();
+    f.overlays.push(dense(
+        "d.lance",
+        vec![A, B],
+        &[0, 4],
+        vec![ints(&[7, 8]), vec![Value::Utf8("p".into()), Value::Utf8("q".into())]],
+        2,
+    ));
+    assert_eq!(column(&f, A)[4], Some(Value::Int64(8)));
+    assert_eq!(column(&f, B)[4], Some(Value::Utf8("q".into())));
+    assert_eq!(column(&f, B)[1], Some(Value::Utf8("r1".into())));
+}
+
+#[test]
+fn field_live_in_two_base_files_is_rejected() {
+    // covers: OVL-NULL-5
+    let mut f = base();
+    f.files.push(DataFile { path: "again.lance".into(), fields: vec![A], columns: vec![ints(&[0; 6])] });
+    let err = f.validate(&schema(), 1).unwrap_err();
+    assert_eq!(err.code(), "duplicate_field");
+    assert!(err.to_string().contains("again.lance"), "{err}");
+}
+
+#[test]
+fn deletion_offset_past_physical_rows_is_rejected() {
+    // covers: OVL-DEL-3
+    let mut f = base();
+    f.deletions.insert(6);
+    assert_eq!(f.validate(&schema(), 1).unwrap_err().code(), "offset_out_of_range");
+    assert_eq!(resolve_column(&schema(), &f, A).unwrap_err().code(), "offset_out_of_range");
+}
+
+#[test]
+fn base_column_of_the_wrong_length_is_rejected() {
+    // covers: OVL-LAYOUT-7
+    let mut f = base();
+    f.files[0].columns[1].pop();
+    assert_eq!(f.validate(&schema(), 1).unwrap_err().code(), "base_length_mismatch");
+}
+
+#[test]
+fn dropped_and_system_field_ids_in_an_overlay_are_ignored() {
+    // covers: OVL-TOMB-4, OVL-TOMB-5
+    let mut f = base();
+    f.overlays.push(Overlay {
+        file: DataFile {
+            path: "o.lance".into(),
+            fields: vec![42, -3, A],
+            columns: vec![ints(&[1]), vec![Value::UInt64(9)], ints(&[5])],
+        },
+        coverage: Coverage::PerField(vec![bitmap(&[0]), bitmap(&[0]), bitmap(&[1])]),
+        committed_version: 2,
+    });
+    f.validate(&schema(), 2).unwrap();
+    assert_eq!(column(&f, A)[0], Some(Value::Int64(0)));
+    assert_eq!(column(&f, A)[1], Some(Value::Int64(5)));
+}
+
+#[test]
 fn empty_coverage_is_valid_and_covers_nothing() {
+    // covers: OVL-COV-4
     let mut f = base();
     f.overlays.push(dense("empty.lance", vec![A], &[], vec![vec![]], 2));
     f.validate(&schema(), 2).unwrap();
