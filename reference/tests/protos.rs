@@ -2,6 +2,7 @@
 //! worked out by hand from the protobuf encoding rules (key = field_number << 3 | wire_type;
 //! wire type 0 = varint, 2 = length-delimited; negative int32 = ten-byte varint), so a wrong
 //! field number, wire type, oneof grouping or `optional` marker makes a test fail.
+#![allow(clippy::unwrap_used, clippy::panic)]
 
 use lance_reference::proto::lance::file::{Field, FileDescriptor, Schema};
 use lance_reference::proto::lance::table::{
@@ -38,6 +39,7 @@ fn data_fragment_overlays_is_field_11_length_delimited() {
 
 #[test]
 fn column_lineage_arms_are_empty_markers_at_12_13_14() {
+    // covers: LIN-COL-1
     use data_fragment::RowIdSequence as R;
     use data_fragment::{CreatedAtVersionSequence as C, LastUpdatedAtVersionSequence as L};
     let ids = DataFragment {
