@@ -322,6 +322,22 @@ mod tests {
         assert_eq!(resolved(&s, &f), resolved(&s, &after));
     }
 
+    #[test]
+    fn the_merged_overlay_takes_the_newest_inputs_list_position() {
+        let s = schema();
+        let mut f = fragment();
+        // Stored out of order: precedence is v50(#2), v30(#0), v10(#1).
+        f.overlays = vec![
+            overlay("v30.lance", 30, 0, &[1, 2], &[300, 302]),
+            overlay("v10.lance", 10, 0, &[0, 1], &[100, 101]),
+            overlay("v50.lance", 50, 0, &[2, 3], &[500, 503]),
+        ];
+        let after = merge_overlays(&s, &f, &[0, 2], "m.lance").unwrap();
+        let paths: Vec<&str> = after.overlays.iter().map(|o| o.file.path.as_str()).collect();
+        assert_eq!(paths, ["v10.lance", "m.lance"]);
+        assert_eq!(resolved(&s, &f), resolved(&s, &after));
+    }
+
     // ---- property test -------------------------------------------------------------------
 
     /// One generated overlay: committed_version, then per field (a, b, s.x) a coverage mask
@@ -337,7 +353,7 @@ mod tests {
         (1u64..6, proptest::collection::vec(field, VALUE_FIELDS.len()))
     }
 
-    fn build(overlays: &[GenOverlay], deleted: &[bool]) -> Fragment {
+    fn build(overlays: &[GenOverlay], deleted: &[bool], rotate: usize) -> Fragment {
         let mut f = Fragment::new(
             1,
             "base.lance",
@@ -371,8 +387,11 @@ mod tests {
                 committed_version: *version,
             });
         }
-        // Stored lists are non-decreasing in committed_version, as commits keep them.
+        // Commits keep stored lists non-decreasing in committed_version; a reader still has to
+        // cope with any stored order, so `rotate` stirs it.
         f.overlays.sort_by_key(|o| o.committed_version);
+        let n = f.overlays.len().max(1);
+        f.overlays.rotate_left(rotate % n);
         f
     }
 
@@ -395,9 +414,11 @@ mod tests {
             deleted in proptest::collection::vec(any::<bool>(), ROWS),
             start in 0usize..6,
             len in 2usize..6,
+            rotate in proptest::sample::select(vec![0usize, 0, 1, 2]),
         ) {
             let s = schema();
-            let f = build(&overlays, &deleted);
+            let f = build(&overlays, &deleted, rotate);
+            let sorted = f.overlays.windows(2).all(|w| w[0].committed_version <= w[1].committed_version);
             prop_assert!(f.validate(&s, 10).is_ok());
             let order = f.precedence();
             let start = start % (order.len() - 1);
@@ -407,8 +428,10 @@ mod tests {
             prop_assert!(after.validate(&s, 10).is_ok());
             prop_assert_eq!(resolved(&s, &f), resolved(&s, &after));
             prop_assert!(after.overlays.len() < f.overlays.len());
-            // Non-decreasing list stays non-decreasing.
-            prop_assert!(after.overlays.windows(2).all(|w| w[0].committed_version <= w[1].committed_version));
+            // A non-decreasing list stays non-decreasing.
+            if sorted {
+                prop_assert!(after.overlays.windows(2).all(|w| w[0].committed_version <= w[1].committed_version));
+            }
             // Exclusion can only grow: the merged overlay covers every cell an input covered,
             // at the newest input's version.
             let newest = f.overlays[order[start]].committed_version;
@@ -428,9 +451,10 @@ mod tests {
             overlays in proptest::collection::vec(gen_overlay(), 3..6),
             start in 0usize..6,
             gap in 1usize..5,
+            rotate in 0usize..3,
         ) {
             let s = schema();
-            let f = build(&overlays, &[false; ROWS]);
+            let f = build(&overlays, &[false; ROWS], rotate);
             let order = f.precedence();
             let n = order.len();
             let first = start % (n - 2);
