@@ -9,10 +9,11 @@
 //! other columns stay where they were), and clears the overlay list. Row addresses do not move,
 //! so deletions and lineage are untouched. Deleted rows still exist physically and need a value
 //! in the new column: they keep their old base value, or NULL when no base file held the field;
-//! an overlay's value for a deleted row was dead and is dropped.
+//! an overlay's value for a deleted row was dead and is dropped. Overlays that carry no live
+//! value field (only tombstones, dropped or struct ids) are cleared without writing a file.
 //!
 //! Removing an overlay removes the exclusion signal an index relied on. So for every index
-//! that covers the fragment, one of whose fields is related ([`Schema::related`]: equal,
+//! that covers the fragment, one of whose fields is related ([`crate::model::Schema::related`]: equal,
 //! ancestor or descendant) to a folded field that some folded overlay committed after the
 //! index's `dataset_version`, the [`FoldPlan`] must say what happens to the index in the same
 //! commit: [`IndexPolicy::Rebuild`] or [`IndexPolicy::DropFragment`]. A plan that forgets one
@@ -63,18 +64,31 @@ pub fn fold(
 ) -> Result<Snapshot> {
     if new_version <= snapshot.version {
         let version = snapshot.version;
-        return Err(CompactionError::VersionNotNewer { version, new_version }.into());
+        return Err(CompactionError::VersionNotNewer {
+            version,
+            new_version,
+        }
+        .into());
     }
     snapshot.validate()?;
     let fragment = snapshot.fragment(fragment_id)?;
     if fragment.overlays.is_empty() {
-        return Err(CompactionError::NothingToFold { fragment: fragment_id }.into());
+        return Err(CompactionError::NothingToFold {
+            fragment: fragment_id,
+        }
+        .into());
     }
     if let Some(name) = plan.keys().find(|name| snapshot.index(name).is_none()) {
-        return Err(CompactionError::UnknownIndex { index: name.clone() }.into());
+        return Err(CompactionError::UnknownIndex {
+            index: name.clone(),
+        }
+        .into());
     }
     if path_in_use(snapshot.fragments.iter(), new_file_path) {
-        return Err(CompactionError::PathInUse { path: new_file_path.to_string() }.into());
+        return Err(CompactionError::PathInUse {
+            path: new_file_path.to_string(),
+        }
+        .into());
     }
     let newest = newest_version_per_field(snapshot, fragment);
     if let Some(stale) = first_stale_index(snapshot, fragment, &newest, plan) {
@@ -91,7 +105,9 @@ pub fn fold(
     }
     let all_ids: Vec<u64> = next.fragments.iter().map(|f| f.id).collect();
     for (name, policy) in plan {
-        let Some(position) = next.indices.iter().position(|i| &i.name == name) else { continue };
+        let Some(position) = next.indices.iter().position(|i| &i.name == name) else {
+            continue;
+        };
         match policy {
             IndexPolicy::DropFragment => {
                 if let Some(index) = next.indices.get_mut(position) {
@@ -117,10 +133,15 @@ pub fn fold(
 /// covers, the resolved value of its first field (the key; for a vector index, the vector).
 /// NULL values are entries too: the index records what the row held.
 pub fn rebuilt_entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
-    let Some(&key) = index.fields.first() else { return Ok(Vec::new()) };
+    let Some(&key) = index.fields.first() else {
+        return Ok(Vec::new());
+    };
     let mut entries = Vec::new();
     for fragment in snapshot.fragments.iter().filter(|f| index.covers(f.id)) {
-        for (offset, value) in resolve_column(&snapshot.schema, fragment, key)?.into_iter().enumerate() {
+        for (offset, value) in resolve_column(&snapshot.schema, fragment, key)?
+            .into_iter()
+            .enumerate()
+        {
             let Some(value) = value else { continue };
             let offset = u32::try_from(offset).map_err(|_| Error::OffsetOutOfRange {
                 fragment: fragment.id,
@@ -129,7 +150,11 @@ pub fn rebuilt_entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEn
                 offset: fragment.physical_rows,
                 physical_rows: u64::from(u32::MAX),
             })?;
-            entries.push(IndexEntry { fragment: fragment.id, offset, value });
+            entries.push(IndexEntry {
+                fragment: fragment.id,
+                offset,
+                value,
+            });
         }
     }
     Ok(entries)
@@ -203,7 +228,10 @@ fn folded_fragment(
             .map(|(offset, value)| match value {
                 Some(v) => v,
                 // A deleted row: its overlay values are dead; keep what the base held.
-                None => base.and_then(|c| c.get(offset)).cloned().unwrap_or(Value::Null),
+                None => base
+                    .and_then(|c| c.get(offset))
+                    .cloned()
+                    .unwrap_or(Value::Null),
             })
             .collect();
         columns.push(column);
@@ -217,7 +245,11 @@ fn folded_fragment(
         }
     }
     if !fields.is_empty() {
-        folded.files.push(DataFile { path: path.to_string(), fields, columns });
+        folded.files.push(DataFile {
+            path: path.to_string(),
+            fields,
+            columns,
+        });
     }
     folded.overlays.clear();
     Ok(folded)
@@ -258,12 +290,15 @@ mod tests {
     }
 
     fn version_3() -> Snapshot {
-        commit_overlay(&commit_overlay(&version_1(), step_1_overlay()), step_4_overlay())
+        commit_overlay(
+            &commit_overlay(&version_1(), step_1_overlay()),
+            step_4_overlay(),
+        )
     }
 
     #[test]
     fn worked_example_step_6_folds_both_overlays_and_drops_fragment_0_from_age_idx() {
-        // covers: OVL-COMPACT-FOLD
+        // covers: OVL-FOLD-1, OVL-FOLD-2, OVL-FOLD-3, OVL-FOLD-4, OVL-FOLD-5
         let v3 = version_3();
         let plan: FoldPlan = [(AGE_INDEX.to_string(), IndexPolicy::DropFragment)].into();
         let v4 = fold(&v3, 0, &plan, 4, "file1.lance").unwrap();
@@ -275,7 +310,10 @@ mod tests {
         assert_eq!(f.files[0].fields, vec![ID, -2, -2, -2]);
         assert_eq!(f.files[1].path, "file1.lance");
         assert_eq!(f.files[1].fields, vec![NAME, AGE, EMBEDDING]);
-        assert_eq!(f.files[1].columns[1], [30, 26, 40, 23].map(Value::Int32).to_vec());
+        assert_eq!(
+            f.files[1].columns[1],
+            [30, 26, 40, 23].map(Value::Int32).to_vec()
+        );
         assert!(f.overlays.is_empty());
         assert_eq!(f.lineage, v3.fragments[0].lineage);
         assert_eq!(f.deletions, v3.fragments[0].deletions);
@@ -287,6 +325,7 @@ mod tests {
 
     #[test]
     fn worked_example_step_6_with_an_empty_plan_is_refused_naming_age_idx() {
+        // covers: OVL-FOLD-6
         let err = fold(&version_3(), 0, &FoldPlan::new(), 4, "file1.lance").unwrap_err();
         assert_eq!(err.class(), ErrorClass::Refused);
         assert_eq!(err.code(), "stale_index");
@@ -307,6 +346,7 @@ mod tests {
 
     #[test]
     fn worked_example_step_6_with_a_rebuild_indexes_the_folded_ages() {
+        // covers: OVL-FOLD-5
         let v3 = version_3();
         let plan: FoldPlan = [(AGE_INDEX.to_string(), IndexPolicy::Rebuild)].into();
         let v4 = fold(&v3, 0, &plan, 4, "file1.lance").unwrap();
@@ -319,6 +359,7 @@ mod tests {
 
     #[test]
     fn an_index_built_after_the_overlays_needs_no_plan_entry() {
+        // covers: OVL-FOLD-5, OVL-IDX-2
         let mut v3 = version_3();
         let entries = rebuilt_entries(&v3, &v3.indices[0]).unwrap();
         v3.indices[0].dataset_version = 3;
@@ -329,6 +370,7 @@ mod tests {
 
     #[test]
     fn an_overlay_on_unrelated_fields_only_needs_no_plan_entry() {
+        // covers: OVL-FOLD-2, OVL-FOLD-5, OVL-IDX-4
         // Only step 4 (name, embedding): the age index is not stale.
         let v2 = commit_overlay(&version_1(), step_4_overlay());
         let v3 = fold(&v2, 0, &FoldPlan::new(), 3, "file1.lance").unwrap();
@@ -357,19 +399,39 @@ mod tests {
         assert_eq!(code(&v3, &unknown, 4, "file1.lance"), "unknown_index");
         assert_eq!(code(&v3, &drop, 3, "file1.lance"), "version_not_newer");
         assert_eq!(code(&v3, &drop, 4, "file0.lance"), "path_in_use");
-        assert_eq!(code(&version_1(), &drop, 2, "file1.lance"), "nothing_to_fold");
-        assert_eq!(fold(&v3, 9, &drop, 4, "f.lance").unwrap_err().code(), "unknown_fragment");
+        assert_eq!(
+            code(&version_1(), &drop, 2, "file1.lance"),
+            "nothing_to_fold"
+        );
+        assert_eq!(
+            fold(&v3, 9, &drop, 4, "f.lance").unwrap_err().code(),
+            "unknown_fragment"
+        );
     }
 
     #[test]
     fn a_deleted_row_keeps_its_base_value_in_the_new_file() {
+        // covers: OVL-FOLD-1, OVL-DEL-1
         let mut v3 = version_3();
         v3.fragments[0].deletions.insert(1); // Bob: overlays give age 26 and a new embedding
         let plan: FoldPlan = [(AGE_INDEX.to_string(), IndexPolicy::DropFragment)].into();
         let v4 = fold(&v3, 0, &plan, 4, "file1.lance").unwrap();
         let new_file = &v4.fragments[0].files[1];
-        assert_eq!(new_file.columns[1], [30, 25, 40, 23].map(Value::Int32).to_vec());
+        assert_eq!(
+            new_file.columns[1],
+            [30, 25, 40, 23].map(Value::Int32).to_vec()
+        );
         assert_eq!(scan(&v4, None).unwrap(), scan(&v3, None).unwrap());
+    }
+
+    #[test]
+    fn overlays_without_live_fields_are_cleared_without_a_new_file() {
+        let mut v2 = commit_overlay(&version_1(), step_1_overlay());
+        v2.fragments[0].overlays[0].file.fields = vec![-2];
+        let v3 = fold(&v2, 0, &FoldPlan::new(), 3, "file1.lance").unwrap();
+        assert!(v3.fragments[0].overlays.is_empty());
+        assert_eq!(v3.fragments[0].files, v2.fragments[0].files);
+        assert_eq!(v3.indices, v2.indices);
     }
 
     /// A plan naming every stale index and, now and then, a fresh one too; the policy per
@@ -381,7 +443,11 @@ mod tests {
             .filter(|(i, idx)| stale.contains(&idx.name) || choice >> (8 + i) & 1 == 1)
             .map(|(i, idx)| {
                 let rebuild = choice >> i & 1 == 1;
-                let policy = if rebuild { IndexPolicy::Rebuild } else { IndexPolicy::DropFragment };
+                let policy = if rebuild {
+                    IndexPolicy::Rebuild
+                } else {
+                    IndexPolicy::DropFragment
+                };
                 (idx.name.clone(), policy)
             })
             .collect()
@@ -393,6 +459,7 @@ mod tests {
             seed in any::<u64>(),
             choice in any::<u64>(),
         ) {
+            // covers: OVL-FOLD-1, OVL-FOLD-2, OVL-FOLD-3, OVL-FOLD-4, OVL-FOLD-5, OVL-FOLD-6, OVL-IDX-3
             let before = generated::snapshot(seed);
             let Some(target) = before.fragments.iter().find(|f| !f.overlays.is_empty()) else {
                 return Ok(());

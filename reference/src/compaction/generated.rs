@@ -96,21 +96,35 @@ fn overlay(g: &mut Gen, fragment: u64, n: usize, rows: u64) -> Overlay {
         fields.push(crate::model::TOMBSTONE_FIELD_ID);
     }
     let dense = g.one_in(2);
-    let shared: RoaringBitmap = (0..rows).filter(|_| g.one_in(2)).map(|o| o as u32).collect();
+    let shared: RoaringBitmap = (0..rows)
+        .filter(|_| g.one_in(2))
+        .map(|o| o as u32)
+        .collect();
     let mut bitmaps = Vec::new();
     let mut columns = Vec::new();
     for &f in &fields {
         let b = if dense {
             shared.clone()
         } else {
-            (0..rows).filter(|_| g.one_in(2)).map(|o| o as u32).collect()
+            (0..rows)
+                .filter(|_| g.one_in(2))
+                .map(|o| o as u32)
+                .collect()
         };
         columns.push(b.iter().map(|_| value(g, f)).collect());
         bitmaps.push(b);
     }
     Overlay {
-        file: DataFile { path: format!("ovl-{fragment}-{n}.lance"), fields, columns },
-        coverage: if dense { Coverage::Dense(shared) } else { Coverage::PerField(bitmaps) },
+        file: DataFile {
+            path: format!("ovl-{fragment}-{n}.lance"),
+            fields,
+            columns,
+        },
+        coverage: if dense {
+            Coverage::Dense(shared)
+        } else {
+            Coverage::PerField(bitmaps)
+        },
         committed_version: 1 + g.below(VERSION),
     }
 }
@@ -123,11 +137,24 @@ fn fragment(g: &mut Gen, id: u64, next_row_id: &mut u64, stable: bool) -> Fragme
     }
     let columns = fields
         .iter()
-        .map(|&f| (0..rows).map(|_| if f == S && g.one_in(5) { Value::Null } else { value(g, f) }).collect())
+        .map(|&f| {
+            (0..rows)
+                .map(|_| {
+                    if f == S && g.one_in(5) {
+                        Value::Null
+                    } else {
+                        value(g, f)
+                    }
+                })
+                .collect()
+        })
         .collect::<Vec<Vec<Value>>>();
     let mut f = Fragment::new(id, &format!("base-{id}.lance"), fields, columns);
     f.physical_rows = rows;
-    f.deletions = (0..rows).filter(|_| g.one_in(4)).map(|o| o as u32).collect();
+    f.deletions = (0..rows)
+        .filter(|_| g.one_in(4))
+        .map(|o| o as u32)
+        .collect();
     let count = g.below(5) as usize;
     for n in 0..count {
         f.overlays.push(overlay(g, id, n, rows));
@@ -152,7 +179,11 @@ fn fragment(g: &mut Gen, id: u64, next_row_id: &mut u64, stable: bool) -> Fragme
     } else {
         LineageSequence::Absent
     };
-    f.lineage = Lineage { row_ids, created_at: versions(g), last_updated_at: versions(g) };
+    f.lineage = Lineage {
+        row_ids,
+        created_at: versions(g),
+        last_updated_at: versions(g),
+    };
     f
 }
 
@@ -170,10 +201,19 @@ pub fn entries_as_of(
             continue;
         }
         let mut then = f.clone();
-        then.overlays.retain(|o| o.committed_version <= dataset_version);
-        for (offset, v) in resolve_column(schema, &then, field).unwrap().into_iter().enumerate() {
+        then.overlays
+            .retain(|o| o.committed_version <= dataset_version);
+        for (offset, v) in resolve_column(schema, &then, field)
+            .unwrap()
+            .into_iter()
+            .enumerate()
+        {
             if let Some(value) = v {
-                out.push(IndexEntry { fragment: f.id, offset: offset as u32, value });
+                out.push(IndexEntry {
+                    fragment: f.id,
+                    offset: offset as u32,
+                    value,
+                });
             }
         }
     }
@@ -187,12 +227,15 @@ pub fn snapshot(seed: u64) -> Snapshot {
     let stable = g.one_in(2);
     let mut next_row_id = 0;
     let count = 1 + g.below(3);
-    let fragments: Vec<Fragment> =
-        (0..count).map(|id| fragment(g, id, &mut next_row_id, stable)).collect();
+    let fragments: Vec<Fragment> = (0..count)
+        .map(|id| fragment(g, id, &mut next_row_id, stable))
+        .collect();
     let mut indices = Vec::new();
-    for (name, field, kind) in
-        [("a_idx", A, IndexKind::BTree), ("s_idx", S, IndexKind::BTree), ("v_idx", V, IndexKind::Vector)]
-    {
+    for (name, field, kind) in [
+        ("a_idx", A, IndexKind::BTree),
+        ("s_idx", S, IndexKind::BTree),
+        ("v_idx", V, IndexKind::Vector),
+    ] {
         if g.one_in(4) {
             continue;
         }
@@ -200,7 +243,12 @@ pub fn snapshot(seed: u64) -> Snapshot {
         let bitmap: Option<RoaringBitmap> = if g.one_in(3) {
             None
         } else {
-            Some((0..count).filter(|_| !g.one_in(4)).map(|id| id as u32).collect())
+            Some(
+                (0..count)
+                    .filter(|_| !g.one_in(4))
+                    .map(|id| id as u32)
+                    .collect(),
+            )
         };
         let entries = entries_as_of(&schema, &fragments, bitmap.as_ref(), field, dataset_version);
         indices.push(Index {

@@ -43,12 +43,19 @@ pub fn merge_overlays(
 ) -> Result<Fragment> {
     let inputs = check_inputs(fragment, positions)?;
     if path_in_use(std::iter::once(fragment), path) {
-        return Err(CompactionError::PathInUse { path: path.to_string() }.into());
+        return Err(CompactionError::PathInUse {
+            path: path.to_string(),
+        }
+        .into());
     }
     let order = precedence_of_inputs(fragment, &inputs)?;
     let Some(&newest) = order.first() else {
         // check_inputs guarantees at least two inputs.
-        return Err(CompactionError::TooFewInputs { fragment: fragment.id, count: 0 }.into());
+        return Err(CompactionError::TooFewInputs {
+            fragment: fragment.id,
+            count: 0,
+        }
+        .into());
     };
     let merged = post_image(schema, fragment, &order, path)?;
     let mut result = fragment.clone();
@@ -67,16 +74,29 @@ pub fn merge_overlays(
 fn check_inputs(fragment: &Fragment, positions: &[usize]) -> Result<BTreeSet<usize>> {
     let id = fragment.id;
     if positions.len() < 2 {
-        return Err(CompactionError::TooFewInputs { fragment: id, count: positions.len() }.into());
+        return Err(CompactionError::TooFewInputs {
+            fragment: id,
+            count: positions.len(),
+        }
+        .into());
     }
     let mut inputs = BTreeSet::new();
     for &position in positions {
         if position >= fragment.overlays.len() {
             let overlays = fragment.overlays.len();
-            return Err(CompactionError::InputOutOfRange { fragment: id, position, overlays }.into());
+            return Err(CompactionError::InputOutOfRange {
+                fragment: id,
+                position,
+                overlays,
+            }
+            .into());
         }
         if !inputs.insert(position) {
-            return Err(CompactionError::DuplicateInput { fragment: id, position }.into());
+            return Err(CompactionError::DuplicateInput {
+                fragment: id,
+                position,
+            }
+            .into());
         }
     }
     Ok(inputs)
@@ -86,10 +106,18 @@ fn check_inputs(fragment: &Fragment, positions: &[usize]) -> Result<BTreeSet<usi
 /// between the newest and the oldest of them.
 fn precedence_of_inputs(fragment: &Fragment, inputs: &BTreeSet<usize>) -> Result<Vec<usize>> {
     let order = fragment.precedence();
-    let ranks: Vec<usize> =
-        order.iter().enumerate().filter(|(_, p)| inputs.contains(p)).map(|(r, _)| r).collect();
+    let ranks: Vec<usize> = order
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| inputs.contains(p))
+        .map(|(r, _)| r)
+        .collect();
     let (Some(&first), Some(&last)) = (ranks.first(), ranks.last()) else {
-        return Err(CompactionError::TooFewInputs { fragment: fragment.id, count: 0 }.into());
+        return Err(CompactionError::TooFewInputs {
+            fragment: fragment.id,
+            count: 0,
+        }
+        .into());
     };
     let span = order.get(first..=last).unwrap_or(&[]);
     if let Some(&between) = span.iter().find(|p| !inputs.contains(p)) {
@@ -116,13 +144,21 @@ fn post_image(
     newest_first: &[usize],
     path: &str,
 ) -> Result<Option<Overlay>> {
-    let inputs: Vec<&Overlay> =
-        newest_first.iter().filter_map(|&p| fragment.overlays.get(p)).collect();
-    let carried: BTreeSet<FieldId> =
-        inputs.iter().flat_map(|o| carried_value_fields(schema, o)).collect();
+    let inputs: Vec<&Overlay> = newest_first
+        .iter()
+        .filter_map(|&p| fragment.overlays.get(p))
+        .collect();
+    let carried: BTreeSet<FieldId> = inputs
+        .iter()
+        .flat_map(|o| carried_value_fields(schema, o))
+        .collect();
     // Schema order, so the merged file lists its fields the way a writer would.
-    let fields: Vec<FieldId> =
-        schema.fields().iter().map(|f| f.id).filter(|id| carried.contains(id)).collect();
+    let fields: Vec<FieldId> = schema
+        .fields()
+        .iter()
+        .map(|f| f.id)
+        .filter(|id| carried.contains(id))
+        .collect();
     if fields.is_empty() {
         return Ok(None);
     }
@@ -132,8 +168,14 @@ fn post_image(
         // offset -> value; the first (newest) input to cover an offset claims it.
         let mut cells: BTreeMap<u32, Value> = BTreeMap::new();
         for overlay in &inputs {
-            let Some((column_pos, bitmap)) = overlay.coverage_of(field) else { continue };
-            let values = overlay.file.columns.get(column_pos).map_or(&[][..], Vec::as_slice);
+            let Some((column_pos, bitmap)) = overlay.coverage_of(field) else {
+                continue;
+            };
+            let values = overlay
+                .file
+                .columns
+                .get(column_pos)
+                .map_or(&[][..], Vec::as_slice);
             if values.len() as u64 != bitmap.len() {
                 return Err(Error::ValueCountMismatch {
                     fragment: fragment.id,
@@ -155,9 +197,17 @@ fn post_image(
         Some((first, rest)) if rest.iter().all(|b| b == first) => Coverage::Dense(first.clone()),
         _ => Coverage::PerField(bitmaps),
     };
-    let committed_version = inputs.iter().map(|o| o.committed_version).max().unwrap_or(0);
+    let committed_version = inputs
+        .iter()
+        .map(|o| o.committed_version)
+        .max()
+        .unwrap_or(0);
     Ok(Some(Overlay {
-        file: DataFile { path: path.to_string(), fields, columns },
+        file: DataFile {
+            path: path.to_string(),
+            fields,
+            columns,
+        },
         coverage,
         committed_version,
     }))
@@ -190,9 +240,19 @@ mod tests {
         .unwrap()
     }
 
-    fn overlay(path: &str, version: u64, field: FieldId, offsets: &[u32], values: &[i32]) -> Overlay {
+    fn overlay(
+        path: &str,
+        version: u64,
+        field: FieldId,
+        offsets: &[u32],
+        values: &[i32],
+    ) -> Overlay {
         Overlay {
-            file: DataFile { path: path.into(), fields: vec![field], columns: vec![ints(values)] },
+            file: DataFile {
+                path: path.into(),
+                fields: vec![field],
+                columns: vec![ints(values)],
+            },
             coverage: Coverage::Dense(bitmap(offsets)),
             committed_version: version,
         }
@@ -220,11 +280,16 @@ mod tests {
     }
 
     fn resolved(schema: &Schema, f: &Fragment) -> Vec<Vec<Option<Value>>> {
-        schema.fields().iter().map(|sf| resolve_column(schema, f, sf.id).unwrap()).collect()
+        schema
+            .fields()
+            .iter()
+            .map(|sf| resolve_column(schema, f, sf.id).unwrap())
+            .collect()
     }
 
     #[test]
     fn merging_v10_and_v50_around_v30_is_refused_naming_v30() {
+        // covers: OVL-MERGE-1
         let err = merge_overlays(&schema(), &fragment(), &[0, 2], "m.lance").unwrap_err();
         assert_eq!(err.class(), ErrorClass::Refused);
         assert_eq!(err.code(), "non_contiguous_merge");
@@ -245,6 +310,7 @@ mod tests {
 
     #[test]
     fn merging_v30_and_v50_takes_the_newest_value_per_offset() {
+        // covers: OVL-MERGE-2, OVL-MERGE-3, OVL-MERGE-4
         let s = schema();
         let before = fragment();
         let after = merge_overlays(&s, &before, &[2, 1], "m.lance").unwrap();
@@ -272,6 +338,7 @@ mod tests {
 
     #[test]
     fn fields_covering_different_offsets_give_a_per_field_overlay() {
+        // covers: OVL-MERGE-2, OVL-SHAPE-1, OVL-SHAPE-2
         let s = schema();
         let mut f = fragment();
         f.overlays = vec![
@@ -281,12 +348,16 @@ mod tests {
         let after = merge_overlays(&s, &f, &[0, 1], "m.lance").unwrap();
         let merged = &after.overlays[0];
         assert_eq!(merged.file.fields, vec![0, 1]);
-        assert_eq!(merged.coverage, Coverage::PerField(vec![bitmap(&[0]), bitmap(&[1, 2])]));
+        assert_eq!(
+            merged.coverage,
+            Coverage::PerField(vec![bitmap(&[0]), bitmap(&[1, 2])])
+        );
         assert_eq!(resolved(&s, &f), resolved(&s, &after));
     }
 
     #[test]
     fn a_covered_null_stays_null_and_dead_ids_are_not_carried() {
+        // covers: OVL-MERGE-2, OVL-NULL-1, OVL-TOMB-1, OVL-TOMB-4, OVL-SHAPE-5
         let s = schema();
         let mut f = fragment();
         let mut older = overlay("old.lance", 2, 1, &[0, 1], &[1, 1]);
@@ -312,6 +383,7 @@ mod tests {
 
     #[test]
     fn inputs_with_no_live_field_leave_no_overlay() {
+        // covers: OVL-TOMB-3, OVL-MERGE-4
         let s = schema();
         let mut f = fragment();
         f.overlays[0].file.fields = vec![TOMBSTONE_FIELD_ID];
@@ -324,6 +396,7 @@ mod tests {
 
     #[test]
     fn the_merged_overlay_takes_the_newest_inputs_list_position() {
+        // covers: OVL-MERGE-4
         let s = schema();
         let mut f = fragment();
         // Stored out of order: precedence is v50(#2), v30(#0), v10(#1).
@@ -333,7 +406,11 @@ mod tests {
             overlay("v50.lance", 50, 0, &[2, 3], &[500, 503]),
         ];
         let after = merge_overlays(&s, &f, &[0, 2], "m.lance").unwrap();
-        let paths: Vec<&str> = after.overlays.iter().map(|o| o.file.path.as_str()).collect();
+        let paths: Vec<&str> = after
+            .overlays
+            .iter()
+            .map(|o| o.file.path.as_str())
+            .collect();
         assert_eq!(paths, ["v10.lance", "m.lance"]);
         assert_eq!(resolved(&s, &f), resolved(&s, &after));
     }
@@ -350,7 +427,10 @@ mod tests {
     fn gen_overlay() -> impl Strategy<Value = GenOverlay> {
         let cell = (any::<bool>(), proptest::option::of(-50i32..50));
         let field = proptest::option::of(proptest::collection::vec(cell, ROWS));
-        (1u64..6, proptest::collection::vec(field, VALUE_FIELDS.len()))
+        (
+            1u64..6,
+            proptest::collection::vec(field, VALUE_FIELDS.len()),
+        )
     }
 
     fn build(overlays: &[GenOverlay], deleted: &[bool], rotate: usize) -> Fragment {
@@ -365,9 +445,18 @@ mod tests {
                 ints(&[21, 22, 23, 24, 25, 26, 27, 28]),
             ],
         );
-        f.deletions = deleted.iter().enumerate().filter(|(_, d)| **d).map(|(i, _)| i as u32).collect();
+        f.deletions = deleted
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| **d)
+            .map(|(i, _)| i as u32)
+            .collect();
         for (i, (version, per_field)) in overlays.iter().enumerate() {
-            let mut file = DataFile { path: format!("o{i}.lance"), fields: vec![], columns: vec![] };
+            let mut file = DataFile {
+                path: format!("o{i}.lance"),
+                fields: vec![],
+                columns: vec![],
+            };
             let mut bitmaps = vec![];
             for (field, cells) in VALUE_FIELDS.iter().zip(per_field) {
                 let Some(cells) = cells else { continue };
@@ -379,7 +468,8 @@ mod tests {
                     .collect();
                 file.fields.push(*field);
                 bitmaps.push(covered.iter().map(|(o, _)| *o).collect::<RoaringBitmap>());
-                file.columns.push(covered.into_iter().map(|(_, v)| v).collect());
+                file.columns
+                    .push(covered.into_iter().map(|(_, v)| v).collect());
             }
             f.overlays.push(Overlay {
                 file,
@@ -416,6 +506,7 @@ mod tests {
             len in 2usize..6,
             rotate in proptest::sample::select(vec![0usize, 0, 1, 2]),
         ) {
+            // covers: OVL-MERGE-2, OVL-MERGE-3, OVL-MERGE-4, OVL-MERGE-5, OVL-DEL-2
             let s = schema();
             let f = build(&overlays, &deleted, rotate);
             let sorted = f.overlays.windows(2).all(|w| w[0].committed_version <= w[1].committed_version);
@@ -428,6 +519,9 @@ mod tests {
             prop_assert!(after.validate(&s, 10).is_ok());
             prop_assert_eq!(resolved(&s, &f), resolved(&s, &after));
             prop_assert!(after.overlays.len() < f.overlays.len());
+            // Nothing but the overlay list changes.
+            prop_assert_eq!((&after.files, &after.deletions, &after.lineage), (&f.files, &f.deletions, &f.lineage));
+            prop_assert_eq!(after.physical_rows, f.physical_rows);
             // A non-decreasing list stays non-decreasing.
             if sorted {
                 prop_assert!(after.overlays.windows(2).all(|w| w[0].committed_version <= w[1].committed_version));
@@ -453,6 +547,7 @@ mod tests {
             gap in 1usize..5,
             rotate in 0usize..3,
         ) {
+            // covers: OVL-MERGE-1
             let s = schema();
             let f = build(&overlays, &[false; ROWS], rotate);
             let order = f.precedence();

@@ -10,9 +10,9 @@
 //!
 //! | mode | module | touches |
 //! |---|---|---|
-//! | overlay → overlay | [`merge`] | one fragment's overlay list; base, deletions, lineage untouched |
-//! | overlay → base | [`fold`] | a new base file + tombstones, overlays cleared; a commit |
-//! | row rewrite | [`rewrite`] | whole fragments replaced by one new fragment; a commit |
+//! | overlay → overlay | [`merge`](mod@merge) | one fragment's overlay list; base, deletions, lineage untouched |
+//! | overlay → base | [`fold`](mod@fold) | a new base file + tombstones, overlays cleared; a commit |
+//! | row rewrite | [`rewrite`](mod@rewrite) | whole fragments replaced by one new fragment; a commit |
 //!
 //! Every requested operation the specification forbids (a non-contiguous merge, a fold that
 //! would leave an index stale, a malformed request) is a [`CompactionError`] of class
@@ -53,7 +53,9 @@ pub enum CompactionError {
         position: usize,
     },
     /// A merge names an overlay position the fragment does not have.
-    #[error("fragment {fragment}: overlay position {position} does not exist ({overlays} overlays)")]
+    #[error(
+        "fragment {fragment}: overlay position {position} does not exist ({overlays} overlays)"
+    )]
     InputOutOfRange {
         /// Fragment id.
         fragment: u64,
@@ -180,7 +182,10 @@ impl CompactionError {
 }
 
 /// Whether any base, lineage or overlay file of `fragments` uses `path`.
-fn path_in_use<'a>(mut fragments: impl Iterator<Item = &'a crate::model::Fragment>, path: &str) -> bool {
+fn path_in_use<'a>(
+    mut fragments: impl Iterator<Item = &'a crate::model::Fragment>,
+    path: &str,
+) -> bool {
     fragments.any(|f| {
         f.files.iter().any(|d| d.path == path) || f.overlays.iter().any(|o| o.file.path == path)
     })

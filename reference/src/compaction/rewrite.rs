@@ -30,8 +30,8 @@ use std::collections::BTreeMap;
 use super::{CompactionError, carried_value_fields, path_in_use, uncover};
 use crate::error::{Error, Result};
 use crate::model::{
-    CREATED_AT_FIELD_ID, DataFile, DataType, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID,
-    Lineage, LineageSequence, ROW_ID_FIELD_ID, Snapshot, Value,
+    CREATED_AT_FIELD_ID, DataFile, DataType, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, Lineage,
+    LineageSequence, ROW_ID_FIELD_ID, Snapshot, Value,
 };
 use crate::resolve::resolve_column;
 use crate::scan::DEFAULT_ROW_VERSION;
@@ -62,15 +62,25 @@ pub fn rewrite_rows(
 ) -> Result<Snapshot> {
     if new_version <= snapshot.version {
         let version = snapshot.version;
-        return Err(CompactionError::VersionNotNewer { version, new_version }.into());
+        return Err(CompactionError::VersionNotNewer {
+            version,
+            new_version,
+        }
+        .into());
     }
     snapshot.validate()?;
     let span = input_span(snapshot, fragment_ids)?;
     if snapshot.fragments.iter().any(|f| f.id == new_fragment_id) {
-        return Err(CompactionError::FragmentIdInUse { fragment: new_fragment_id }.into());
+        return Err(CompactionError::FragmentIdInUse {
+            fragment: new_fragment_id,
+        }
+        .into());
     }
     if path_in_use(snapshot.fragments.iter(), new_file_path) {
-        return Err(CompactionError::PathInUse { path: new_file_path.to_string() }.into());
+        return Err(CompactionError::PathInUse {
+            path: new_file_path.to_string(),
+        }
+        .into());
     }
     let inputs = snapshot.fragments.get(span.clone()).unwrap_or(&[]);
     let fields = fields_with_data(snapshot, inputs);
@@ -100,7 +110,13 @@ pub fn rewrite_rows(
         let created = fragment.lineage_values(CREATED_AT_FIELD_ID)?;
         let updated = fragment.lineage_values(LAST_UPDATED_AT_FIELD_ID)?;
         for offset in 0..fragment.physical_rows {
-            let Ok(offset32) = u32::try_from(offset) else { break };
+            let offset32 = u32::try_from(offset).map_err(|_| Error::OffsetOutOfRange {
+                fragment: fragment.id,
+                file: "(manifest)".into(),
+                what: "physical_rows".into(),
+                offset,
+                physical_rows: fragment.physical_rows,
+            })?;
             if fragment.deletions.contains(offset32) {
                 continue;
             }
@@ -112,16 +128,28 @@ pub fn rewrite_rows(
             if let (Some(ids), Some(out)) = (&row_ids, &mut carried.row_ids) {
                 out.push(lineage_at(fragment, ids, ROW_ID_FIELD_ID, at)?);
             }
-            carried.created_at.push(version_at(fragment, created.as_deref(), CREATED_AT_FIELD_ID, at)?);
-            carried
-                .last_updated_at
-                .push(version_at(fragment, updated.as_deref(), LAST_UPDATED_AT_FIELD_ID, at)?);
+            carried.created_at.push(version_at(
+                fragment,
+                created.as_deref(),
+                CREATED_AT_FIELD_ID,
+                at,
+            )?);
+            carried.last_updated_at.push(version_at(
+                fragment,
+                updated.as_deref(),
+                LAST_UPDATED_AT_FIELD_ID,
+                at,
+            )?);
         }
     }
 
-    let mut file = DataFile { path: new_file_path.to_string(), fields, columns };
+    let mut file = DataFile {
+        path: new_file_path.to_string(),
+        fields,
+        columns,
+    };
     let physical_rows = carried.created_at.len() as u64;
-    let lineage = place_carried_lineage(&snapshot.config, carried, &mut file);
+    let lineage = place_carried_lineage(&snapshot.config, carried, &mut file)?;
     let new_fragment = Fragment {
         id: new_fragment_id,
         physical_rows,
@@ -142,22 +170,27 @@ pub fn rewrite_rows(
     Ok(next)
 }
 
-/// Decides where each carried lineage sequence of a rewritten fragment lives, appending any
-/// hidden column to `file` (the fragment's main data file). The spill rule belongs to the
-/// lineage module; until it is wired here, every sequence stays inline in the manifest, which
-/// is always a valid placement.
+/// Decides where each carried lineage sequence of a rewritten fragment lives: inline in the
+/// manifest, or (spilled) as a hidden `uint64` column appended to `file`, the fragment's main
+/// data file, with the arm set to [`LineageSequence::Column`].
+///
+/// The spill rule (`lance.row_lineage.spill`, the inline byte budget) belongs to the lineage
+/// module. Until it is wired here, every sequence stays inline, which is always a valid
+/// placement; the error path is for a malformed table config once the rule reads it.
 pub fn place_carried_lineage(
     config: &BTreeMap<String, String>,
     carried: CarriedLineage,
     file: &mut DataFile,
-) -> Lineage {
-    // Nothing spills yet: `config` (`lance.row_lineage.spill`) and `file` are unused.
+) -> Result<Lineage> {
+    // Nothing spills yet, so neither the config nor the data file is consulted.
     let _ = (config, &file);
-    Lineage {
-        row_ids: carried.row_ids.map_or(LineageSequence::Absent, LineageSequence::Inline),
+    Ok(Lineage {
+        row_ids: carried
+            .row_ids
+            .map_or(LineageSequence::Absent, LineageSequence::Inline),
         created_at: LineageSequence::Inline(carried.created_at),
         last_updated_at: LineageSequence::Inline(carried.last_updated_at),
-    }
+    })
 }
 
 /// The positions of the inputs in the fragment list, as one range; refuses an empty, repeated,
@@ -171,9 +204,14 @@ fn input_span(snapshot: &Snapshot, fragment_ids: &[u64]) -> Result<std::ops::Ran
         if fragment_ids.get(..i).is_some_and(|seen| seen.contains(&id)) {
             return Err(CompactionError::DuplicateFragment { fragment: id }.into());
         }
-        let position = snapshot.fragments.iter().position(|f| f.id == id).ok_or_else(|| {
-            Error::UnknownFragment { fragment: id, context: "row rewrite input".into() }
-        })?;
+        let position = snapshot
+            .fragments
+            .iter()
+            .position(|f| f.id == id)
+            .ok_or_else(|| Error::UnknownFragment {
+                fragment: id,
+                context: "row rewrite input".into(),
+            })?;
         positions.push(position);
     }
     let first = positions.iter().copied().min().unwrap_or(0);
@@ -193,15 +231,26 @@ fn fields_with_data(snapshot: &Snapshot, inputs: &[Fragment]) -> Vec<FieldId> {
     let has_data = |id: FieldId| {
         inputs.iter().any(|f| {
             f.base_column(id).is_some()
-                || f.overlays.iter().any(|o| carried_value_fields(&snapshot.schema, o).any(|c| c == id))
+                || f.overlays
+                    .iter()
+                    .any(|o| carried_value_fields(&snapshot.schema, o).any(|c| c == id))
         })
     };
-    snapshot.schema.fields().iter().map(|f| f.id).filter(|&id| has_data(id)).collect()
+    snapshot
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.id)
+        .filter(|&id| has_data(id))
+        .collect()
 }
 
 /// What a base column stores for a resolved value: a struct column holds only validity.
 fn stored_form(snapshot: &Snapshot, field: FieldId, value: Value) -> Value {
-    let is_struct = snapshot.schema.field(field).is_some_and(|f| f.data_type == DataType::Struct);
+    let is_struct = snapshot
+        .schema
+        .field(field)
+        .is_some_and(|f| f.data_type == DataType::Struct);
     match value {
         Value::Struct(_) if is_struct => Value::Struct(Vec::new()),
         other => other,
@@ -209,16 +258,24 @@ fn stored_form(snapshot: &Snapshot, field: FieldId, value: Value) -> Value {
 }
 
 fn lineage_at(fragment: &Fragment, values: &[u64], field: FieldId, at: usize) -> Result<u64> {
-    values.get(at).copied().ok_or_else(|| Error::BaseLengthMismatch {
-        fragment: fragment.id,
-        file: "(lineage)".into(),
-        field,
-        values: values.len() as u64,
-        physical_rows: fragment.physical_rows,
-    })
+    values
+        .get(at)
+        .copied()
+        .ok_or_else(|| Error::BaseLengthMismatch {
+            fragment: fragment.id,
+            file: "(lineage)".into(),
+            field,
+            values: values.len() as u64,
+            physical_rows: fragment.physical_rows,
+        })
 }
 
-fn version_at(fragment: &Fragment, values: Option<&[u64]>, field: FieldId, at: usize) -> Result<u64> {
+fn version_at(
+    fragment: &Fragment,
+    values: Option<&[u64]>,
+    field: FieldId,
+    at: usize,
+) -> Result<u64> {
     match values {
         None => Ok(DEFAULT_ROW_VERSION),
         Some(v) => lineage_at(fragment, v, field, at),
@@ -238,13 +295,20 @@ mod tests {
     /// The parts of a scan row a row rewrite must keep (everything but the physical address).
     fn kept(rows: Vec<ScanRow>, stable: bool) -> Vec<(Option<u64>, u64, u64, Vec<Value>)> {
         rows.into_iter()
-            .map(|r| (stable.then_some(r.row_id), r.created_at, r.last_updated_at, r.values))
+            .map(|r| {
+                (
+                    stable.then_some(r.row_id),
+                    r.created_at,
+                    r.last_updated_at,
+                    r.values,
+                )
+            })
             .collect()
     }
 
     #[test]
     fn rewriting_the_worked_example_drops_deleted_rows_and_folds_the_overlay() {
-        // covers: OVL-COMPACT-REWRITE
+        // covers: OVL-RWR-1, OVL-RWR-2, OVL-RWR-3, LIN-STAMP-5
         let mut v2 = version_1();
         let mut overlay = step_1_overlay();
         overlay.committed_version = 2;
@@ -262,14 +326,23 @@ mod tests {
         assert!(f.overlays.is_empty() && f.deletions.is_empty());
         assert_eq!(f.files.len(), 1);
         assert_eq!(f.files[0].fields, vec![1, 2, 3, 4]);
-        assert_eq!(f.files[0].columns[2], [26, 40, 23].map(Value::Int32).to_vec());
+        assert_eq!(
+            f.files[0].columns[2],
+            [26, 40, 23].map(Value::Int32).to_vec()
+        );
         assert_eq!(f.lineage.row_ids, LineageSequence::Inline(vec![1, 2, 3]));
-        assert_eq!(f.lineage.last_updated_at, LineageSequence::Inline(vec![2, 1, 2]));
+        assert_eq!(
+            f.lineage.last_updated_at,
+            LineageSequence::Inline(vec![2, 1, 2])
+        );
         let idx = &v3.indices[0];
         assert!(!idx.covers(0) && !idx.covers(1));
         assert!(idx.entries.is_empty());
         assert_eq!(scan(&v3, None).unwrap().len(), 3);
-        assert_eq!(kept(scan(&v3, None).unwrap(), true), kept(scan(&v2, None).unwrap(), true));
+        assert_eq!(
+            kept(scan(&v3, None).unwrap(), true),
+            kept(scan(&v2, None).unwrap(), true)
+        );
     }
 
     #[test]
@@ -297,10 +370,19 @@ mod tests {
         };
         let refused = |c| (ErrorClass::Refused, c);
         assert_eq!(code(&[], 9, 6, "n.lance"), refused("no_fragments"));
-        assert_eq!(code(&[0, 0], 9, 6, "n.lance"), refused("duplicate_fragment"));
+        assert_eq!(
+            code(&[0, 0], 9, 6, "n.lance"),
+            refused("duplicate_fragment")
+        );
         assert_eq!(code(&[0, 2], 9, 6, "n.lance"), refused("not_adjacent"));
-        assert_eq!(code(&[0, 1], 2, 6, "n.lance"), refused("fragment_id_in_use"));
-        assert_eq!(code(&[0, 1], 0, 6, "n.lance"), refused("fragment_id_in_use"));
+        assert_eq!(
+            code(&[0, 1], 2, 6, "n.lance"),
+            refused("fragment_id_in_use")
+        );
+        assert_eq!(
+            code(&[0, 1], 0, 6, "n.lance"),
+            refused("fragment_id_in_use")
+        );
         assert_eq!(code(&[0, 1], 9, 5, "n.lance"), refused("version_not_newer"));
         assert_eq!(code(&[0, 1], 9, 6, "base-0.lance"), refused("path_in_use"));
         assert_eq!(code(&[0, 7], 9, 6, "n.lance").1, "unknown_fragment");
@@ -317,6 +399,7 @@ mod tests {
             start in 0usize..3,
             len in 1usize..4,
         ) {
+            // covers: OVL-RWR-1, OVL-RWR-2, OVL-RWR-3, LIN-STAMP-5, LIN-READ-1
             let before = generated::snapshot(seed);
             let n = before.fragments.len();
             let start = start % n;
