@@ -192,6 +192,14 @@ pub enum Error {
         /// Where it was referenced.
         context: String,
     },
+    /// Index metadata that cannot be right (for example built from a future version).
+    #[error("index {index}: {problem}")]
+    InvalidIndex {
+        /// Index name.
+        index: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// Row lineage sequences and their encodings.
     #[error(transparent)]
     Lineage(#[from] LineageError),
@@ -236,6 +244,7 @@ impl Error {
             Error::BadCommittedVersion { .. } => "bad_committed_version",
             Error::MalformedBitmap { .. } => "malformed_bitmap",
             Error::UnknownFragment { .. } => "unknown_fragment",
+            Error::InvalidIndex { .. } => "invalid_index",
             Error::Lineage(e) => e.code(),
             Error::Flags(e) => e.code(),
             Error::Compaction(e) => e.code(),

@@ -60,6 +60,15 @@ impl Snapshot {
             frag.validate(&self.schema, self.version)?;
         }
         for index in &self.indices {
+            if index.dataset_version > self.version {
+                return Err(Error::InvalidIndex {
+                    index: index.name.clone(),
+                    problem: format!(
+                        "dataset_version {} is newer than the snapshot's version {}",
+                        index.dataset_version, self.version
+                    ),
+                });
+            }
             for &field in &index.fields {
                 if self.schema.field(field).is_none() {
                     return Err(Error::UnknownField {
