@@ -8,8 +8,8 @@
 //! `F`'s overlays with `committed_version > I.dataset_version`, of the coverage bitmaps of every
 //! overlay field position whose live id is *related* to one of `I.fields`: the same field, a
 //! descendant of one (an overlay on `address.zip` for an index on `address`), or an ancestor of
-//! one (an overlay on `address` for an index on `address.zip`). The set may hold more rows than
-//! strictly changed (the query re-evaluates them, which is harmless); it never holds fewer.
+//! one. The set may hold more rows than strictly changed (the query re-evaluates them, which is
+//! harmless); it never holds fewer.
 //!
 //! Decisions, and why:
 //!
@@ -24,6 +24,13 @@
 //!   touches only unrelated columns excludes nothing. All of `Index::fields` count (covering
 //!   fields too), not just the key. Tombstones (`-2`), other negative ids, and ids no longer in
 //!   the schema (dropped fields) never match: their positions carry no readable values.
+//! - **Struct positions never match.** A struct id in an overlay is a container: it supplies no
+//!   cell value and its coverage is ignored, for resolution and for exclusion alike (the kit's
+//!   spec, OVL-SHAPE-5). A struct's cells change only through its leaf children, and those are
+//!   related both to an index on the struct (as descendants) and to an index on themselves. In
+//!   this type system every ancestor is a struct, so the ancestor clause never fires; it is kept
+//!   for container types that carry whole-value cells. (Lance counts a struct ancestor's
+//!   coverage too; that only adds rows that re-evaluate to the same answer.)
 //! - **Deleted offsets stay in the set.** Coverage includes deleted rows and is stable as the
 //!   deletion vector changes, so the set is computed from overlays alone. Deleted rows are
 //!   removed separately by the query (deletions apply to index results and to re-evaluation
@@ -37,7 +44,7 @@ use std::collections::BTreeMap;
 
 use roaring::RoaringBitmap;
 
-use crate::model::{FieldId, Fragment, Index, Overlay, Schema, Snapshot};
+use crate::model::{DataType, FieldId, Fragment, Index, Overlay, Schema, Snapshot};
 
 /// Whether `overlay` is newer than `index`: it became effective strictly after the version the
 /// index was built from, so the index never saw its values.
@@ -46,11 +53,19 @@ pub fn is_newer_than_index(overlay: &Overlay, index: &Index) -> bool {
 }
 
 /// Whether an overlay position carrying `field` can change a value `index` holds: `field` is a
-/// live schema field equal to, a descendant of, or an ancestor of one of the indexed fields.
+/// live, non-struct schema field equal to, a descendant of, or an ancestor of one of the
+/// indexed fields.
 pub fn affects_index(schema: &Schema, index: &Index, field: FieldId) -> bool {
+    let carries_cells = match schema.field(field) {
+        Some(f) => f.data_type != DataType::Struct,
+        None => false, // a dropped field, a tombstone or another reserved id
+    };
     field >= 0
-        && schema.field(field).is_some()
-        && index.fields.iter().any(|&indexed| schema.related(indexed, field))
+        && carries_cells
+        && index
+            .fields
+            .iter()
+            .any(|&indexed| schema.related(indexed, field))
 }
 
 /// The rows of `fragment` whose indexed values `index` may hold stale (see the module docs).
@@ -60,7 +75,11 @@ pub fn exclusion_set(schema: &Schema, index: &Index, fragment: &Fragment) -> Roa
     if !index.covers(fragment.id) {
         return set;
     }
-    for overlay in fragment.overlays.iter().filter(|o| is_newer_than_index(o, index)) {
+    for overlay in fragment
+        .overlays
+        .iter()
+        .filter(|o| is_newer_than_index(o, index))
+    {
         for (position, &field) in overlay.file.fields.iter().enumerate() {
             if !affects_index(schema, index, field) {
                 continue;
@@ -90,7 +109,10 @@ impl ExclusionSets {
     pub fn of_snapshot(snapshot: &Snapshot) -> ExclusionSets {
         let mut sets = BTreeMap::new();
         for (i, index) in snapshot.indices.iter().enumerate() {
-            if snapshot.indices[..i].iter().any(|earlier| earlier.name == index.name) {
+            if snapshot.indices[..i]
+                .iter()
+                .any(|earlier| earlier.name == index.name)
+            {
                 continue;
             }
             for fragment in snapshot.fragments.iter().filter(|f| index.covers(f.id)) {
@@ -111,7 +133,9 @@ impl ExclusionSets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Coverage, DataFile, DataType, Field, IndexKind, TOMBSTONE_FIELD_ID, Value};
+    use crate::model::{
+        Coverage, DataFile, Field, IndexKind, ROW_ID_FIELD_ID, TOMBSTONE_FIELD_ID, Value,
+    };
     use crate::worked_example::{self, AGE, AGE_INDEX, NAME};
 
     fn bitmap(offsets: &[u32]) -> RoaringBitmap {
@@ -135,9 +159,16 @@ mod tests {
 
     /// An overlay carrying `fields` densely over `offsets`, every value NULL.
     fn null_overlay(fields: Vec<FieldId>, offsets: &[u32], committed_version: u64) -> Overlay {
-        let columns = fields.iter().map(|_| vec![Value::Null; offsets.len()]).collect();
+        let columns = fields
+            .iter()
+            .map(|_| vec![Value::Null; offsets.len()])
+            .collect();
         Overlay {
-            file: DataFile { path: "overlay.lance".into(), fields, columns },
+            file: DataFile {
+                path: "overlay.lance".into(),
+                fields,
+                columns,
+            },
             coverage: Coverage::Dense(bitmap(offsets)),
             committed_version,
         }
@@ -145,48 +176,73 @@ mod tests {
 
     #[test]
     fn worked_example_step_3_excludes_the_age_overlay() {
+        // covers: OVL-IDX-1
         let snapshot = version_2();
-        let set = exclusion_set(&snapshot.schema, age_index(&snapshot), &snapshot.fragments[0]);
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
         assert_eq!(set, bitmap(&[1, 3]));
     }
 
     #[test]
     fn an_index_built_at_the_overlay_version_excludes_nothing() {
+        // covers: OVL-IDX-1, OVL-IDX-2
         let mut snapshot = version_2();
         snapshot.indices[0].dataset_version = 2; // committed_version == dataset_version
-        let set = exclusion_set(&snapshot.schema, age_index(&snapshot), &snapshot.fragments[0]);
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
         assert!(set.is_empty());
         snapshot.indices[0].dataset_version = 1;
-        let set = exclusion_set(&snapshot.schema, age_index(&snapshot), &snapshot.fragments[0]);
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
         assert_eq!(set, bitmap(&[1, 3]));
     }
 
     #[test]
     fn the_read_version_race_is_excluded_by_the_effective_version() {
+        // covers: OVL-IDX-1
         // The spec's note: the overlay read version 5 and became effective at 6; the index read
         // version 5 and so records dataset_version 5.
         let mut snapshot = version_2();
         snapshot.version = 7;
         snapshot.fragments[0].overlays[0].committed_version = 6;
         snapshot.indices[0].dataset_version = 5;
-        let set = exclusion_set(&snapshot.schema, age_index(&snapshot), &snapshot.fragments[0]);
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
         assert_eq!(set, bitmap(&[1, 3]));
     }
 
     #[test]
     fn an_overlay_on_another_column_excludes_nothing() {
+        // covers: OVL-IDX-4
         let mut snapshot = worked_example::version_1();
         snapshot.version = 2;
         let mut overlay = null_overlay(vec![NAME], &[0, 2], 2);
         overlay.file.columns = vec![vec![Value::Utf8("A".into()), Value::Utf8("C".into())]];
         snapshot.fragments[0].overlays.push(overlay);
         snapshot.validate().unwrap();
-        let set = exclusion_set(&snapshot.schema, age_index(&snapshot), &snapshot.fragments[0]);
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
         assert!(set.is_empty());
     }
 
     #[test]
     fn a_sparse_overlay_excludes_only_the_indexed_fields_bitmap() {
+        // covers: OVL-IDX-1, OVL-IDX-4
         let mut snapshot = worked_example::version_1();
         snapshot.version = 2;
         snapshot.fragments[0].overlays.push(Overlay {
@@ -199,22 +255,28 @@ mod tests {
             committed_version: 2,
         });
         snapshot.validate().unwrap();
-        let set = exclusion_set(&snapshot.schema, age_index(&snapshot), &snapshot.fragments[0]);
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
         assert_eq!(set, bitmap(&[2]));
     }
 
     #[test]
     fn tombstoned_and_unknown_positions_never_exclude() {
+        // covers: OVL-TOMB-1, OVL-TOMB-4, OVL-TOMB-5
         let mut snapshot = worked_example::version_1();
         snapshot.version = 3;
-        // Position 0 once held age and is now a tombstone; position 1 is a dropped field (99).
+        // Position 0 once held age and is now a tombstone; position 1 is a dropped field (99);
+        // position 2 is a reserved system id (-3, `_rowid`).
         snapshot.fragments[0].overlays.push(Overlay {
             file: DataFile {
                 path: "old.lance".into(),
-                fields: vec![TOMBSTONE_FIELD_ID, 99],
-                columns: vec![vec![Value::Int32(1)], vec![Value::Int32(2)]],
+                fields: vec![TOMBSTONE_FIELD_ID, 99, ROW_ID_FIELD_ID],
+                columns: vec![vec![Value::Int32(1)], vec![Value::Int32(2)], vec![]],
             },
-            coverage: Coverage::PerField(vec![bitmap(&[0]), bitmap(&[1])]),
+            coverage: Coverage::PerField(vec![bitmap(&[0]), bitmap(&[1]), bitmap(&[2])]),
             committed_version: 3,
         });
         snapshot.validate().unwrap();
@@ -222,18 +284,44 @@ mod tests {
         let set = exclusion_set(&snapshot.schema, &index, &snapshot.fragments[0]);
         assert!(set.is_empty());
         // Even an index that (wrongly) lists those ids matches nothing.
-        index.fields = vec![TOMBSTONE_FIELD_ID, 99];
+        index.fields = vec![TOMBSTONE_FIELD_ID, 99, ROW_ID_FIELD_ID];
         let set = exclusion_set(&snapshot.schema, &index, &snapshot.fragments[0]);
         assert!(set.is_empty());
     }
 
     #[test]
+    fn the_set_is_the_union_of_every_newer_overlay() {
+        // covers: OVL-IDX-1, OVL-IDX-2, OVL-IDX-5
+        let mut snapshot = worked_example::version_1();
+        snapshot.version = 4;
+        snapshot.indices[0].dataset_version = 2;
+        let fragment = &mut snapshot.fragments[0];
+        fragment.overlays.push(null_overlay(vec![AGE], &[0], 2)); // seen by the index
+        fragment.overlays.push(null_overlay(vec![AGE], &[1, 2], 3));
+        fragment.overlays.push(null_overlay(vec![AGE], &[2, 3], 4)); // hides 2 on read
+        snapshot.validate().unwrap();
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
+        assert_eq!(set, bitmap(&[1, 2, 3]));
+    }
+
+    #[test]
     fn covering_fields_of_the_index_count_too() {
+        // covers: OVL-IDX-3
         let mut snapshot = worked_example::version_1();
         snapshot.version = 2;
-        snapshot.fragments[0].overlays.push(null_overlay(vec![NAME], &[3], 2));
+        snapshot.fragments[0]
+            .overlays
+            .push(null_overlay(vec![NAME], &[3], 2));
         snapshot.indices[0].fields = vec![AGE, NAME];
-        let set = exclusion_set(&snapshot.schema, age_index(&snapshot), &snapshot.fragments[0]);
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
         assert_eq!(set, bitmap(&[3]));
     }
 
@@ -241,20 +329,36 @@ mod tests {
     fn deleted_offsets_are_kept_in_the_set() {
         let mut snapshot = version_2();
         snapshot.fragments[0].deletions.insert(3);
-        let set = exclusion_set(&snapshot.schema, age_index(&snapshot), &snapshot.fragments[0]);
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
         assert_eq!(set, bitmap(&[1, 3]));
     }
 
     #[test]
     fn a_fragment_outside_the_index_coverage_has_an_empty_set() {
+        // covers: OVL-IDX-6
         let mut snapshot = version_2();
         snapshot.indices[0].fragment_bitmap = Some(bitmap(&[7]));
-        let set = exclusion_set(&snapshot.schema, age_index(&snapshot), &snapshot.fragments[0]);
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
         assert!(set.is_empty());
-        assert_eq!(ExclusionSets::of_snapshot(&snapshot).get(AGE_INDEX, 0), None);
+        assert_eq!(
+            ExclusionSets::of_snapshot(&snapshot).get(AGE_INDEX, 0),
+            None
+        );
         // A missing bitmap means "every fragment".
         snapshot.indices[0].fragment_bitmap = None;
-        let set = exclusion_set(&snapshot.schema, age_index(&snapshot), &snapshot.fragments[0]);
+        let set = exclusion_set(
+            &snapshot.schema,
+            age_index(&snapshot),
+            &snapshot.fragments[0],
+        );
         assert_eq!(set, bitmap(&[1, 3]));
     }
 
@@ -279,7 +383,9 @@ mod tests {
                 vec![Value::Utf8("x".into()); 4],
             ],
         );
-        fragment.overlays.push(null_overlay(vec![overlay_field], &[2], 2));
+        fragment
+            .overlays
+            .push(null_overlay(vec![overlay_field], &[2], 2));
         let index = Index {
             name: "nested".into(),
             fields: vec![index_field],
@@ -302,25 +408,38 @@ mod tests {
     }
 
     #[test]
-    fn nested_fields_relate_through_ancestry_both_ways() {
+    fn nested_fields_relate_through_ancestry_but_struct_coverage_is_ignored() {
+        // covers: OVL-IDX-3, OVL-IDX-4, OVL-SHAPE-5
         for (index_field, overlay_field, excluded) in [
-            (6, 5, true),  // overlay on the struct parent, index on its child
+            (6, 5, false), // overlay on the struct parent (a container), index on its child
             (5, 6, true),  // overlay on a child, index on the struct
+            (5, 5, false), // overlay on the struct, index on the struct
             (6, 6, true),  // the same leaf
             (6, 7, false), // a sibling leaf
             (1, 5, false), // unrelated top-level field
         ] {
             let snapshot = nested_snapshot(index_field, overlay_field);
             snapshot.validate().unwrap();
-            let set =
-                exclusion_set(&snapshot.schema, &snapshot.indices[0], &snapshot.fragments[0]);
-            let expected = if excluded { bitmap(&[2]) } else { RoaringBitmap::new() };
-            assert_eq!(set, expected, "index on {index_field}, overlay on {overlay_field}");
+            let set = exclusion_set(
+                &snapshot.schema,
+                &snapshot.indices[0],
+                &snapshot.fragments[0],
+            );
+            let expected = if excluded {
+                bitmap(&[2])
+            } else {
+                RoaringBitmap::new()
+            };
+            assert_eq!(
+                set, expected,
+                "index on {index_field}, overlay on {overlay_field}"
+            );
         }
     }
 
     #[test]
     fn snapshot_sets_cover_every_covered_fragment_and_only_the_first_of_a_name() {
+        // covers: OVL-IDX-6
         let mut snapshot = version_2();
         let mut second = snapshot.fragments[0].clone();
         second.id = 1;

@@ -52,7 +52,8 @@
 //! prefilter; `excluded` the entries the exclusion set kept out; `reevaluated` the live rows of
 //! the exclusion sets and of uncovered fragments, re-scored on their current vectors
 //! (`rescored`); `final_rows` the k best of `candidates ∪ rescored`. Ranking is by distance,
-//! ties by (fragment, offset) ascending. A NULL vector, a vector with a NULL item, or a NaN
+//! ties by ascending row address `(fragment << 32) | offset`, which is the (fragment, offset)
+//! order of [`RowRef`], on both paths. A NULL vector, a vector with a NULL item, or a NaN
 //! distance has no distance and never ranks. The query itself must have the field's dimension
 //! and finite items, and `k = 0` is refused ([`QueryError::ZeroK`]) rather than answered with
 //! nothing, since it is almost always a caller's mistake.
@@ -159,7 +160,9 @@ pub enum QueryError {
         position: usize,
     },
     /// An index entry names an offset at or past its fragment's `physical_rows`.
-    #[error("index {index:?}: entry for fragment {fragment} offset {offset} is not below physical_rows {physical_rows}")]
+    #[error(
+        "index {index:?}: entry for fragment {fragment} offset {offset} is not below physical_rows {physical_rows}"
+    )]
     EntryOutOfRange {
         /// Index name.
         index: String,
@@ -344,19 +347,29 @@ impl Predicate {
         let mut stack = vec![(self, 1usize)];
         while let Some((p, depth)) = stack.pop() {
             if depth > MAX_PREDICATE_DEPTH {
-                return Err(QueryError::PredicateTooDeep { limit: MAX_PREDICATE_DEPTH });
+                return Err(QueryError::PredicateTooDeep {
+                    limit: MAX_PREDICATE_DEPTH,
+                });
             }
             if let Predicate::And(parts) | Predicate::Or(parts) = p {
                 stack.extend(parts.iter().map(|part| (part, depth + 1)));
                 continue;
             }
-            let Some(field) = p.leaf_field() else { continue };
-            let data_type = &schema.field(field).ok_or(QueryError::UnknownField { field })?.data_type;
+            let Some(field) = p.leaf_field() else {
+                continue;
+            };
+            let data_type = &schema
+                .field(field)
+                .ok_or(QueryError::UnknownField { field })?
+                .data_type;
             if matches!(p, Predicate::IsNull(_) | Predicate::IsNotNull(_)) {
                 continue;
             }
             if matches!(data_type, DataType::Struct | DataType::FixedSizeList { .. }) {
-                return Err(QueryError::NotComparable { field, data_type: data_type.logical_type() });
+                return Err(QueryError::NotComparable {
+                    field,
+                    data_type: data_type.logical_type(),
+                });
             }
             if let Some(bad) = p.literals().iter().find(|v| !v.fits(data_type)) {
                 return Err(QueryError::TypeMismatch {
@@ -387,7 +400,9 @@ impl Predicate {
         depth: usize,
     ) -> Result<Truth, QueryError> {
         if depth > MAX_PREDICATE_DEPTH {
-            return Err(QueryError::PredicateTooDeep { limit: MAX_PREDICATE_DEPTH });
+            return Err(QueryError::PredicateTooDeep {
+                limit: MAX_PREDICATE_DEPTH,
+            });
         }
         let cell = |field: FieldId| value_of(field).ok_or(QueryError::UnknownField { field });
         Ok(match self {
@@ -483,7 +498,12 @@ pub fn reconcile(
     let (index, key) = find_index(snapshot, index_name, IndexKind::BTree)?;
     predicate.check(&snapshot.schema)?;
     if let Some(&field) = predicate.fields().iter().find(|&&f| f != key) {
-        return Err(QueryError::NotIndexable { index: index.name.clone(), key, field }.into());
+        return Err(QueryError::NotIndexable {
+            index: index.name.clone(),
+            key,
+            field,
+        }
+        .into());
     }
     let exclusions = exclusion_sets(snapshot, index);
     let mut candidates = Vec::new();
@@ -493,8 +513,11 @@ pub fn reconcile(
         }
     }
     candidates.sort();
-    let excluded: Vec<RowRef> =
-        candidates.iter().copied().filter(|row| is_excluded(&exclusions, row)).collect();
+    let excluded: Vec<RowRef> = candidates
+        .iter()
+        .copied()
+        .filter(|row| is_excluded(&exclusions, row))
+        .collect();
     let mut reevaluated = Vec::new();
     let mut rematched = Vec::new();
     for (row, value) in flat_path_rows(snapshot, key, &exclusions)? {
@@ -534,7 +557,10 @@ pub fn flat_filter(snapshot: &Snapshot, predicate: &Predicate) -> Result<Vec<Row
                 columns.get(&field)?.get(offset as usize)?.as_ref()
             };
             if predicate.eval(&value_of)? == Truth::True {
-                rows.push(RowRef { fragment: fragment.id, offset });
+                rows.push(RowRef {
+                    fragment: fragment.id,
+                    offset,
+                });
             }
         }
     }
@@ -624,7 +650,13 @@ pub fn flat_top_k(
         for (offset, value) in column.iter().enumerate() {
             let Some(value) = value else { continue }; // deleted
             if let Some(distance) = squared_l2(query, field, value, "resolved value")? {
-                scored.push(Scored { row: RowRef { fragment: fragment.id, offset: offset as u64 }, distance });
+                scored.push(Scored {
+                    row: RowRef {
+                        fragment: fragment.id,
+                        offset: offset as u64,
+                    },
+                    distance,
+                });
             }
         }
     }
@@ -637,8 +669,11 @@ fn find_index<'a>(
     name: &str,
     kind: IndexKind,
 ) -> Result<(&'a Index, FieldId), QueryError> {
-    let index =
-        snapshot.index(name).ok_or_else(|| QueryError::UnknownIndex { index: name.to_string() })?;
+    let index = snapshot
+        .index(name)
+        .ok_or_else(|| QueryError::UnknownIndex {
+            index: name.to_string(),
+        })?;
     if index.kind != kind {
         return Err(QueryError::IndexKindMismatch {
             index: index.name.clone(),
@@ -649,7 +684,9 @@ fn find_index<'a>(
     let key = *index
         .fields
         .first()
-        .ok_or_else(|| QueryError::IndexWithoutFields { index: index.name.clone() })?;
+        .ok_or_else(|| QueryError::IndexWithoutFields {
+            index: index.name.clone(),
+        })?;
     Ok((index, key))
 }
 
@@ -682,11 +719,16 @@ fn live_entries<'a>(
     let mut seen = BTreeSet::new();
     let mut live = Vec::new();
     for entry in &index.entries {
-        let Some(fragment) = fragments.get(&entry.fragment) else { continue };
+        let Some(fragment) = fragments.get(&entry.fragment) else {
+            continue;
+        };
         if !index.covers(entry.fragment) {
             continue;
         }
-        let row = RowRef { fragment: entry.fragment, offset: u64::from(entry.offset) };
+        let row = RowRef {
+            fragment: entry.fragment,
+            offset: u64::from(entry.offset),
+        };
         if row.offset >= fragment.physical_rows {
             return Err(QueryError::EntryOutOfRange {
                 index: index.name.clone(),
@@ -725,14 +767,17 @@ fn flat_path_rows(
         }
         let column = resolve_column(&snapshot.schema, fragment, key)?;
         for (offset, value) in column.into_iter().enumerate() {
-            let row = RowRef { fragment: fragment.id, offset: offset as u64 };
+            let row = RowRef {
+                fragment: fragment.id,
+                offset: offset as u64,
+            };
             let Some(value) = value else { continue }; // deleted
             if wanted.is_none() || is_excluded(exclusions, &row) {
                 rows.push((row, value));
             }
         }
     }
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows.sort_by_key(|(row, _)| *row);
     Ok(rows)
 }
 
@@ -746,7 +791,9 @@ fn live_offsets(fragment: &Fragment) -> Result<impl Iterator<Item = u64> + '_> {
         offset: fragment.physical_rows,
         physical_rows: u64::from(u32::MAX),
     })?;
-    Ok((0..rows).filter(|&o| !fragment.deletions.contains(o)).map(u64::from))
+    Ok((0..rows)
+        .filter(|&o| !fragment.deletions.contains(o))
+        .map(u64::from))
 }
 
 /// Checks a top-k query against the vector field `field`.
@@ -756,7 +803,10 @@ fn check_vector_query(
     query: &[f32],
     k: usize,
 ) -> Result<(), QueryError> {
-    let data_type = &schema.field(field).ok_or(QueryError::UnknownField { field })?.data_type;
+    let data_type = &schema
+        .field(field)
+        .ok_or(QueryError::UnknownField { field })?
+        .data_type;
     let DataType::FixedSizeList { dimension } = data_type else {
         return Err(QueryError::TypeMismatch {
             field,
@@ -833,7 +883,10 @@ mod tests {
     use crate::worked_example::{self, AGE, AGE_INDEX, EMBEDDING, ID, NAME, NEW_BOB_EMBEDDING};
 
     fn rows(fragment: u64, offsets: &[u64]) -> Vec<RowRef> {
-        offsets.iter().map(|&offset| RowRef { fragment, offset }).collect()
+        offsets
+            .iter()
+            .map(|&offset| RowRef { fragment, offset })
+            .collect()
     }
 
     fn age_eq(age: i32) -> Predicate {
@@ -854,12 +907,17 @@ mod tests {
     /// Checks the reconciliation against the flat ground truth, then returns it.
     fn reconciled(snapshot: &Snapshot, predicate: &Predicate) -> Reconciliation {
         let r = reconcile(snapshot, AGE_INDEX, predicate).unwrap();
-        assert_eq!(r.final_rows, flat_filter(snapshot, predicate).unwrap(), "{predicate:?}");
+        assert_eq!(
+            r.final_rows,
+            flat_filter(snapshot, predicate).unwrap(),
+            "{predicate:?}"
+        );
         r
     }
 
     #[test]
     fn worked_example_step_3_finds_bob_by_his_new_age() {
+        // covers: OVL-QRY-1, OVL-QRY-2, OVL-QRY-3
         let r = reconciled(&version_2(), &age_eq(26));
         assert_eq!(r.candidates, vec![]); // the index still holds 25 for Bob
         assert_eq!(r.excluded, vec![]);
@@ -870,6 +928,7 @@ mod tests {
 
     #[test]
     fn worked_example_step_3_mirror_drops_the_stale_hit() {
+        // covers: OVL-QRY-1, OVL-QRY-3
         let r = reconciled(&version_2(), &age_eq(25));
         assert_eq!(r.candidates, rows(0, &[1])); // stale 25
         assert_eq!(r.excluded, rows(0, &[1]));
@@ -880,6 +939,7 @@ mod tests {
 
     #[test]
     fn an_index_that_already_saw_the_overlay_is_trusted() {
+        // covers: OVL-IDX-2, OVL-QRY-3
         // committed_version == dataset_version: the index was built from version 2 and holds
         // the overlay's values, so nothing is excluded or re-evaluated.
         let mut snapshot = version_2();
@@ -896,6 +956,7 @@ mod tests {
 
     #[test]
     fn an_overlay_on_another_column_leaves_the_index_trusted() {
+        // covers: OVL-IDX-4, OVL-QRY-3
         let mut snapshot = worked_example::version_1();
         snapshot.version = 2;
         let mut overlay = worked_example::step_4_overlay(); // name and embedding only
@@ -909,6 +970,7 @@ mod tests {
 
     #[test]
     fn a_tombstoned_age_position_excludes_nothing_and_is_not_read() {
+        // covers: OVL-TOMB-1, OVL-QRY-3
         let mut snapshot = version_2();
         snapshot.fragments[0].overlays[0].file.fields = vec![TOMBSTONE_FIELD_ID];
         let r = reconciled(&snapshot, &age_eq(25));
@@ -918,6 +980,7 @@ mod tests {
 
     #[test]
     fn deletions_apply_to_index_results_and_to_reevaluation() {
+        // covers: OVL-DEL-1, OVL-QRY-2
         let mut snapshot = version_2();
         snapshot.fragments[0].deletions.insert(0); // Alice, age 30, not excluded
         snapshot.fragments[0].deletions.insert(1); // Bob, age 26 via the overlay, excluded
@@ -931,6 +994,7 @@ mod tests {
 
     #[test]
     fn uncovered_fragments_take_the_flat_path() {
+        // covers: OVL-IDX-6, OVL-QRY-3
         let mut snapshot = version_2();
         let mut appended = worked_example::version_1().fragments[0].clone();
         appended.id = 1;
@@ -948,7 +1012,11 @@ mod tests {
     fn entries_of_vanished_fragments_are_ignored() {
         let mut snapshot = version_2();
         snapshot.indices[0].fragment_bitmap = None;
-        snapshot.indices[0].entries.push(IndexEntry { fragment: 9, offset: 0, value: Value::Int32(25) });
+        snapshot.indices[0].entries.push(IndexEntry {
+            fragment: 9,
+            offset: 0,
+            value: Value::Int32(25),
+        });
         let r = reconciled(&snapshot, &age_eq(25));
         assert_eq!(r.candidates, rows(0, &[1]));
     }
@@ -956,11 +1024,19 @@ mod tests {
     #[test]
     fn a_malformed_index_is_a_typed_error() {
         let mut snapshot = version_2();
-        snapshot.indices[0].entries.push(IndexEntry { fragment: 0, offset: 4, value: Value::Int32(1) });
+        snapshot.indices[0].entries.push(IndexEntry {
+            fragment: 0,
+            offset: 4,
+            value: Value::Int32(1),
+        });
         let err = reconcile(&snapshot, AGE_INDEX, &age_eq(1)).unwrap_err();
         assert_eq!(err.code(), "index_entry_out_of_range");
         snapshot.indices[0].entries.pop();
-        snapshot.indices[0].entries.push(IndexEntry { fragment: 0, offset: 2, value: Value::Int32(1) });
+        snapshot.indices[0].entries.push(IndexEntry {
+            fragment: 0,
+            offset: 2,
+            value: Value::Int32(1),
+        });
         let err = reconcile(&snapshot, AGE_INDEX, &age_eq(1)).unwrap_err();
         assert_eq!(err.code(), "duplicate_index_entry");
         snapshot.indices[0].entries.pop();
@@ -972,7 +1048,10 @@ mod tests {
     #[test]
     fn only_predicates_on_the_index_key_are_indexable() {
         let snapshot = version_2();
-        let both = Predicate::And(vec![age_eq(26), Predicate::Eq(NAME, Value::Utf8("Bob".into()))]);
+        let both = Predicate::And(vec![
+            age_eq(26),
+            Predicate::Eq(NAME, Value::Utf8("Bob".into())),
+        ]);
         let err = reconcile(&snapshot, AGE_INDEX, &both).unwrap_err();
         assert_eq!(err.code(), "not_indexable");
         assert_eq!(err.class(), ErrorClass::UnsupportedFeature);
@@ -983,21 +1062,36 @@ mod tests {
     fn request_errors_are_typed() {
         let snapshot = version_2();
         let code = |r: Result<Reconciliation>| r.unwrap_err().code();
-        assert_eq!(code(reconcile(&snapshot, "nope", &age_eq(1))), "unknown_index");
         assert_eq!(
-            code(reconcile(&snapshot, AGE_INDEX, &Predicate::Eq(AGE, Value::Int64(26)))),
+            code(reconcile(&snapshot, "nope", &age_eq(1))),
+            "unknown_index"
+        );
+        assert_eq!(
+            code(reconcile(
+                &snapshot,
+                AGE_INDEX,
+                &Predicate::Eq(AGE, Value::Int64(26))
+            )),
             "query_type_mismatch"
         );
-        assert_eq!(code(reconcile(&snapshot, AGE_INDEX, &Predicate::IsNull(77))), "query_unknown_field");
         assert_eq!(
-            flat_filter(&snapshot, &Predicate::Lt(EMBEDDING, Value::Null)).unwrap_err().code(),
+            code(reconcile(&snapshot, AGE_INDEX, &Predicate::IsNull(77))),
+            "query_unknown_field"
+        );
+        assert_eq!(
+            flat_filter(&snapshot, &Predicate::Lt(EMBEDDING, Value::Null))
+                .unwrap_err()
+                .code(),
             "not_comparable"
         );
         let mut deep = age_eq(26);
         for _ in 0..MAX_PREDICATE_DEPTH {
             deep = Predicate::And(vec![deep]);
         }
-        assert_eq!(code(reconcile(&snapshot, AGE_INDEX, &deep)), "predicate_too_deep");
+        assert_eq!(
+            code(reconcile(&snapshot, AGE_INDEX, &deep)),
+            "predicate_too_deep"
+        );
         let err = reconcile_vector(&snapshot, AGE_INDEX, &[0.0; 3], 1).unwrap_err();
         assert_eq!(err.code(), "index_kind_mismatch");
     }
@@ -1013,13 +1107,20 @@ mod tests {
     }
 
     fn matching(snapshot: &Snapshot, predicate: Predicate) -> Vec<u64> {
-        flat_filter(snapshot, &predicate).unwrap().into_iter().map(|r| r.offset).collect()
+        flat_filter(snapshot, &predicate)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.offset)
+            .collect()
     }
 
     #[test]
     fn null_comparisons_are_unknown_and_never_match() {
         use Predicate::*;
-        let t = one_column(DataType::Int32, vec![Value::Int32(1), Value::Null, Value::Int32(2)]);
+        let t = one_column(
+            DataType::Int32,
+            vec![Value::Int32(1), Value::Null, Value::Int32(2)],
+        );
         let int = Value::Int32;
         assert_eq!(matching(&t, Eq(1, Value::Null)), Vec::<u64>::new());
         assert_eq!(matching(&t, Ne(1, Value::Null)), Vec::<u64>::new());
@@ -1030,7 +1131,10 @@ mod tests {
         assert_eq!(matching(&t, In(1, vec![])), Vec::<u64>::new());
         // Kleene logic: UNKNOWN OR TRUE is TRUE, UNKNOWN AND FALSE is FALSE.
         assert_eq!(matching(&t, Or(vec![Ge(1, int(2)), IsNull(1)])), vec![1, 2]);
-        assert_eq!(matching(&t, Or(vec![Lt(1, int(2)), Gt(1, int(1))])), vec![0, 2]);
+        assert_eq!(
+            matching(&t, Or(vec![Lt(1, int(2)), Gt(1, int(1))])),
+            vec![0, 2]
+        );
         assert_eq!(matching(&t, And(vec![])), vec![0, 1, 2]);
         assert_eq!(matching(&t, Or(vec![])), Vec::<u64>::new());
         assert_eq!(matching(&t, Le(1, int(1))), vec![0]);
@@ -1056,8 +1160,8 @@ mod tests {
         assert_eq!(matching(&t, Predicate::Gt(1, s("z"))), vec![2]);
     }
 
-    /// `id`(1), struct `address`(5) with `zip`(6); an index on `zip` built at v1 over zips
-    /// 10, 11, 12, 13; a v2 overlay on `overlay_field` covering offset 2.
+    /// `id`(1), struct `address`(5) with `zip`(6); indices built at v1 on `zip` (over zips
+    /// 10, 11, 12, 13) and on `address`; a v2 overlay on `overlay_field` covering offset 2.
     fn nested(overlay_field: FieldId) -> Snapshot {
         let mut snapshot = worked_example::version_1();
         snapshot.schema = Schema::new(vec![
@@ -1076,45 +1180,77 @@ mod tests {
                 (10..14).map(Value::Int32).collect(),
             ],
         );
+        let value = if overlay_field == 5 {
+            Value::Struct(vec![])
+        } else {
+            Value::Int32(99)
+        };
         fragment.overlays.push(Overlay {
-            file: DataFile { path: "o.lance".into(), fields: vec![overlay_field], columns: vec![vec![Value::Int32(99)]] },
+            file: DataFile {
+                path: "o.lance".into(),
+                fields: vec![overlay_field],
+                columns: vec![vec![value]],
+            },
             coverage: Coverage::Dense([2u32].into_iter().collect()),
             committed_version: 2,
         });
-        if overlay_field == 5 {
-            fragment.overlays[0].file.columns = vec![vec![Value::Struct(vec![])]];
-        }
         snapshot.fragments = vec![fragment];
         snapshot.version = 2;
-        snapshot.indices[0] = Index {
-            name: "zip".into(),
-            fields: vec![6],
+        let index = |name: &str, field: FieldId, value: &dyn Fn(u32) -> Value| Index {
+            name: name.into(),
+            fields: vec![field],
             dataset_version: 1,
             fragment_bitmap: None,
             kind: IndexKind::BTree,
-            entries: (0..4).map(|o| IndexEntry { fragment: 0, offset: o, value: Value::Int32(10 + o as i32) }).collect(),
+            entries: (0..4)
+                .map(|o| IndexEntry {
+                    fragment: 0,
+                    offset: o,
+                    value: value(o),
+                })
+                .collect(),
         };
+        snapshot.indices = vec![
+            index("zip", 6, &|o| Value::Int32(10 + o as i32)),
+            index("address", 5, &|o| {
+                Value::Struct(vec![Value::Int32(10 + o as i32)])
+            }),
+        ];
         snapshot.validate().unwrap();
         snapshot
     }
 
     #[test]
-    fn overlays_on_a_struct_or_its_child_exclude_rows_of_a_child_index() {
+    fn a_leaf_overlay_excludes_for_its_own_and_its_structs_index() {
+        // covers: OVL-IDX-3, OVL-QRY-1, OVL-QRY-2, OVL-QRY-3
         let zip = |v| Predicate::Eq(6, Value::Int32(v));
-        // The leaf itself was overwritten: the stale 12 is dropped and 99 found.
         let snapshot = nested(6);
+        // The stale 12 is dropped and the new 99 found.
         let r = reconcile(&snapshot, "zip", &zip(12)).unwrap();
         assert_eq!((r.excluded, r.final_rows), (rows(0, &[2]), vec![]));
         let r = reconcile(&snapshot, "zip", &zip(99)).unwrap();
         assert_eq!(r.final_rows, rows(0, &[2]));
         assert_eq!(r.final_rows, flat_filter(&snapshot, &zip(99)).unwrap());
-        // The struct parent was overlaid: the row is excluded conservatively, re-evaluated,
-        // and still matches, because a struct overlay carries no leaf values.
+        // An index on the struct: its child changed, so the row is re-evaluated.
+        let present = Predicate::IsNotNull(5);
+        let r = reconcile(&snapshot, "address", &present).unwrap();
+        assert_eq!((r.excluded, r.reevaluated), (rows(0, &[2]), rows(0, &[2])));
+        assert_eq!(r.final_rows, rows(0, &[0, 1, 2, 3]));
+        assert_eq!(r.final_rows, flat_filter(&snapshot, &present).unwrap());
+    }
+
+    #[test]
+    fn a_struct_overlay_is_a_container_and_excludes_nothing() {
+        // covers: OVL-SHAPE-5
         let snapshot = nested(5);
-        let r = reconcile(&snapshot, "zip", &zip(12)).unwrap();
-        assert_eq!(r.excluded, rows(0, &[2]));
-        assert_eq!(r.final_rows, rows(0, &[2]));
-        assert_eq!(r.final_rows, flat_filter(&snapshot, &zip(12)).unwrap());
+        for (index, predicate) in [
+            ("zip", Predicate::Eq(6, Value::Int32(12))),
+            ("address", Predicate::IsNotNull(5)),
+        ] {
+            let r = reconcile(&snapshot, index, &predicate).unwrap();
+            assert_eq!(r.reevaluated, vec![], "{index}");
+            assert_eq!(r.final_rows, flat_filter(&snapshot, &predicate).unwrap());
+        }
     }
 
     /// The worked example with a vector index on `embedding` built at v1 and step 4's overlay
@@ -1136,7 +1272,11 @@ mod tests {
             entries: base
                 .iter()
                 .enumerate()
-                .map(|(o, v)| IndexEntry { fragment: 0, offset: o as u32, value: v.clone() })
+                .map(|(o, v)| IndexEntry {
+                    fragment: 0,
+                    offset: o as u32,
+                    value: v.clone(),
+                })
                 .collect(),
         });
         snapshot.validate().unwrap();
@@ -1145,19 +1285,36 @@ mod tests {
 
     #[test]
     fn bobs_new_embedding_is_found_by_rescoring() {
+        // covers: OVL-QRY-4, OVL-QRY-5
         let snapshot = version_3_with_vector_index();
         let r = reconcile_vector(&snapshot, "embedding_idx", &NEW_BOB_EMBEDDING, 1).unwrap();
         assert_eq!(r.excluded, rows(0, &[1])); // prefiltered: the stale [0, 1, 0] never ranks
         // Alice, Carol and Dave all lie at 0.75; the tie goes to the lowest offset.
-        assert_eq!(r.candidates, vec![Scored { row: rows(0, &[0])[0], distance: 0.75 }]);
+        assert_eq!(
+            r.candidates,
+            vec![Scored {
+                row: rows(0, &[0])[0],
+                distance: 0.75
+            }]
+        );
         assert_eq!(r.reevaluated, rows(0, &[1]));
-        assert_eq!(r.rescored, vec![Scored { row: rows(0, &[1])[0], distance: 0.0 }]);
+        assert_eq!(
+            r.rescored,
+            vec![Scored {
+                row: rows(0, &[1])[0],
+                distance: 0.0
+            }]
+        );
         assert_eq!(r.final_rows, r.rescored);
-        assert_eq!(r.final_rows, flat_top_k(&snapshot, EMBEDDING, &NEW_BOB_EMBEDDING, 1).unwrap());
+        assert_eq!(
+            r.final_rows,
+            flat_top_k(&snapshot, EMBEDDING, &NEW_BOB_EMBEDDING, 1).unwrap()
+        );
     }
 
     #[test]
     fn a_stale_near_vector_cannot_push_out_a_true_neighbour() {
+        // covers: OVL-QRY-4
         // Bob moves far away; the query is his OLD embedding, where the stale index ranks him
         // first at distance 0. Filtering the index's top 2 afterwards would leave only Dave;
         // the prefilter keeps Bob out of the search, so Alice (the true second) is found.
@@ -1169,11 +1326,15 @@ mod tests {
         assert_eq!(r.excluded, rows(0, &[1]));
         assert_eq!(offsets(&r.candidates), vec![3, 0]); // Dave at 1.0, Alice at 2.0
         assert_eq!(offsets(&r.final_rows), vec![3, 0]);
-        assert_eq!(r.final_rows, flat_top_k(&snapshot, EMBEDDING, &query, 2).unwrap());
+        assert_eq!(
+            r.final_rows,
+            flat_top_k(&snapshot, EMBEDDING, &query, 2).unwrap()
+        );
     }
 
     #[test]
     fn null_vectors_and_null_items_never_rank() {
+        // covers: OVL-QRY-4
         let mut snapshot = version_3_with_vector_index();
         let fragment = &mut snapshot.fragments[0];
         fragment.files[0].columns[3][0] = Value::Null; // Alice
@@ -1183,18 +1344,28 @@ mod tests {
         let r = reconcile_vector(&snapshot, "embedding_idx", &[0.0, 0.0, 0.0], 10).unwrap();
         let offsets: Vec<u64> = r.final_rows.iter().map(|s| s.row.offset).collect();
         assert_eq!(offsets, vec![1, 3]);
-        assert_eq!(r.final_rows, flat_top_k(&snapshot, EMBEDDING, &[0.0; 3], 10).unwrap());
+        assert_eq!(
+            r.final_rows,
+            flat_top_k(&snapshot, EMBEDDING, &[0.0; 3], 10).unwrap()
+        );
     }
 
     #[test]
     fn vector_request_errors_are_typed() {
         let snapshot = version_3_with_vector_index();
-        let code = |q: &[f32], k| reconcile_vector(&snapshot, "embedding_idx", q, k).unwrap_err().code();
+        let code = |q: &[f32], k| {
+            reconcile_vector(&snapshot, "embedding_idx", q, k)
+                .unwrap_err()
+                .code()
+        };
         assert_eq!(code(&[0.0; 3], 0), "zero_k");
         assert_eq!(code(&[0.0; 2], 1), "dimension_mismatch");
         assert_eq!(code(&[0.0, f32::NAN, 0.0], 1), "non_finite_query");
         let err = reconcile(&snapshot, "embedding_idx", &Predicate::IsNull(EMBEDDING)).unwrap_err();
         assert_eq!(err.code(), "index_kind_mismatch");
-        assert_eq!(flat_top_k(&snapshot, ID, &[0.0], 1).unwrap_err().code(), "query_type_mismatch");
+        assert_eq!(
+            flat_top_k(&snapshot, ID, &[0.0], 1).unwrap_err().code(),
+            "query_type_mismatch"
+        );
     }
 }
