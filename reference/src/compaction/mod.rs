@@ -1,24 +1,225 @@
-//! (module under construction: see issue 2)
+//! Compaction: bounding the read cost of overlays without changing what readers see.
+//!
+//! Invariant: **every compaction is invisible to readers**: resolving any cell of the snapshot
+//! after the compaction gives the value it had before (the scan is unchanged), and **no
+//! compaction leaves an index trusting a value it did not see**. Both matter because a
+//! compaction is not a user write: it carries no new data, so any change a reader can observe is
+//! a bug, and an overlay it removes may have been the only thing excluding a stale index entry.
+//!
+//! Three modes, one per module:
+//!
+//! | mode | module | touches |
+//! |---|---|---|
+//! | overlay → overlay | [`merge`](mod@merge) | one fragment's overlay list; base, deletions, lineage untouched |
+//! | overlay → base | [`fold`](mod@fold) | a new base file + tombstones, overlays cleared; a commit |
+//! | row rewrite | [`rewrite`](mod@rewrite) | whole fragments replaced by one new fragment; a commit |
+//!
+//! Every requested operation the specification forbids (a non-contiguous merge, a fold that
+//! would leave an index stale, a malformed request) is a [`CompactionError`] of class
+//! [`ErrorClass::Refused`]. Problems found in the data itself (a value column of the wrong
+//! length, an unknown fragment) keep the crate's own [`crate::Error`] variants.
+
+pub mod fold;
+#[cfg(test)]
+mod generated;
+pub mod merge;
+pub mod rewrite;
+
+pub use fold::{FoldPlan, IndexPolicy, fold};
+pub use merge::merge_overlays;
+pub use rewrite::{CarriedLineage, place_carried_lineage, rewrite_rows};
 
 use crate::ErrorClass;
+use crate::model::FieldId;
 
-/// Errors of this module.
+/// A compaction request the kit refuses to perform.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompactionError {
-    /// Placeholder until the module lands.
-    #[error("not yet specified")]
-    Unspecified,
+    /// A merge needs at least two overlays.
+    #[error("fragment {fragment}: a merge needs at least 2 overlays, {count} given")]
+    TooFewInputs {
+        /// Fragment id.
+        fragment: u64,
+        /// How many positions were given.
+        count: usize,
+    },
+    /// A merge names the same overlay twice.
+    #[error("fragment {fragment}: overlay position {position} is named more than once")]
+    DuplicateInput {
+        /// Fragment id.
+        fragment: u64,
+        /// The repeated position.
+        position: usize,
+    },
+    /// A merge names an overlay position the fragment does not have.
+    #[error(
+        "fragment {fragment}: overlay position {position} does not exist ({overlays} overlays)"
+    )]
+    InputOutOfRange {
+        /// Fragment id.
+        fragment: u64,
+        /// The requested position.
+        position: usize,
+        /// How many overlays the fragment has.
+        overlays: usize,
+    },
+    /// The merge inputs are not contiguous in precedence order: an overlay outside the set ranks
+    /// between the oldest and the newest input, and stamping the result with the newest version
+    /// would promote the older inputs above it.
+    #[error(
+        "fragment {fragment}: cannot merge overlays committed at {oldest_version}..={newest_version}: \
+         overlay #{intervening_position} ({intervening_path}, committed_version \
+         {intervening_version}) ranks between them and is not merged"
+    )]
+    NonContiguous {
+        /// Fragment id.
+        fragment: u64,
+        /// committed_version of the oldest input.
+        oldest_version: u64,
+        /// committed_version of the newest input.
+        newest_version: u64,
+        /// List position of the overlay in between.
+        intervening_position: usize,
+        /// Its committed_version.
+        intervening_version: u64,
+        /// Its data file path.
+        intervening_path: String,
+    },
+    /// A fold was asked of a fragment that has no overlays.
+    #[error("fragment {fragment} has no overlays to fold")]
+    NothingToFold {
+        /// Fragment id.
+        fragment: u64,
+    },
+    /// A fold would remove the overlay that keeps an index from serving a stale value, and the
+    /// plan says neither to rebuild the index nor to drop the fragment from it.
+    #[error(
+        "fold of fragment {fragment}: index {index} (dataset_version {dataset_version}) is stale for \
+         field {field} (overlay committed_version {committed_version}); the plan must rebuild it or \
+         drop the fragment"
+    )]
+    StaleIndex {
+        /// Index name.
+        index: String,
+        /// Fragment id.
+        fragment: u64,
+        /// The folded field the index relates to.
+        field: FieldId,
+        /// The newest committed_version among the folded overlays carrying `field`.
+        committed_version: u64,
+        /// The index's dataset_version.
+        dataset_version: u64,
+    },
+    /// A fold plan names an index the snapshot does not have.
+    #[error("fold plan names index {index}, which does not exist")]
+    UnknownIndex {
+        /// The name in the plan.
+        index: String,
+    },
+    /// A commit's version is not newer than the snapshot it starts from.
+    #[error("new version {new_version} is not newer than the snapshot's version {version}")]
+    VersionNotNewer {
+        /// The snapshot's version.
+        version: u64,
+        /// The requested version.
+        new_version: u64,
+    },
+    /// The path of the file to write is already used by a file of the snapshot.
+    #[error("path {path} is already used by a data or overlay file")]
+    PathInUse {
+        /// The requested path.
+        path: String,
+    },
+    /// A row rewrite needs at least one fragment.
+    #[error("a row rewrite needs at least one fragment")]
+    NoFragments,
+    /// A row rewrite names the same fragment twice.
+    #[error("fragment {fragment} is named more than once")]
+    DuplicateFragment {
+        /// The repeated fragment id.
+        fragment: u64,
+    },
+    /// A row rewrite's inputs are not adjacent in the fragment list, so one new fragment could
+    /// not keep the scan's row order.
+    #[error("fragment {fragment} lies between the rewritten fragments but is not rewritten")]
+    NotAdjacent {
+        /// The fragment in between.
+        fragment: u64,
+    },
+    /// The new fragment id is already used.
+    #[error("fragment id {fragment} is already used")]
+    FragmentIdInUse {
+        /// The requested id.
+        fragment: u64,
+    },
 }
 
 impl CompactionError {
-    /// The class of this failure.
+    /// The class of this failure: every compaction error is a refusal.
     pub fn class(&self) -> ErrorClass {
-        ErrorClass::Invalid
+        ErrorClass::Refused
     }
 
     /// Stable snake_case code.
     pub fn code(&self) -> &'static str {
-        "unspecified"
+        match self {
+            CompactionError::TooFewInputs { .. } => "too_few_inputs",
+            CompactionError::DuplicateInput { .. } => "duplicate_input",
+            CompactionError::InputOutOfRange { .. } => "input_out_of_range",
+            CompactionError::NonContiguous { .. } => "non_contiguous_merge",
+            CompactionError::NothingToFold { .. } => "nothing_to_fold",
+            CompactionError::StaleIndex { .. } => "stale_index",
+            CompactionError::UnknownIndex { .. } => "unknown_index",
+            CompactionError::VersionNotNewer { .. } => "version_not_newer",
+            CompactionError::PathInUse { .. } => "path_in_use",
+            CompactionError::NoFragments => "no_fragments",
+            CompactionError::DuplicateFragment { .. } => "duplicate_fragment",
+            CompactionError::NotAdjacent { .. } => "not_adjacent",
+            CompactionError::FragmentIdInUse { .. } => "fragment_id_in_use",
+        }
     }
+}
+
+/// Whether any base, lineage or overlay file of `fragments` uses `path`.
+fn path_in_use<'a>(
+    mut fragments: impl Iterator<Item = &'a crate::model::Fragment>,
+    path: &str,
+) -> bool {
+    fragments.any(|f| {
+        f.files.iter().any(|d| d.path == path) || f.overlays.iter().any(|o| o.file.path == path)
+    })
+}
+
+/// The live user fields an overlay carries that hold cell values: non-negative ids still in the
+/// schema, structs excluded (a struct is a container; its validity comes from the base).
+fn carried_value_fields<'a>(
+    schema: &'a crate::model::Schema,
+    overlay: &'a crate::model::Overlay,
+) -> impl Iterator<Item = FieldId> + 'a {
+    overlay.file.fields.iter().copied().filter(move |&f| {
+        f >= 0
+            && schema
+                .field(f)
+                .is_some_and(|sf| sf.data_type != crate::model::DataType::Struct)
+    })
+}
+
+/// Removes `removed` fragments from an index's coverage. An absent bitmap (every fragment)
+/// becomes an explicit bitmap of every fragment of `all` not removed; ids that do not fit a
+/// 32-bit bitmap cannot be listed and so fall out of coverage, which only sends their rows to
+/// the flat path. Entries of removed fragments are dropped with them.
+fn uncover(index: &mut crate::model::Index, all: &[u64], removed: &[u64]) {
+    let bitmap = index.fragment_bitmap.get_or_insert_with(|| {
+        all.iter()
+            .filter(|id| !removed.contains(id))
+            .filter_map(|&id| u32::try_from(id).ok())
+            .collect()
+    });
+    for &id in removed {
+        if let Ok(id) = u32::try_from(id) {
+            bitmap.remove(id);
+        }
+    }
+    index.entries.retain(|e| !removed.contains(&e.fragment));
 }

@@ -1,0 +1,437 @@
+//! Row rewrite (RewriteRows): adjacent fragments become one new fragment of their live rows.
+//!
+//! Invariant: the new snapshot's scan lists the same rows, in the same order, with the same
+//! values, the same stable row ids and the same created-at / last-updated-at versions. Only
+//! physical placement changes: row addresses are new, deleted rows are gone, overlays are folded
+//! into the new base, and lineage is carried over row by row.
+//!
+//! The new fragment holds every live row of the inputs, fragments in manifest order and rows in
+//! physical order, so the inputs must be adjacent in the fragment list (otherwise a fragment in
+//! between would change places with their rows, which readers would see). It has ONE base file
+//! holding every schema field that has data in any input (a base column, or a live overlay
+//! column), in schema order; a struct keeps its validity column (present or NULL). No
+//! overlays, no deletions.
+//!
+//! Lineage is carried over, never reassigned: row ids come from the inputs' sequences (and stay
+//! absent when stable row ids are off), and an absent version sequence reads as version 1, the
+//! value [`crate::scan`] reports for it. Lance's compaction defaults a missing last-updated-at
+//! to the row's created-at instead; the kit follows the scan so the rewrite stays invisible.
+//! Because carried values are fixed before the commit, this is the one writer that may spill
+//! lineage out of the manifest; [`place_carried_lineage`] is where that decision is made.
+//!
+//! Indices: rows moved to new addresses are no longer where any index recorded them. Every
+//! index therefore loses the input fragments from its coverage (an absent bitmap becomes an
+//! explicit bitmap of the remaining old fragments) and does not cover the new fragment; its
+//! rows fall to the flat path until the index is rebuilt. This is the kit's rule: Lance remaps
+//! addresses through fragment reuse, which is outside the kit's model.
+
+use std::collections::BTreeMap;
+
+use super::{CompactionError, carried_value_fields, path_in_use, uncover};
+use crate::error::{Error, Result};
+use crate::model::{
+    CREATED_AT_FIELD_ID, DataFile, DataType, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, Lineage,
+    LineageSequence, ROW_ID_FIELD_ID, Snapshot, Value,
+};
+use crate::resolve::resolve_column;
+use crate::scan::DEFAULT_ROW_VERSION;
+
+/// The lineage of the new fragment's rows, one value per row, carried over from the inputs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CarriedLineage {
+    /// Stable row ids; `None` when stable row ids are off.
+    pub row_ids: Option<Vec<u64>>,
+    /// Created-at versions.
+    pub created_at: Vec<u64>,
+    /// Last-updated-at versions.
+    pub last_updated_at: Vec<u64>,
+}
+
+/// Rewrites the live rows of `fragment_ids` into one new fragment `new_fragment_id` with base
+/// file `new_file_path`, as the commit of version `new_version`.
+///
+/// Refused ([`CompactionError`]): no fragments, a repeated fragment, inputs that are not
+/// adjacent in the fragment list, a new id or path already in use, and a version that is not
+/// newer. An unknown fragment or an invalid snapshot is the corresponding [`Error`].
+pub fn rewrite_rows(
+    snapshot: &Snapshot,
+    fragment_ids: &[u64],
+    new_fragment_id: u64,
+    new_version: u64,
+    new_file_path: &str,
+) -> Result<Snapshot> {
+    if new_version <= snapshot.version {
+        let version = snapshot.version;
+        return Err(CompactionError::VersionNotNewer {
+            version,
+            new_version,
+        }
+        .into());
+    }
+    snapshot.validate()?;
+    let span = input_span(snapshot, fragment_ids)?;
+    if snapshot.fragments.iter().any(|f| f.id == new_fragment_id) {
+        return Err(CompactionError::FragmentIdInUse {
+            fragment: new_fragment_id,
+        }
+        .into());
+    }
+    if path_in_use(snapshot.fragments.iter(), new_file_path) {
+        return Err(CompactionError::PathInUse {
+            path: new_file_path.to_string(),
+        }
+        .into());
+    }
+    let inputs = snapshot.fragments.get(span.clone()).unwrap_or(&[]);
+    let fields = fields_with_data(snapshot, inputs);
+
+    let mut columns: Vec<Vec<Value>> = vec![Vec::new(); fields.len()];
+    let mut carried = CarriedLineage {
+        row_ids: snapshot.stable_row_ids.then(Vec::new),
+        ..CarriedLineage::default()
+    };
+    for fragment in inputs {
+        let resolved: Vec<Vec<Option<Value>>> = fields
+            .iter()
+            .map(|&f| resolve_column(&snapshot.schema, fragment, f))
+            .collect::<Result<_>>()?;
+        let row_ids = match snapshot.stable_row_ids {
+            true => Some(fragment.lineage_values(ROW_ID_FIELD_ID)?.ok_or_else(|| {
+                Error::UnknownField {
+                    field: ROW_ID_FIELD_ID,
+                    context: format!(
+                        "fragment {} has no row id sequence but stable row ids are on",
+                        fragment.id
+                    ),
+                }
+            })?),
+            false => None,
+        };
+        let created = fragment.lineage_values(CREATED_AT_FIELD_ID)?;
+        let updated = fragment.lineage_values(LAST_UPDATED_AT_FIELD_ID)?;
+        for offset in 0..fragment.physical_rows {
+            let offset32 = u32::try_from(offset).map_err(|_| Error::OffsetOutOfRange {
+                fragment: fragment.id,
+                file: "(manifest)".into(),
+                what: "physical_rows".into(),
+                offset,
+                physical_rows: fragment.physical_rows,
+            })?;
+            if fragment.deletions.contains(offset32) {
+                continue;
+            }
+            let at = offset as usize;
+            for ((&field, column), out) in fields.iter().zip(&resolved).zip(&mut columns) {
+                let value = column.get(at).cloned().flatten().unwrap_or(Value::Null);
+                out.push(stored_form(snapshot, field, value));
+            }
+            if let (Some(ids), Some(out)) = (&row_ids, &mut carried.row_ids) {
+                out.push(lineage_at(fragment, ids, ROW_ID_FIELD_ID, at)?);
+            }
+            carried.created_at.push(version_at(
+                fragment,
+                created.as_deref(),
+                CREATED_AT_FIELD_ID,
+                at,
+            )?);
+            carried.last_updated_at.push(version_at(
+                fragment,
+                updated.as_deref(),
+                LAST_UPDATED_AT_FIELD_ID,
+                at,
+            )?);
+        }
+    }
+
+    let mut file = DataFile {
+        path: new_file_path.to_string(),
+        fields,
+        columns,
+    };
+    let physical_rows = carried.created_at.len() as u64;
+    let lineage = place_carried_lineage(&snapshot.config, carried, &mut file)?;
+    let new_fragment = Fragment {
+        id: new_fragment_id,
+        physical_rows,
+        files: vec![file],
+        deletions: Default::default(),
+        overlays: Vec::new(),
+        lineage,
+    };
+
+    let mut next = snapshot.clone();
+    next.version = new_version;
+    let old_ids: Vec<u64> = snapshot.fragments.iter().map(|f| f.id).collect();
+    let removed: Vec<u64> = inputs.iter().map(|f| f.id).collect();
+    next.fragments.splice(span, std::iter::once(new_fragment));
+    for index in &mut next.indices {
+        uncover(index, &old_ids, &removed);
+    }
+    Ok(next)
+}
+
+/// Decides where each carried lineage sequence of a rewritten fragment lives: inline in the
+/// manifest, or (spilled) as a hidden `uint64` column appended to `file`, the fragment's main
+/// data file, with the arm set to [`LineageSequence::Column`].
+///
+/// The spill rule (`lance.row_lineage.spill`, the inline byte budget) belongs to the lineage
+/// module. Until it is wired here, every sequence stays inline, which is always a valid
+/// placement; the error path is for a malformed table config once the rule reads it.
+pub fn place_carried_lineage(
+    config: &BTreeMap<String, String>,
+    carried: CarriedLineage,
+    file: &mut DataFile,
+) -> Result<Lineage> {
+    // Nothing spills yet, so neither the config nor the data file is consulted.
+    let _ = (config, &file);
+    Ok(Lineage {
+        row_ids: carried
+            .row_ids
+            .map_or(LineageSequence::Absent, LineageSequence::Inline),
+        created_at: LineageSequence::Inline(carried.created_at),
+        last_updated_at: LineageSequence::Inline(carried.last_updated_at),
+    })
+}
+
+/// The positions of the inputs in the fragment list, as one range; refuses an empty, repeated,
+/// unknown or non-adjacent set.
+fn input_span(snapshot: &Snapshot, fragment_ids: &[u64]) -> Result<std::ops::Range<usize>> {
+    if fragment_ids.is_empty() {
+        return Err(CompactionError::NoFragments.into());
+    }
+    let mut positions = Vec::with_capacity(fragment_ids.len());
+    for (i, &id) in fragment_ids.iter().enumerate() {
+        if fragment_ids.get(..i).is_some_and(|seen| seen.contains(&id)) {
+            return Err(CompactionError::DuplicateFragment { fragment: id }.into());
+        }
+        let position = snapshot
+            .fragments
+            .iter()
+            .position(|f| f.id == id)
+            .ok_or_else(|| Error::UnknownFragment {
+                fragment: id,
+                context: "row rewrite input".into(),
+            })?;
+        positions.push(position);
+    }
+    let first = positions.iter().copied().min().unwrap_or(0);
+    let last = positions.iter().copied().max().unwrap_or(0);
+    for position in first..=last {
+        if !positions.contains(&position) {
+            let fragment = snapshot.fragments.get(position).map_or(0, |f| f.id);
+            return Err(CompactionError::NotAdjacent { fragment }.into());
+        }
+    }
+    Ok(first..last + 1)
+}
+
+/// Schema fields (in schema order) that some input holds data for: a base column or a live
+/// overlay column. Every other field reads NULL in the inputs and reads NULL without a column.
+fn fields_with_data(snapshot: &Snapshot, inputs: &[Fragment]) -> Vec<FieldId> {
+    let has_data = |id: FieldId| {
+        inputs.iter().any(|f| {
+            f.base_column(id).is_some()
+                || f.overlays
+                    .iter()
+                    .any(|o| carried_value_fields(&snapshot.schema, o).any(|c| c == id))
+        })
+    };
+    snapshot
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.id)
+        .filter(|&id| has_data(id))
+        .collect()
+}
+
+/// What a base column stores for a resolved value: a struct column holds only validity.
+fn stored_form(snapshot: &Snapshot, field: FieldId, value: Value) -> Value {
+    let is_struct = snapshot
+        .schema
+        .field(field)
+        .is_some_and(|f| f.data_type == DataType::Struct);
+    match value {
+        Value::Struct(_) if is_struct => Value::Struct(Vec::new()),
+        other => other,
+    }
+}
+
+fn lineage_at(fragment: &Fragment, values: &[u64], field: FieldId, at: usize) -> Result<u64> {
+    values
+        .get(at)
+        .copied()
+        .ok_or_else(|| Error::BaseLengthMismatch {
+            fragment: fragment.id,
+            file: "(lineage)".into(),
+            field,
+            values: values.len() as u64,
+            physical_rows: fragment.physical_rows,
+        })
+}
+
+fn version_at(
+    fragment: &Fragment,
+    values: Option<&[u64]>,
+    field: FieldId,
+    at: usize,
+) -> Result<u64> {
+    match values {
+        None => Ok(DEFAULT_ROW_VERSION),
+        Some(v) => lineage_at(fragment, v, field, at),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::ErrorClass;
+    use crate::compaction::generated;
+    use crate::scan::{ScanRow, scan};
+    use crate::worked_example::{step_1_overlay, version_1};
+
+    /// The parts of a scan row a row rewrite must keep (everything but the physical address).
+    fn kept(rows: Vec<ScanRow>, stable: bool) -> Vec<(Option<u64>, u64, u64, Vec<Value>)> {
+        rows.into_iter()
+            .map(|r| {
+                (
+                    stable.then_some(r.row_id),
+                    r.created_at,
+                    r.last_updated_at,
+                    r.values,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rewriting_the_worked_example_drops_deleted_rows_and_folds_the_overlay() {
+        // covers: OVL-RWR-1, OVL-RWR-2, OVL-RWR-3, LIN-STAMP-5
+        let mut v2 = version_1();
+        let mut overlay = step_1_overlay();
+        overlay.committed_version = 2;
+        v2.version = 2;
+        v2.fragments[0].overlays.push(overlay);
+        v2.fragments[0].deletions.insert(0);
+        if let LineageSequence::Inline(v) = &mut v2.fragments[0].lineage.last_updated_at {
+            v[1] = 2;
+            v[3] = 2;
+        }
+        let v3 = rewrite_rows(&v2, &[0], 1, 3, "file2.lance").unwrap();
+        v3.validate().unwrap();
+        let f = &v3.fragments[0];
+        assert_eq!((f.id, f.physical_rows), (1, 3));
+        assert!(f.overlays.is_empty() && f.deletions.is_empty());
+        assert_eq!(f.files.len(), 1);
+        assert_eq!(f.files[0].fields, vec![1, 2, 3, 4]);
+        assert_eq!(
+            f.files[0].columns[2],
+            [26, 40, 23].map(Value::Int32).to_vec()
+        );
+        assert_eq!(f.lineage.row_ids, LineageSequence::Inline(vec![1, 2, 3]));
+        assert_eq!(
+            f.lineage.last_updated_at,
+            LineageSequence::Inline(vec![2, 1, 2])
+        );
+        let idx = &v3.indices[0];
+        assert!(!idx.covers(0) && !idx.covers(1));
+        assert!(idx.entries.is_empty());
+        assert_eq!(scan(&v3, None).unwrap().len(), 3);
+        assert_eq!(
+            kept(scan(&v3, None).unwrap(), true),
+            kept(scan(&v2, None).unwrap(), true)
+        );
+    }
+
+    #[test]
+    fn bad_requests_are_refused() {
+        let mut s = generated::snapshot(0);
+        while s.fragments.len() < 3 {
+            let mut extra = s.fragments[0].clone();
+            extra.id = s.fragments.len() as u64;
+            extra.lineage.row_ids = LineageSequence::Absent;
+            for file in &mut extra.files {
+                file.path = format!("extra-{}-{}", extra.id, file.path);
+            }
+            for o in &mut extra.overlays {
+                o.file.path = format!("extra-{}-{}", extra.id, o.file.path);
+            }
+            s.fragments.push(extra);
+        }
+        s.stable_row_ids = false;
+        for f in &mut s.fragments {
+            f.lineage.row_ids = LineageSequence::Absent;
+        }
+        let code = |ids: &[u64], new_id: u64, version: u64, path: &str| {
+            let err = rewrite_rows(&s, ids, new_id, version, path).unwrap_err();
+            (err.class(), err.code())
+        };
+        let refused = |c| (ErrorClass::Refused, c);
+        assert_eq!(code(&[], 9, 6, "n.lance"), refused("no_fragments"));
+        assert_eq!(
+            code(&[0, 0], 9, 6, "n.lance"),
+            refused("duplicate_fragment")
+        );
+        assert_eq!(code(&[0, 2], 9, 6, "n.lance"), refused("not_adjacent"));
+        assert_eq!(
+            code(&[0, 1], 2, 6, "n.lance"),
+            refused("fragment_id_in_use")
+        );
+        assert_eq!(
+            code(&[0, 1], 0, 6, "n.lance"),
+            refused("fragment_id_in_use")
+        );
+        assert_eq!(code(&[0, 1], 9, 5, "n.lance"), refused("version_not_newer"));
+        assert_eq!(code(&[0, 1], 9, 6, "base-0.lance"), refused("path_in_use"));
+        assert_eq!(code(&[0, 7], 9, 6, "n.lance").1, "unknown_fragment");
+        // Order of the ids does not matter: rows follow the fragment list.
+        let a = rewrite_rows(&s, &[1, 0], 9, 6, "n.lance").unwrap();
+        let b = rewrite_rows(&s, &[0, 1], 9, 6, "n.lance").unwrap();
+        assert_eq!(a, b);
+    }
+
+    proptest! {
+        #[test]
+        fn a_row_rewrite_keeps_rows_lineage_and_values_in_order(
+            seed in any::<u64>(),
+            start in 0usize..3,
+            len in 1usize..4,
+        ) {
+            // covers: OVL-RWR-1, OVL-RWR-2, OVL-RWR-3, LIN-STAMP-5, LIN-READ-1
+            let before = generated::snapshot(seed);
+            let n = before.fragments.len();
+            let start = start % n;
+            let end = (start + len).min(n);
+            let ids: Vec<u64> = before.fragments[start..end].iter().map(|f| f.id).collect();
+            let after = rewrite_rows(&before, &ids, 100, generated::VERSION + 1, "rewritten.lance").unwrap();
+            prop_assert!(after.validate().is_ok());
+            let stable = before.stable_row_ids;
+            prop_assert_eq!(kept(scan(&after, None).unwrap(), stable), kept(scan(&before, None).unwrap(), stable));
+
+            prop_assert_eq!(after.fragments.len(), n - ids.len() + 1);
+            let new = &after.fragments[start];
+            prop_assert_eq!(new.id, 100);
+            prop_assert!(new.overlays.is_empty() && new.deletions.is_empty());
+            prop_assert_eq!(new.files.len(), 1);
+            let live: u64 = before.fragments[start..end]
+                .iter()
+                .map(|f| f.physical_rows - f.deletions.len())
+                .sum();
+            prop_assert_eq!(new.physical_rows, live);
+            prop_assert_eq!(new.lineage.row_ids == LineageSequence::Absent, !stable);
+            prop_assert_eq!(after.next_row_id, before.next_row_id);
+            for (old, index) in before.indices.iter().zip(&after.indices) {
+                prop_assert!(!index.covers(100));
+                for f in &after.fragments {
+                    if f.id != 100 {
+                        prop_assert_eq!(index.covers(f.id), old.covers(f.id));
+                    }
+                }
+                prop_assert!(index.entries.iter().all(|e| !ids.contains(&e.fragment)));
+                prop_assert_eq!(index.dataset_version, old.dataset_version);
+            }
+        }
+    }
+}
