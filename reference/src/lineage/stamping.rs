@@ -1,0 +1,170 @@
+//! Commit stamping: the lineage values a commit assigns, and re-assigning them when the same
+//! write is retried at a later version.
+//!
+//! Invariant: a commit touches only the values it assigns: the `committed_version` of the
+//! overlays it adds, the last-updated-at of every row those overlays cover, and for each
+//! fragment it appends of freshly inserted rows the row ids (from `next_row_id`), created-at
+//! and last-updated-at. Everything else (values carried over from existing rows, the lineage of
+//! untouched fragments) is copied unchanged. Commit-assigned values are always written inline
+//! (see [`super::placement`]), so a retry can rewrite them.
+//!
+//! API: a [`PendingCommit`] describes a write *independent of the version it lands at*:
+//! overlays per fragment id (without their version) and appended fragments (without their
+//! row ids or versions unless carried over). [`PendingCommit::apply`] lands it on a snapshot at
+//! a version, producing the next snapshot; [`restamp`] is the retry: the same pending commit
+//! applied to the newest snapshot at the next version, so every assigned value is assigned
+//! afresh (new version, new row ids from the newer `next_row_id`) and every carried value is
+//! whatever the newest snapshot holds. The two building blocks are public too:
+//! [`stamp_overlays`] (one fragment) and [`append_fragment`].
+//!
+//! Stamping rules (with lineage on, i.e. stable row ids):
+//!
+//! - last-updated-at := version for every offset in the union of the new overlays' coverage
+//!   bitmaps over their live (non-negative) fields. Deleted offsets are stamped too: coverage
+//!   does not look at deletions. An offset at or past `physical_rows` is an error.
+//! - Rows without a recorded last-updated-at read as version 1, so an absent sequence is first
+//!   filled with 1. A spilled (`Column`) sequence is read from its hidden column and the result
+//!   is `Inline`; the lineage file is left as it is (its column is no longer read).
+//! - created-at is never changed by an overlay.
+
+use roaring::RoaringBitmap;
+
+use crate::error::{Error, Result};
+use crate::model::{Fragment, LineageSequence, Overlay, Snapshot, LAST_UPDATED_AT_FIELD_ID};
+
+use super::row_ids::RowIdSequence;
+use super::LineageError;
+
+/// Lineage carried over into an appended fragment from existing rows (a row-moving update):
+/// fixed before the commit, so a retry leaves it alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CarriedLineage {
+    /// The moved rows' row ids (inline or spilled by the writer).
+    pub row_ids: LineageSequence,
+    /// The moved rows' created-at versions (inline or spilled by the writer).
+    pub created_at: LineageSequence,
+}
+
+/// A fragment a commit appends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendedFragment {
+    /// The fragment as written (id, files, `physical_rows`); its lineage is set by the commit.
+    pub fragment: Fragment,
+    /// `None` for freshly inserted rows: the commit assigns row ids and created-at.
+    pub carried: Option<CarriedLineage>,
+}
+
+/// A write, described independently of the version it lands at.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PendingCommit {
+    /// New overlays per existing fragment id, in the order they are appended.
+    pub overlays: Vec<(u64, Vec<Overlay>)>,
+    /// Fragments appended, in order.
+    pub appended: Vec<AppendedFragment>,
+}
+
+impl PendingCommit {
+    /// Lands the commit on `base` as dataset version `version`: the resulting snapshot.
+    pub fn apply(&self, base: &Snapshot, version: u64) -> Result<Snapshot> {
+        let mut next = base.clone();
+        next.version = version;
+        for (fragment_id, overlays) in &self.overlays {
+            let stable = next.stable_row_ids;
+            let fragment = next.fragments.iter_mut().find(|f| f.id == *fragment_id).ok_or(
+                LineageError::UnknownFragment { fragment: *fragment_id, context: "pending overlay" },
+            )?;
+            stamp_overlays(fragment, overlays.clone(), version, stable)?;
+        }
+        for appended in &self.appended {
+            append_fragment(&mut next, appended.clone(), version);
+        }
+        Ok(next)
+    }
+}
+
+/// A commit retry: `pending` lands on the newest snapshot at the next version, re-assigning
+/// every value the commit assigns (see the module docs).
+pub fn restamp(pending: &PendingCommit, newest: &Snapshot) -> Result<Snapshot> {
+    pending.apply(newest, newest.version.saturating_add(1))
+}
+
+/// Appends `new_overlays` to `fragment` with `committed_version = version`, and with lineage on
+/// stamps last-updated-at (see the module docs).
+pub fn stamp_overlays(
+    fragment: &mut Fragment,
+    new_overlays: Vec<Overlay>,
+    version: u64,
+    stable_row_ids: bool,
+) -> Result<()> {
+    let mut covered = RoaringBitmap::new();
+    for (k, overlay) in new_overlays.iter().enumerate() {
+        for (pos, &field) in overlay.file.fields.iter().enumerate() {
+            if field < 0 {
+                continue;
+            }
+            if let Some(bitmap) = overlay.coverage.at(pos) {
+                if let Some(max) = bitmap.max() {
+                    if u64::from(max) >= fragment.physical_rows {
+                        return Err(LineageError::OffsetOutOfRange {
+                            what: format!("fragment {}: coverage of new overlay {k} ({})", fragment.id, overlay.file.path),
+                            offset: u64::from(max),
+                            physical_rows: fragment.physical_rows,
+                        }
+                        .into());
+                    }
+                }
+                covered |= bitmap;
+            }
+        }
+    }
+    if stable_row_ids && !covered.is_empty() {
+        let rows = fragment.physical_rows;
+        let mut values = match fragment.lineage_values(LAST_UPDATED_AT_FIELD_ID)? {
+            None => vec![1; rows as usize],
+            Some(v) => v,
+        };
+        if values.len() as u64 != rows {
+            return Err(Error::Lineage(LineageError::LengthMismatch {
+                sequence: "last-updated-at",
+                len: values.len() as u64,
+                expected: rows,
+            }));
+        }
+        for offset in &covered {
+            if let Some(v) = values.get_mut(offset as usize) {
+                *v = version;
+            }
+        }
+        fragment.lineage.last_updated_at = LineageSequence::Inline(values);
+    }
+    fragment.overlays.extend(new_overlays.into_iter().map(|mut o| {
+        o.committed_version = version;
+        o
+    }));
+    Ok(())
+}
+
+/// Adds `appended` to `snapshot` as written at `version`. With lineage on, inserted rows get
+/// row ids `next_row_id..+n` (and `next_row_id` advances) and created-at = version; carried
+/// lineage is kept as given; last-updated-at is `version` for every row either way.
+pub fn append_fragment(snapshot: &mut Snapshot, appended: AppendedFragment, version: u64) {
+    let mut fragment = appended.fragment;
+    if snapshot.stable_row_ids {
+        let rows = fragment.physical_rows;
+        let all = |v: u64| LineageSequence::Inline(vec![v; rows as usize]);
+        match appended.carried {
+            Some(carried) => {
+                fragment.lineage.row_ids = carried.row_ids;
+                fragment.lineage.created_at = carried.created_at;
+            }
+            None => {
+                let ids = RowIdSequence::new_fragment(snapshot.next_row_id, rows);
+                fragment.lineage.row_ids = LineageSequence::Inline(ids.iter().collect());
+                fragment.lineage.created_at = all(version);
+                snapshot.next_row_id = snapshot.next_row_id.saturating_add(rows);
+            }
+        }
+        fragment.lineage.last_updated_at = all(version);
+    }
+    snapshot.fragments.push(fragment);
+}
