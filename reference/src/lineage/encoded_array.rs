@@ -58,10 +58,16 @@ impl EncodedU64Array {
         if range <= u64::from(u16::MAX) {
             // Every v - min <= range fits the width: the casts are exact.
             let offsets = values.iter().map(|&v| (v - min) as u16);
-            EncodedU64Array(Repr::U16 { base: min, offsets: offsets.collect() })
+            EncodedU64Array(Repr::U16 {
+                base: min,
+                offsets: offsets.collect(),
+            })
         } else if range <= u64::from(u32::MAX) {
             let offsets = values.iter().map(|&v| (v - min) as u32);
-            EncodedU64Array(Repr::U32 { base: min, offsets: offsets.collect() })
+            EncodedU64Array(Repr::U32 {
+                base: min,
+                offsets: offsets.collect(),
+            })
         } else {
             EncodedU64Array(Repr::U64(values.to_vec()))
         }
@@ -102,12 +108,16 @@ impl EncodedU64Array {
     pub fn iter(&self) -> Box<dyn Iterator<Item = u64> + '_> {
         // Saturating adds never saturate: the invariant guarantees base + offset fits.
         match &self.0 {
-            Repr::U16 { base, offsets } => {
-                Box::new(offsets.iter().map(move |&o| base.saturating_add(u64::from(o))))
-            }
-            Repr::U32 { base, offsets } => {
-                Box::new(offsets.iter().map(move |&o| base.saturating_add(u64::from(o))))
-            }
+            Repr::U16 { base, offsets } => Box::new(
+                offsets
+                    .iter()
+                    .map(move |&o| base.saturating_add(u64::from(o))),
+            ),
+            Repr::U32 { base, offsets } => Box::new(
+                offsets
+                    .iter()
+                    .map(move |&o| base.saturating_add(u64::from(o))),
+            ),
             Repr::U64(values) => Box::new(values.iter().copied()),
         }
     }
@@ -144,18 +154,31 @@ impl EncodedU64Array {
         field: &'static str,
     ) -> Result<EncodedU64Array, LineageError> {
         let Some(array) = &msg.array else {
-            return Err(LineageError::MissingField { location: location.to_string(), field });
+            return Err(LineageError::MissingField {
+                location: location.to_string(),
+                field,
+            });
         };
         let check_len = |len: usize, width: usize| {
             if len % width == 0 {
                 Ok(())
             } else {
-                Err(LineageError::ByteLength { location: location.to_string(), field, len, width })
+                Err(LineageError::ByteLength {
+                    location: location.to_string(),
+                    field,
+                    len,
+                    width,
+                })
             }
         };
         let check_overflow = |base: u64, max: Option<u64>| match max {
             Some(offset) if base.checked_add(offset).is_none() => {
-                Err(LineageError::OffsetOverflow { location: location.to_string(), field, base, offset })
+                Err(LineageError::OffsetOverflow {
+                    location: location.to_string(),
+                    field,
+                    base,
+                    offset,
+                })
             }
             _ => Ok(()),
         };
@@ -168,7 +191,10 @@ impl EncodedU64Array {
                     .map(|c| u16::from_le_bytes([c[0], c[1]]))
                     .collect();
                 check_overflow(a.base, offsets.iter().max().map(|&o| u64::from(o)))?;
-                Repr::U16 { base: a.base, offsets }
+                Repr::U16 {
+                    base: a.base,
+                    offsets,
+                }
             }
             PbArray::U32Array(a) => {
                 check_len(a.offsets.len(), 4)?;
@@ -178,7 +204,10 @@ impl EncodedU64Array {
                     .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                     .collect();
                 check_overflow(a.base, offsets.iter().max().map(|&o| u64::from(o)))?;
-                Repr::U32 { base: a.base, offsets }
+                Repr::U32 {
+                    base: a.base,
+                    offsets,
+                }
             }
             PbArray::U64Array(a) => {
                 check_len(a.values.len(), 8)?;
@@ -223,14 +252,20 @@ mod tests {
         assert_eq!(a.base(), 10);
         assert_eq!(a.values(), vec![30, 10, 20]);
         // u16_array{base:10, offsets: 14 00 00 00 0a 00}
-        assert_eq!(bytes(&a), [0x0a, 0x0a, 0x08, 0x0a, 0x12, 0x06, 0x14, 0, 0, 0, 0x0a, 0]);
+        assert_eq!(
+            bytes(&a),
+            [0x0a, 0x0a, 0x08, 0x0a, 0x12, 0x06, 0x14, 0, 0, 0, 0x0a, 0]
+        );
     }
 
     #[test]
     fn each_width_has_known_bytes() {
         // u32: base 0 omitted (proto3 zero), offsets 00000000 a0860100 (100000)
         let a = EncodedU64Array::from_values(&[0, 100_000]);
-        assert_eq!(bytes(&a), [0x12, 0x0a, 0x12, 0x08, 0, 0, 0, 0, 0xa0, 0x86, 0x01, 0]);
+        assert_eq!(
+            bytes(&a),
+            [0x12, 0x0a, 0x12, 0x08, 0, 0, 0, 0, 0xa0, 0x86, 0x01, 0]
+        );
         // u64: field 3 holding values at field number 2.
         let big = 1u64 << 40;
         let a = EncodedU64Array::from_values(&[0, big]);
@@ -248,17 +283,34 @@ mod tests {
         let e = EncodedU64Array::from_proto(&none, "x", "U64Segment.array").unwrap_err();
         assert_eq!(e.code(), "lineage_missing_field");
         let odd = pb::EncodedU64Array {
-            array: Some(PbArray::U32Array(U32Array { base: 0, offsets: vec![0; 6] })),
+            array: Some(PbArray::U32Array(U32Array {
+                base: 0,
+                offsets: vec![0; 6],
+            })),
         };
         let e = EncodedU64Array::from_proto(&odd, "x", "U64Segment.array").unwrap_err();
-        assert_eq!(e, LineageError::ByteLength { location: "x".into(), field: "U64Segment.array", len: 6, width: 4 });
+        assert_eq!(
+            e,
+            LineageError::ByteLength {
+                location: "x".into(),
+                field: "U64Segment.array",
+                len: 6,
+                width: 4
+            }
+        );
         let over = pb::EncodedU64Array {
-            array: Some(PbArray::U16Array(U16Array { base: u64::MAX - 1, offsets: vec![2, 0] })),
+            array: Some(PbArray::U16Array(U16Array {
+                base: u64::MAX - 1,
+                offsets: vec![2, 0],
+            })),
         };
         let e = EncodedU64Array::from_proto(&over, "x", "U64Segment.array").unwrap_err();
         assert_eq!(e.code(), "lineage_offset_overflow");
         let edge = pb::EncodedU64Array {
-            array: Some(PbArray::U16Array(U16Array { base: u64::MAX - 1, offsets: vec![1, 0] })),
+            array: Some(PbArray::U16Array(U16Array {
+                base: u64::MAX - 1,
+                offsets: vec![1, 0],
+            })),
         };
         let a = EncodedU64Array::from_proto(&edge, "x", "f").unwrap();
         assert_eq!(a.values(), vec![u64::MAX]);

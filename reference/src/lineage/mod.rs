@@ -47,13 +47,13 @@ pub mod version;
 
 pub use encoded_array::{ArrayWidth, EncodedU64Array};
 pub use placement::{
-    placement, plan_compaction, CompactionPlacement, EncodedLengths, Origin, Placement,
-    SequenceKind, SpillConfig, DEFAULT_INLINE_MAX_BYTES, INLINE_MAX_BYTES_KEY, SPILL_KEY,
+    CompactionPlacement, DEFAULT_INLINE_MAX_BYTES, EncodedLengths, INLINE_MAX_BYTES_KEY, Origin,
+    Placement, SPILL_KEY, SequenceKind, SpillConfig, placement, plan_compaction,
 };
 pub use row_ids::RowIdSequence;
 pub use segment::U64Segment;
 pub use stamping::{
-    append_fragment, restamp, stamp_overlays, AppendedFragment, CarriedLineage, PendingCommit,
+    AppendedFragment, CarriedLineage, PendingCommit, append_fragment, restamp, stamp_overlays,
 };
 pub use version::{RowDatasetVersionSequence, VersionRun};
 
@@ -106,7 +106,9 @@ pub enum LineageError {
         end: u64,
     },
     /// Values that must be strictly increasing are not.
-    #[error("{location}: {field}: value {index} ({next}) is not greater than the one before ({previous})")]
+    #[error(
+        "{location}: {field}: value {index} ({next}) is not greater than the one before ({previous})"
+    )]
     NotIncreasing {
         /// Where in the message.
         location: String,

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 
 use super::LineageError;
-use crate::model::{FieldId, CREATED_AT_FIELD_ID, LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID};
+use crate::model::{CREATED_AT_FIELD_ID, FieldId, LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID};
 
 /// Table config key that opts a table into spilling.
 pub const SPILL_KEY: &str = "lance.row_lineage.spill";
@@ -45,8 +45,11 @@ pub enum SequenceKind {
 
 impl SequenceKind {
     /// The three kinds in hidden-column order.
-    pub const ALL: [SequenceKind; 3] =
-        [SequenceKind::RowIds, SequenceKind::CreatedAt, SequenceKind::LastUpdatedAt];
+    pub const ALL: [SequenceKind; 3] = [
+        SequenceKind::RowIds,
+        SequenceKind::CreatedAt,
+        SequenceKind::LastUpdatedAt,
+    ];
 
     /// The reserved field id of the kind's hidden column.
     pub fn field_id(self) -> FieldId {
@@ -96,26 +99,38 @@ pub struct SpillConfig {
 
 impl Default for SpillConfig {
     fn default() -> Self {
-        SpillConfig { enabled: false, inline_max_bytes: DEFAULT_INLINE_MAX_BYTES }
+        SpillConfig {
+            enabled: false,
+            inline_max_bytes: DEFAULT_INLINE_MAX_BYTES,
+        }
     }
 }
 
 impl SpillConfig {
     /// Reads the two keys from a table config (see the module docs for an unparsable budget).
-    pub fn from_table_config(config: &BTreeMap<String, String>) -> Result<SpillConfig, LineageError> {
-        let enabled = config.get(SPILL_KEY).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    pub fn from_table_config(
+        config: &BTreeMap<String, String>,
+    ) -> Result<SpillConfig, LineageError> {
+        let enabled = config
+            .get(SPILL_KEY)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
         if !enabled {
             return Ok(SpillConfig::default());
         }
         let inline_max_bytes = match config.get(INLINE_MAX_BYTES_KEY) {
             None => DEFAULT_INLINE_MAX_BYTES,
-            Some(value) => value.parse::<usize>().map_err(|e| LineageError::BadConfig {
-                key: INLINE_MAX_BYTES_KEY,
-                value: value.clone(),
-                problem: format!("not a byte count: {e}"),
-            })?,
+            Some(value) => value
+                .parse::<usize>()
+                .map_err(|e| LineageError::BadConfig {
+                    key: INLINE_MAX_BYTES_KEY,
+                    value: value.clone(),
+                    problem: format!("not a byte count: {e}"),
+                })?,
         };
-        Ok(SpillConfig { enabled, inline_max_bytes })
+        Ok(SpillConfig {
+            enabled,
+            inline_max_bytes,
+        })
     }
 
     /// Whether an encoded sequence of `encoded_len` bytes is over the budget (strictly greater),
@@ -128,7 +143,12 @@ impl SpillConfig {
 /// The placement rule for one sequence. The kind does not change the rule; it is taken so
 /// callers state which sequence they place (a last-updated-at is commit-assigned everywhere
 /// except compaction, which carries it over).
-pub fn placement(_kind: SequenceKind, origin: Origin, encoded_len: usize, config: &SpillConfig) -> Placement {
+pub fn placement(
+    _kind: SequenceKind,
+    origin: Origin,
+    encoded_len: usize,
+    config: &SpillConfig,
+) -> Placement {
     match origin {
         Origin::CarriedOver if config.over_budget(encoded_len) => Placement::Spill,
         _ => Placement::Inline,
@@ -181,7 +201,9 @@ impl CompactionPlacement {
     pub fn lineage_fields(&self, i: usize) -> Vec<FieldId> {
         let kinds = match self {
             CompactionPlacement::InFile { spilled } => spilled.as_slice(),
-            CompactionPlacement::PerFragment { spilled } => spilled.get(i).map_or(&[][..], Vec::as_slice),
+            CompactionPlacement::PerFragment { spilled } => {
+                spilled.get(i).map_or(&[][..], Vec::as_slice)
+            }
         };
         kinds.iter().map(|k| k.field_id()).collect()
     }
@@ -203,7 +225,12 @@ pub fn plan_compaction(config: &SpillConfig, outputs: &[EncodedLengths]) -> Comp
     } else {
         let spilled = outputs
             .iter()
-            .map(|o| SequenceKind::ALL.into_iter().filter(|&k| over(o, k)).collect())
+            .map(|o| {
+                SequenceKind::ALL
+                    .into_iter()
+                    .filter(|&k| over(o, k))
+                    .collect()
+            })
             .collect();
         CompactionPlacement::PerFragment { spilled }
     }
@@ -214,14 +241,27 @@ mod tests {
     use super::*;
 
     fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn spill_needs_opt_in_carried_over_and_strictly_over_budget() {
         // covers: LIN-PLACE
-        let on = SpillConfig::from_table_config(&config(&[(SPILL_KEY, "TRUE"), (INLINE_MAX_BYTES_KEY, "100")])).unwrap();
-        assert_eq!(on, SpillConfig { enabled: true, inline_max_bytes: 100 });
+        let on = SpillConfig::from_table_config(&config(&[
+            (SPILL_KEY, "TRUE"),
+            (INLINE_MAX_BYTES_KEY, "100"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            on,
+            SpillConfig {
+                enabled: true,
+                inline_max_bytes: 100
+            }
+        );
         let p = |origin, len| placement(SequenceKind::RowIds, origin, len, &on);
         assert_eq!(p(Origin::CarriedOver, 99), Placement::Inline);
         assert_eq!(p(Origin::CarriedOver, 100), Placement::Inline);
@@ -234,55 +274,124 @@ mod tests {
     fn default_budget_boundary() {
         let on = SpillConfig::from_table_config(&config(&[(SPILL_KEY, "true")])).unwrap();
         assert_eq!(on.inline_max_bytes, 204_800);
-        for (len, expected) in [(204_799, Placement::Inline), (204_800, Placement::Inline), (204_801, Placement::Spill)] {
-            assert_eq!(placement(SequenceKind::CreatedAt, Origin::CarriedOver, len, &on), expected);
+        for (len, expected) in [
+            (204_799, Placement::Inline),
+            (204_800, Placement::Inline),
+            (204_801, Placement::Spill),
+        ] {
+            assert_eq!(
+                placement(SequenceKind::CreatedAt, Origin::CarriedOver, len, &on),
+                expected
+            );
         }
     }
 
     #[test]
     fn without_opt_in_nothing_spills_and_the_budget_is_not_read() {
         for v in ["false", "1", "yes", " true", ""] {
-            let c = SpillConfig::from_table_config(&config(&[(SPILL_KEY, v), (INLINE_MAX_BYTES_KEY, "junk")])).unwrap();
+            let c = SpillConfig::from_table_config(&config(&[
+                (SPILL_KEY, v),
+                (INLINE_MAX_BYTES_KEY, "junk"),
+            ]))
+            .unwrap();
             assert!(!c.enabled, "{v:?}");
-            assert_eq!(placement(SequenceKind::RowIds, Origin::CarriedOver, usize::MAX, &c), Placement::Inline);
+            assert_eq!(
+                placement(SequenceKind::RowIds, Origin::CarriedOver, usize::MAX, &c),
+                Placement::Inline
+            );
         }
     }
 
     #[test]
     fn unparsable_budget_is_a_config_error() {
         for v in ["-1", "1e3", "200KiB", " 5", "18446744073709551616"] {
-            let e = SpillConfig::from_table_config(&config(&[(SPILL_KEY, "true"), (INLINE_MAX_BYTES_KEY, v)])).unwrap_err();
-            assert_eq!((e.code(), e.class()), ("lineage_bad_config", crate::ErrorClass::Invalid), "{v:?}");
+            let e = SpillConfig::from_table_config(&config(&[
+                (SPILL_KEY, "true"),
+                (INLINE_MAX_BYTES_KEY, v),
+            ]))
+            .unwrap_err();
+            assert_eq!(
+                (e.code(), e.class()),
+                ("lineage_bad_config", crate::ErrorClass::Invalid),
+                "{v:?}"
+            );
         }
-        let c = SpillConfig::from_table_config(&config(&[(SPILL_KEY, "true"), (INLINE_MAX_BYTES_KEY, "0")])).unwrap();
-        assert_eq!(placement(SequenceKind::RowIds, Origin::CarriedOver, 1, &c), Placement::Spill);
+        let c = SpillConfig::from_table_config(&config(&[
+            (SPILL_KEY, "true"),
+            (INLINE_MAX_BYTES_KEY, "0"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            placement(SequenceKind::RowIds, Origin::CarriedOver, 1, &c),
+            Placement::Spill
+        );
     }
 
     #[test]
     fn compaction_plan_in_file_when_every_kind_agrees() {
-        let c = SpillConfig { enabled: true, inline_max_bytes: 10 };
-        let big = EncodedLengths { row_ids: 11, created_at: 5, last_updated_at: 11 };
+        let c = SpillConfig {
+            enabled: true,
+            inline_max_bytes: 10,
+        };
+        let big = EncodedLengths {
+            row_ids: 11,
+            created_at: 5,
+            last_updated_at: 11,
+        };
         let plan = plan_compaction(&c, &[big, big]);
-        assert_eq!(plan, CompactionPlacement::InFile { spilled: vec![SequenceKind::RowIds, SequenceKind::LastUpdatedAt] });
+        assert_eq!(
+            plan,
+            CompactionPlacement::InFile {
+                spilled: vec![SequenceKind::RowIds, SequenceKind::LastUpdatedAt]
+            }
+        );
         assert_eq!(plan.lineage_fields(1), vec![-3, -5]);
-        let all = EncodedLengths { row_ids: 11, created_at: 11, last_updated_at: 11 };
-        assert_eq!(plan_compaction(&c, &[all]).lineage_fields(0), vec![-3, -4, -5]);
-        assert_eq!(plan_compaction(&c, &[]), CompactionPlacement::InFile { spilled: vec![] });
+        let all = EncodedLengths {
+            row_ids: 11,
+            created_at: 11,
+            last_updated_at: 11,
+        };
+        assert_eq!(
+            plan_compaction(&c, &[all]).lineage_fields(0),
+            vec![-3, -4, -5]
+        );
+        assert_eq!(
+            plan_compaction(&c, &[]),
+            CompactionPlacement::InFile { spilled: vec![] }
+        );
         let off = SpillConfig::default();
-        assert_eq!(plan_compaction(&off, &[all]), CompactionPlacement::InFile { spilled: vec![] });
+        assert_eq!(
+            plan_compaction(&off, &[all]),
+            CompactionPlacement::InFile { spilled: vec![] }
+        );
     }
 
     #[test]
     fn compaction_plan_per_fragment_when_a_kind_disagrees() {
-        let c = SpillConfig { enabled: true, inline_max_bytes: 10 };
-        let a = EncodedLengths { row_ids: 11, created_at: 11, last_updated_at: 3 };
-        let b = EncodedLengths { row_ids: 11, created_at: 10, last_updated_at: 3 };
+        let c = SpillConfig {
+            enabled: true,
+            inline_max_bytes: 10,
+        };
+        let a = EncodedLengths {
+            row_ids: 11,
+            created_at: 11,
+            last_updated_at: 3,
+        };
+        let b = EncodedLengths {
+            row_ids: 11,
+            created_at: 10,
+            last_updated_at: 3,
+        };
         let small = EncodedLengths::default();
         let plan = plan_compaction(&c, &[a, b, small]);
         assert_eq!(
             plan,
             CompactionPlacement::PerFragment {
-                spilled: vec![vec![SequenceKind::RowIds, SequenceKind::CreatedAt], vec![SequenceKind::RowIds], vec![]]
+                spilled: vec![
+                    vec![SequenceKind::RowIds, SequenceKind::CreatedAt],
+                    vec![SequenceKind::RowIds],
+                    vec![]
+                ]
             }
         );
         assert_eq!(plan.lineage_fields(0), vec![-3, -4]);

@@ -27,8 +27,8 @@
 use prost::Message;
 use roaring::RoaringBitmap;
 
-use super::segment::U64Segment;
 use super::LineageError;
+use super::segment::U64Segment;
 use crate::proto::lance::table as pb;
 
 /// A fragment's stable row ids: the concatenation of the segments' values.
@@ -42,12 +42,19 @@ impl RowIdSequence {
     /// The row ids Lance assigns to a fragment appended at commit: `next_row_id..next_row_id+rows`.
     pub fn new_fragment(next_row_id: u64, rows: u64) -> RowIdSequence {
         let end = next_row_id.saturating_add(rows);
-        RowIdSequence { segments: vec![U64Segment::Range { start: next_row_id, end }] }
+        RowIdSequence {
+            segments: vec![U64Segment::Range {
+                start: next_row_id,
+                end,
+            }],
+        }
     }
 
     /// One segment holding `values`, encoded by [`U64Segment::from_values`].
     pub fn from_values(values: &[u64]) -> RowIdSequence {
-        RowIdSequence { segments: vec![U64Segment::from_values(values)] }
+        RowIdSequence {
+            segments: vec![U64Segment::from_values(values)],
+        }
     }
 
     /// Decodes and validates a serialized `RowIdSequence` (see the module docs).
@@ -62,7 +69,9 @@ impl RowIdSequence {
             let segment = U64Segment::from_proto(s, &format!("RowIdSequence.segments[{i}]"))?;
             total = total
                 .checked_add(segment.len())
-                .ok_or(LineageError::LengthOverflow { message: "RowIdSequence" })?;
+                .ok_or(LineageError::LengthOverflow {
+                    message: "RowIdSequence",
+                })?;
             segments.push(segment);
         }
         Ok(RowIdSequence { segments })
@@ -70,13 +79,17 @@ impl RowIdSequence {
 
     /// The protobuf bytes (prost: zero scalars omitted, empty sub-messages kept).
     pub fn encode(&self) -> Vec<u8> {
-        let msg = pb::RowIdSequence { segments: self.segments.iter().map(U64Segment::to_proto).collect() };
+        let msg = pb::RowIdSequence {
+            segments: self.segments.iter().map(U64Segment::to_proto).collect(),
+        };
         msg.encode_to_vec()
     }
 
     /// Number of row ids (saturating; exact for a decoded or built sequence).
     pub fn len(&self) -> u64 {
-        self.segments.iter().fold(0u64, |acc, s| acc.saturating_add(s.len()))
+        self.segments
+            .iter()
+            .fold(0u64, |acc, s| acc.saturating_add(s.len()))
     }
 
     /// Whether the sequence holds no row ids.
@@ -94,7 +107,11 @@ impl RowIdSequence {
     pub fn values(&self, physical_rows: u64) -> Result<Vec<u64>, LineageError> {
         let len = self.len();
         if len != physical_rows {
-            return Err(LineageError::LengthMismatch { sequence: "row ids", len, expected: physical_rows });
+            return Err(LineageError::LengthMismatch {
+                sequence: "row ids",
+                len,
+                expected: physical_rows,
+            });
         }
         Ok(self.iter().collect())
     }
@@ -103,8 +120,13 @@ impl RowIdSequence {
     pub fn extend(&mut self, other: RowIdSequence) {
         let mut rest = other.segments.into_iter();
         let mut first = rest.next();
-        if let (Some(U64Segment::Range { end: a_end, .. }), Some(U64Segment::Range { start: b_start, end: b_end })) =
-            (self.segments.last_mut(), &first)
+        if let (
+            Some(U64Segment::Range { end: a_end, .. }),
+            Some(U64Segment::Range {
+                start: b_start,
+                end: b_end,
+            }),
+        ) = (self.segments.last_mut(), &first)
         {
             if *a_end == *b_start {
                 *a_end = *b_end;
@@ -120,7 +142,9 @@ impl RowIdSequence {
     /// re-encoded, and units left empty are dropped (see the module docs on folding).
     pub fn mask(&self, deleted: &RoaringBitmap) -> Result<RowIdSequence, LineageError> {
         let units = mask_units(fold(&self.segments), deleted)?;
-        Ok(RowIdSequence { segments: units.into_iter().flat_map(Unit::into_segments).collect() })
+        Ok(RowIdSequence {
+            segments: units.into_iter().flat_map(Unit::into_segments).collect(),
+        })
     }
 }
 
@@ -128,7 +152,10 @@ impl RowIdSequence {
 /// Lance's `rechunk_sequences` does: every piece is re-encoded with
 /// [`U64Segment::from_values`] and appended with [`RowIdSequence::extend`]. The sizes must add
 /// up to exactly the rows available.
-pub fn rechunk(sequences: &[RowIdSequence], sizes: &[u64]) -> Result<Vec<RowIdSequence>, LineageError> {
+pub fn rechunk(
+    sequences: &[RowIdSequence],
+    sizes: &[u64],
+) -> Result<Vec<RowIdSequence>, LineageError> {
     let units: Vec<Unit> = sequences
         .iter()
         .flat_map(|s| s.segments.iter().cloned().map(Unit::Segment))
@@ -138,7 +165,10 @@ pub fn rechunk(sequences: &[RowIdSequence], sizes: &[u64]) -> Result<Vec<RowIdSe
 
 /// Compaction of row ids: each source sequence (as read from the manifest) is masked by its
 /// fragment's deleted offsets, then all are rechunked to the output fragments' `sizes`.
-pub fn compact(sources: &[(RowIdSequence, RoaringBitmap)], sizes: &[u64]) -> Result<Vec<RowIdSequence>, LineageError> {
+pub fn compact(
+    sources: &[(RowIdSequence, RoaringBitmap)],
+    sizes: &[u64],
+) -> Result<Vec<RowIdSequence>, LineageError> {
     let mut units = Vec::new();
     for (sequence, deleted) in sources {
         units.extend(mask_units(fold(&sequence.segments), deleted)?);
@@ -191,7 +221,10 @@ impl Unit {
     fn into_segments(self) -> Vec<U64Segment> {
         match self {
             Unit::Segment(s) => vec![s],
-            Unit::Ranges(r) => r.into_iter().map(|(start, end)| U64Segment::Range { start, end }).collect(),
+            Unit::Ranges(r) => r
+                .into_iter()
+                .map(|(start, end)| U64Segment::Range { start, end })
+                .collect(),
         }
     }
 }
@@ -200,13 +233,19 @@ impl Unit {
 fn fold(segments: &[U64Segment]) -> Vec<Unit> {
     fn flush(pending: &mut Vec<(u64, u64)>, out: &mut Vec<Unit>) {
         let fits = match (pending.first(), pending.last()) {
-            (Some(first), Some(last)) => pending.len() >= 2 && last.1 - first.0 <= u64::from(u32::MAX),
+            (Some(first), Some(last)) => {
+                pending.len() >= 2 && last.1 - first.0 <= u64::from(u32::MAX)
+            }
             _ => false,
         };
         if fits {
             out.push(Unit::Ranges(std::mem::take(pending)));
         } else {
-            out.extend(pending.drain(..).map(|(start, end)| Unit::Segment(U64Segment::Range { start, end })));
+            out.extend(
+                pending
+                    .drain(..)
+                    .map(|(start, end)| Unit::Segment(U64Segment::Range { start, end })),
+            );
         }
     }
     let mut out = Vec::new();
@@ -274,7 +313,10 @@ fn rechunk_units(units: &[Unit], sizes: &[u64]) -> Result<Vec<RowIdSequence>, Li
     let available: u64 = units.iter().map(Unit::len).sum();
     let requested = sizes.iter().fold(0u64, |a, &b| a.saturating_add(b));
     if available != requested {
-        return Err(LineageError::ChunkMismatch { requested, available });
+        return Err(LineageError::ChunkMismatch {
+            requested,
+            available,
+        });
     }
     let mut out = Vec::with_capacity(sizes.len());
     let mut pieces = units.iter().filter(|u| u.len() > 0).map(Unit::values);
@@ -308,16 +350,28 @@ mod tests {
 
     #[test]
     fn new_fragment_is_one_range_with_known_bytes() {
-        assert_eq!(RowIdSequence::new_fragment(10, 5).encode(), [0x0a, 0x06, 0x0a, 0x04, 0x08, 0x0a, 0x10, 0x0f]);
-        assert_eq!(RowIdSequence::new_fragment(0, 10).encode(), [0x0a, 0x04, 0x0a, 0x02, 0x10, 0x0a]);
+        assert_eq!(
+            RowIdSequence::new_fragment(10, 5).encode(),
+            [0x0a, 0x06, 0x0a, 0x04, 0x08, 0x0a, 0x10, 0x0f]
+        );
+        assert_eq!(
+            RowIdSequence::new_fragment(0, 10).encode(),
+            [0x0a, 0x04, 0x0a, 0x02, 0x10, 0x0a]
+        );
     }
 
     #[test]
     fn extend_merges_only_touching_ranges() {
-        let mut s = RowIdSequence { segments: vec![range(0, 5)] };
-        s.extend(RowIdSequence { segments: vec![range(5, 8), range(8, 9)] });
+        let mut s = RowIdSequence {
+            segments: vec![range(0, 5)],
+        };
+        s.extend(RowIdSequence {
+            segments: vec![range(5, 8), range(8, 9)],
+        });
         assert_eq!(s.segments, vec![range(0, 8), range(8, 9)]);
-        s.extend(RowIdSequence { segments: vec![range(10, 12)] });
+        s.extend(RowIdSequence {
+            segments: vec![range(10, 12)],
+        });
         assert_eq!(s.segments.len(), 3);
         s.extend(RowIdSequence::from_values(&[12, 14]));
         assert_eq!(s.segments.len(), 4);
@@ -325,58 +379,105 @@ mod tests {
 
     #[test]
     fn values_checks_the_row_count_before_expanding() {
-        let huge = RowIdSequence { segments: vec![range(0, u64::MAX)] };
-        assert_eq!(huge.values(10).unwrap_err().code(), "lineage_length_mismatch");
-        assert_eq!(RowIdSequence::new_fragment(3, 2).values(2).unwrap(), vec![3, 4]);
+        let huge = RowIdSequence {
+            segments: vec![range(0, u64::MAX)],
+        };
+        assert_eq!(
+            huge.values(10).unwrap_err().code(),
+            "lineage_length_mismatch"
+        );
+        assert_eq!(
+            RowIdSequence::new_fragment(3, 2).values(2).unwrap(),
+            vec![3, 4]
+        );
     }
 
     #[test]
     fn decode_rejects_total_length_overflow() {
-        let s = RowIdSequence { segments: vec![range(0, u64::MAX), range(0, 2)] };
-        assert_eq!(RowIdSequence::decode(&s.encode()).unwrap_err().code(), "lineage_length_overflow");
+        let s = RowIdSequence {
+            segments: vec![range(0, u64::MAX), range(0, 2)],
+        };
+        assert_eq!(
+            RowIdSequence::decode(&s.encode()).unwrap_err().code(),
+            "lineage_length_overflow"
+        );
     }
 
     #[test]
     fn mask_reencodes_only_the_affected_segment_and_drops_empty_ones() {
-        let s = RowIdSequence { segments: vec![range(0, 10), U64Segment::from_values(&[20, 40])] };
+        let s = RowIdSequence {
+            segments: vec![range(0, 10), U64Segment::from_values(&[20, 40])],
+        };
         let deleted: RoaringBitmap = [3u32, 10, 11].into_iter().collect();
         let m = s.mask(&deleted).unwrap();
-        assert_eq!(m.segments, vec![U64Segment::from_values(&[0, 1, 2, 4, 5, 6, 7, 8, 9])]);
+        assert_eq!(
+            m.segments,
+            vec![U64Segment::from_values(&[0, 1, 2, 4, 5, 6, 7, 8, 9])]
+        );
         let out_of_range: RoaringBitmap = [12u32].into_iter().collect();
-        assert_eq!(s.mask(&out_of_range).unwrap_err().code(), "lineage_offset_out_of_range");
+        assert_eq!(
+            s.mask(&out_of_range).unwrap_err().code(),
+            "lineage_offset_out_of_range"
+        );
     }
 
     #[test]
     fn mask_treats_a_folded_run_of_ranges_as_one_unit() {
         // [0..5, 7..9] fold into one unit; masking offset 0 re-encodes the remainder as one segment.
-        let s = RowIdSequence { segments: vec![range(0, 5), range(7, 9)] };
+        let s = RowIdSequence {
+            segments: vec![range(0, 5), range(7, 9)],
+        };
         let m = s.mask(&[0u32].into_iter().collect()).unwrap();
-        assert_eq!(m.segments, vec![U64Segment::from_values(&[1, 2, 3, 4, 7, 8])]);
+        assert_eq!(
+            m.segments,
+            vec![U64Segment::from_values(&[1, 2, 3, 4, 7, 8])]
+        );
         // untouched, the run is written back as its ranges
         assert_eq!(s.mask(&RoaringBitmap::new()).unwrap(), s);
     }
 
     #[test]
     fn rechunk_slices_and_merges_touching_pieces() {
-        let seqs = [RowIdSequence { segments: vec![range(0, 10)] }, RowIdSequence { segments: vec![range(10, 14)] }];
+        let seqs = [
+            RowIdSequence {
+                segments: vec![range(0, 10)],
+            },
+            RowIdSequence {
+                segments: vec![range(10, 14)],
+            },
+        ];
         let out = rechunk(&seqs, &[6, 8]).unwrap();
         assert_eq!(out[0].segments, vec![range(0, 6)]);
         assert_eq!(out[1].segments, vec![range(6, 14)]);
-        assert_eq!(rechunk(&seqs, &[6, 7]).unwrap_err().code(), "lineage_chunk_mismatch");
-        assert_eq!(rechunk(&seqs, &[6, 9]).unwrap_err().code(), "lineage_chunk_mismatch");
+        assert_eq!(
+            rechunk(&seqs, &[6, 7]).unwrap_err().code(),
+            "lineage_chunk_mismatch"
+        );
+        assert_eq!(
+            rechunk(&seqs, &[6, 9]).unwrap_err().code(),
+            "lineage_chunk_mismatch"
+        );
     }
 
     #[test]
     fn compact_keeps_folded_units_through_the_rechunk() {
         // Lance: [0..5, 7..9] is one unit; [20, 30] masked at 30 becomes Range(20..21).
-        let a = RowIdSequence { segments: vec![range(0, 5), range(7, 9), U64Segment::from_values(&[20, 30])] };
+        let a = RowIdSequence {
+            segments: vec![range(0, 5), range(7, 9), U64Segment::from_values(&[20, 30])],
+        };
         let out = compact(&[(a.clone(), [8u32].into_iter().collect())], &[8]).unwrap();
         assert_eq!(
             out[0].segments,
-            vec![U64Segment::from_values(&[0, 1, 2, 3, 4, 7, 8]), range(20, 21)]
+            vec![
+                U64Segment::from_values(&[0, 1, 2, 3, 4, 7, 8]),
+                range(20, 21)
+            ]
         );
         // mask then rechunk without the units re-derives nothing: the ranges are separate pieces.
         let two_step = rechunk(&[a.mask(&[8u32].into_iter().collect()).unwrap()], &[8]).unwrap();
-        assert_eq!(two_step[0].segments, vec![range(0, 5), range(7, 9), range(20, 21)]);
+        assert_eq!(
+            two_step[0].segments,
+            vec![range(0, 5), range(7, 9), range(20, 21)]
+        );
     }
 }

@@ -25,8 +25,8 @@
 use crate::proto::lance::table as pb;
 use pb::u64_segment::{Range as PbRange, RangeWithBitmap, RangeWithHoles, Segment as PbSegment};
 
-use super::encoded_array::EncodedU64Array;
 use super::LineageError;
+use super::encoded_array::EncodedU64Array;
 
 /// One run of u64 values (see the module docs for the encodings).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +67,11 @@ const BITMAP_FIELD: &str = "U64Segment.range_with_bitmap.bitmap";
 
 /// Whether bit `i` of an LSB-first bitmap is set; bytes past the end read as zero.
 fn bit(bitmap: &[u8], i: u64) -> bool {
-    let byte = usize::try_from(i / 8).ok().and_then(|b| bitmap.get(b)).copied().unwrap_or(0);
+    let byte = usize::try_from(i / 8)
+        .ok()
+        .and_then(|b| bitmap.get(b))
+        .copied()
+        .unwrap_or(0);
     byte & (1 << (i % 8)) != 0
 }
 
@@ -101,7 +105,11 @@ impl U64Segment {
                     holes.push(v);
                 }
             }
-            U64Segment::RangeWithHoles { start: min, end, holes: EncodedU64Array::from_values(&holes) }
+            U64Segment::RangeWithHoles {
+                start: min,
+                end,
+                holes: EncodedU64Array::from_values(&holes),
+            }
         } else if bitmap_cost <= sorted_cost {
             // bitmap_cost <= sorted_cost means ceil(span / 8) <= 2 * count: O(count) bytes.
             let mut bitmap = vec![0u8; span.div_ceil(8) as usize];
@@ -111,7 +119,11 @@ impl U64Segment {
                     *byte |= 1 << (i % 8);
                 }
             }
-            U64Segment::RangeWithBitmap { start: min, end, bitmap }
+            U64Segment::RangeWithBitmap {
+                start: min,
+                end,
+                bitmap,
+            }
         } else {
             U64Segment::SortedArray(EncodedU64Array::from_values(values))
         }
@@ -121,15 +133,20 @@ impl U64Segment {
     pub fn len(&self) -> u64 {
         match self {
             U64Segment::Range { start, end } => end.saturating_sub(*start),
-            U64Segment::RangeWithHoles { start, end, holes } => {
-                end.saturating_sub(*start).saturating_sub(holes.len() as u64)
-            }
+            U64Segment::RangeWithHoles { start, end, holes } => end
+                .saturating_sub(*start)
+                .saturating_sub(holes.len() as u64),
             U64Segment::RangeWithBitmap { start, end, bitmap } => {
                 let span = end.saturating_sub(*start);
                 let full_bytes = (span / 8) as usize;
-                let ones: u64 =
-                    bitmap.iter().take(full_bytes).map(|b| u64::from(b.count_ones())).sum();
-                let tail: u64 = (full_bytes as u64 * 8..span).filter(|&i| bit(bitmap, i)).count() as u64;
+                let ones: u64 = bitmap
+                    .iter()
+                    .take(full_bytes)
+                    .map(|b| u64::from(b.count_ones()))
+                    .sum();
+                let tail: u64 = (full_bytes as u64 * 8..span)
+                    .filter(|&i| bit(bitmap, i))
+                    .count() as u64;
                 ones + tail
             }
             U64Segment::SortedArray(a) | U64Segment::Array(a) => a.len() as u64,
@@ -160,7 +177,11 @@ impl U64Segment {
             }
             U64Segment::RangeWithBitmap { start, end, bitmap } => {
                 let start = *start;
-                Box::new((0..end.saturating_sub(start)).filter(|&i| bit(bitmap, i)).map(move |i| start + i))
+                Box::new(
+                    (0..end.saturating_sub(start))
+                        .filter(|&i| bit(bitmap, i))
+                        .map(move |i| start + i),
+                )
             }
             U64Segment::SortedArray(a) | U64Segment::Array(a) => a.iter(),
         }
@@ -193,19 +214,30 @@ impl U64Segment {
     /// The protobuf message.
     pub fn to_proto(&self) -> pb::U64Segment {
         let segment = match self {
-            U64Segment::Range { start, end } => PbSegment::Range(PbRange { start: *start, end: *end }),
-            U64Segment::RangeWithHoles { start, end, holes } => PbSegment::RangeWithHoles(RangeWithHoles {
+            U64Segment::Range { start, end } => PbSegment::Range(PbRange {
                 start: *start,
                 end: *end,
-                holes: Some(holes.to_proto()),
             }),
+            U64Segment::RangeWithHoles { start, end, holes } => {
+                PbSegment::RangeWithHoles(RangeWithHoles {
+                    start: *start,
+                    end: *end,
+                    holes: Some(holes.to_proto()),
+                })
+            }
             U64Segment::RangeWithBitmap { start, end, bitmap } => {
-                PbSegment::RangeWithBitmap(RangeWithBitmap { start: *start, end: *end, bitmap: bitmap.clone() })
+                PbSegment::RangeWithBitmap(RangeWithBitmap {
+                    start: *start,
+                    end: *end,
+                    bitmap: bitmap.clone(),
+                })
             }
             U64Segment::SortedArray(a) => PbSegment::SortedArray(a.to_proto()),
             U64Segment::Array(a) => PbSegment::Array(a.to_proto()),
         };
-        pb::U64Segment { segment: Some(segment) }
+        pb::U64Segment {
+            segment: Some(segment),
+        }
     }
 
     /// Decodes and validates a protobuf segment; `location` names it in errors
@@ -218,23 +250,37 @@ impl U64Segment {
                     field: "U64Segment.segment",
                 });
             }
-            Some(PbSegment::Range(r)) => U64Segment::Range { start: r.start, end: r.end },
+            Some(PbSegment::Range(r)) => U64Segment::Range {
+                start: r.start,
+                end: r.end,
+            },
             Some(PbSegment::RangeWithHoles(r)) => {
                 let Some(holes) = &r.holes else {
-                    return Err(LineageError::MissingField { location: location.to_string(), field: HOLES_FIELD });
+                    return Err(LineageError::MissingField {
+                        location: location.to_string(),
+                        field: HOLES_FIELD,
+                    });
                 };
                 let holes = EncodedU64Array::from_proto(holes, location, HOLES_FIELD)?;
-                U64Segment::RangeWithHoles { start: r.start, end: r.end, holes }
+                U64Segment::RangeWithHoles {
+                    start: r.start,
+                    end: r.end,
+                    holes,
+                }
             }
-            Some(PbSegment::RangeWithBitmap(r)) => {
-                U64Segment::RangeWithBitmap { start: r.start, end: r.end, bitmap: r.bitmap.clone() }
-            }
-            Some(PbSegment::SortedArray(a)) => {
-                U64Segment::SortedArray(EncodedU64Array::from_proto(a, location, "U64Segment.sorted_array")?)
-            }
-            Some(PbSegment::Array(a)) => {
-                U64Segment::Array(EncodedU64Array::from_proto(a, location, "U64Segment.array")?)
-            }
+            Some(PbSegment::RangeWithBitmap(r)) => U64Segment::RangeWithBitmap {
+                start: r.start,
+                end: r.end,
+                bitmap: r.bitmap.clone(),
+            },
+            Some(PbSegment::SortedArray(a)) => U64Segment::SortedArray(
+                EncodedU64Array::from_proto(a, location, "U64Segment.sorted_array")?,
+            ),
+            Some(PbSegment::Array(a)) => U64Segment::Array(EncodedU64Array::from_proto(
+                a,
+                location,
+                "U64Segment.array",
+            )?),
         };
         segment.validate(location)?;
         Ok(segment)
@@ -245,7 +291,12 @@ impl U64Segment {
         let loc = || location.to_string();
         let check_range = |field: &'static str, start: u64, end: u64| {
             if start > end {
-                Err(LineageError::RangeReversed { location: loc(), field, start, end })
+                Err(LineageError::RangeReversed {
+                    location: loc(),
+                    field,
+                    start,
+                    end,
+                })
             } else {
                 Ok(())
             }
@@ -282,18 +333,28 @@ impl U64Segment {
                 let used_bits = range_len % 8;
                 match bitmap.last() {
                     Some(&last) if used_bits != 0 && last >> used_bits != 0 => {
-                        Err(LineageError::BitmapPadding { location: loc(), field: BITMAP_FIELD, last_byte: last })
+                        Err(LineageError::BitmapPadding {
+                            location: loc(),
+                            field: BITMAP_FIELD,
+                            last_byte: last,
+                        })
                     }
                     _ => Ok(()),
                 }
             }
-            U64Segment::SortedArray(a) => strictly_increasing(a, location, "U64Segment.sorted_array"),
+            U64Segment::SortedArray(a) => {
+                strictly_increasing(a, location, "U64Segment.sorted_array")
+            }
             U64Segment::Array(_) => Ok(()),
         }
     }
 }
 
-fn strictly_increasing(a: &EncodedU64Array, location: &str, field: &'static str) -> Result<(), LineageError> {
+fn strictly_increasing(
+    a: &EncodedU64Array,
+    location: &str,
+    field: &'static str,
+) -> Result<(), LineageError> {
     let mut previous: Option<u64> = None;
     for (index, next) in a.iter().enumerate() {
         if let Some(previous) = previous {
@@ -329,40 +390,87 @@ mod tests {
 
     #[test]
     fn encoder_picks_each_kind_by_cost() {
-        assert_eq!(U64Segment::from_values(&[]), U64Segment::Range { start: 0, end: 0 });
-        assert_eq!(U64Segment::from_values(&[7, 8, 9]), U64Segment::Range { start: 7, end: 10 });
+        assert_eq!(
+            U64Segment::from_values(&[]),
+            U64Segment::Range { start: 0, end: 0 }
+        );
+        assert_eq!(
+            U64Segment::from_values(&[7, 8, 9]),
+            U64Segment::Range { start: 7, end: 10 }
+        );
         // 1000 slots, 1 hole: holes 28 < bitmap 149 < sorted 2022.
         let v: Vec<u64> = (0..1000).filter(|&x| x != 100).collect();
-        assert!(matches!(U64Segment::from_values(&v), U64Segment::RangeWithHoles { .. }));
+        assert!(matches!(
+            U64Segment::from_values(&v),
+            U64Segment::RangeWithHoles { .. }
+        ));
         // every other value: holes 24+4*499, bitmap 24+125, sorted 24+1000.
         let v: Vec<u64> = (0..1000).filter(|x| x % 2 == 0).collect();
-        assert!(matches!(U64Segment::from_values(&v), U64Segment::RangeWithBitmap { start: 0, end: 999, .. }));
+        assert!(matches!(
+            U64Segment::from_values(&v),
+            U64Segment::RangeWithBitmap {
+                start: 0,
+                end: 999,
+                ..
+            }
+        ));
         let s = U64Segment::from_values(&[1, 7000, 24000]);
         assert!(matches!(&s, U64Segment::SortedArray(a) if a.width() == ArrayWidth::U16));
-        assert!(matches!(U64Segment::from_values(&[7000, 1, 24000]), U64Segment::Array(_)));
-        assert!(matches!(U64Segment::from_values(&[5, 5]), U64Segment::Array(_)));
-        assert!(matches!(U64Segment::from_values(&[u64::MAX - 1, u64::MAX]), U64Segment::SortedArray(_)));
+        assert!(matches!(
+            U64Segment::from_values(&[7000, 1, 24000]),
+            U64Segment::Array(_)
+        ));
+        assert!(matches!(
+            U64Segment::from_values(&[5, 5]),
+            U64Segment::Array(_)
+        ));
+        assert!(matches!(
+            U64Segment::from_values(&[u64::MAX - 1, u64::MAX]),
+            U64Segment::SortedArray(_)
+        ));
     }
 
     #[test]
     fn cost_ties_prefer_holes_then_bitmap() {
         // span 32 with one hole: holes 28 == bitmap 28 < sorted 86 -> holes.
         let v: Vec<u64> = (0..32).filter(|&x| x != 5).collect();
-        assert!(matches!(U64Segment::from_values(&v), U64Segment::RangeWithHoles { .. }));
+        assert!(matches!(
+            U64Segment::from_values(&v),
+            U64Segment::RangeWithHoles { .. }
+        ));
         // values 0 and 31: holes 144, bitmap 28 == sorted 28 -> bitmap.
-        assert!(matches!(U64Segment::from_values(&[0, 31]), U64Segment::RangeWithBitmap { .. }));
+        assert!(matches!(
+            U64Segment::from_values(&[0, 31]),
+            U64Segment::RangeWithBitmap { .. }
+        ));
         // span 33 (5 bytes) with 2 values: sorted 28 < bitmap 29.
-        assert!(matches!(U64Segment::from_values(&[0, 32]), U64Segment::SortedArray(_)));
+        assert!(matches!(
+            U64Segment::from_values(&[0, 32]),
+            U64Segment::SortedArray(_)
+        ));
     }
 
     #[test]
     fn known_bytes_for_each_kind() {
         // 100..110 without 102: bitmap fb 03 (facts sheet; Lance serde test).
-        let s = U64Segment::RangeWithBitmap { start: 100, end: 110, bitmap: vec![0xfb, 0x03] };
-        assert_eq!(bytes(&s), [0x1a, 0x08, 0x08, 0x64, 0x10, 0x6e, 0x1a, 0x02, 0xfb, 0x03]);
-        assert_eq!(decode(&bytes(&s)).unwrap().iter().collect::<Vec<_>>(), [100, 101, 103, 104, 105, 106, 107, 108, 109]);
+        let s = U64Segment::RangeWithBitmap {
+            start: 100,
+            end: 110,
+            bitmap: vec![0xfb, 0x03],
+        };
+        assert_eq!(
+            bytes(&s),
+            [0x1a, 0x08, 0x08, 0x64, 0x10, 0x6e, 0x1a, 0x02, 0xfb, 0x03]
+        );
+        assert_eq!(
+            decode(&bytes(&s)).unwrap().iter().collect::<Vec<_>>(),
+            [100, 101, 103, 104, 105, 106, 107, 108, 109]
+        );
         // {end:100, holes:u16{base:10, offsets:[0,10,85]}} = holes 10, 20, 95 (observed in Lance).
-        let b = [0x12, 0x10, 0x10, 0x64, 0x1a, 0x0c, 0x0a, 0x0a, 0x08, 0x0a, 0x12, 0x06, 0, 0, 0x0a, 0, 0x55, 0];
+        let b = [
+            0x12, 0x10, 0x10, 0x64, 0x1a, 0x0c, 0x0a, 0x0a, 0x08, 0x0a, 0x12, 0x06, 0, 0, 0x0a, 0,
+            0x55, 0,
+        ];
         let s = decode(&b).unwrap();
         let expected: Vec<u64> = (0..100).filter(|v| ![10, 20, 95].contains(v)).collect();
         assert_eq!(s.iter().collect::<Vec<_>>(), expected);
@@ -374,34 +482,73 @@ mod tests {
     #[test]
     fn decode_rejects_each_broken_invariant() {
         let code = |s: U64Segment| decode(&bytes(&s)).unwrap_err().code();
-        assert_eq!(code(U64Segment::Range { start: 5, end: 4 }), "lineage_range_reversed");
-        let holes = |h: &[u64]| U64Segment::RangeWithHoles { start: 10, end: 20, holes: EncodedU64Array::from_values(h) };
+        assert_eq!(
+            code(U64Segment::Range { start: 5, end: 4 }),
+            "lineage_range_reversed"
+        );
+        let holes = |h: &[u64]| U64Segment::RangeWithHoles {
+            start: 10,
+            end: 20,
+            holes: EncodedU64Array::from_values(h),
+        };
         assert_eq!(code(holes(&[12, 11])), "lineage_not_increasing");
         assert_eq!(code(holes(&[12, 12])), "lineage_not_increasing");
         assert_eq!(code(holes(&[12, 20])), "lineage_hole_outside_range");
         assert_eq!(code(holes(&[9])), "lineage_hole_outside_range");
-        let bm = |b: Vec<u8>| U64Segment::RangeWithBitmap { start: 0, end: 10, bitmap: b };
+        let bm = |b: Vec<u8>| U64Segment::RangeWithBitmap {
+            start: 0,
+            end: 10,
+            bitmap: b,
+        };
         assert_eq!(code(bm(vec![0xff])), "lineage_bitmap_length");
         assert_eq!(code(bm(vec![0xff, 0x03, 0])), "lineage_bitmap_length");
         assert_eq!(code(bm(vec![0xff, 0x07])), "lineage_bitmap_padding");
         assert!(decode(&bytes(&bm(vec![0xff, 0x03]))).is_ok());
-        assert_eq!(code(U64Segment::SortedArray(EncodedU64Array::from_values(&[3, 2]))), "lineage_not_increasing");
-        assert!(decode(&bytes(&U64Segment::Array(EncodedU64Array::from_values(&[3, 2])))).is_ok());
+        assert_eq!(
+            code(U64Segment::SortedArray(EncodedU64Array::from_values(&[
+                3, 2
+            ]))),
+            "lineage_not_increasing"
+        );
+        assert!(
+            decode(&bytes(&U64Segment::Array(EncodedU64Array::from_values(&[
+                3, 2
+            ]))))
+            .is_ok()
+        );
         let e = decode(&[]).unwrap_err();
-        assert_eq!((e.code(), e.class()), ("lineage_missing_field", crate::ErrorClass::Malformed));
+        assert_eq!(
+            (e.code(), e.class()),
+            ("lineage_missing_field", crate::ErrorClass::Malformed)
+        );
         // range_with_holes without its holes message
         let e = decode(&[0x12, 0x02, 0x10, 0x05]).unwrap_err();
-        assert_eq!(e, LineageError::MissingField { location: "seg".into(), field: HOLES_FIELD });
+        assert_eq!(
+            e,
+            LineageError::MissingField {
+                location: "seg".into(),
+                field: HOLES_FIELD
+            }
+        );
     }
 
     #[test]
     fn mask_keeps_array_unsorted_and_reencodes_sorted_kinds() {
         let a = U64Segment::Array(EncodedU64Array::from_values(&[9, 3, 4, 5]));
-        assert_eq!(a.mask(&[0]), U64Segment::Array(EncodedU64Array::from_values(&[3, 4, 5])));
+        assert_eq!(
+            a.mask(&[0]),
+            U64Segment::Array(EncodedU64Array::from_values(&[3, 4, 5]))
+        );
         let r = U64Segment::Range { start: 0, end: 10 };
         assert_eq!(r.mask(&[]), r);
-        assert_eq!(r.mask(&(0..10).collect::<Vec<_>>()), U64Segment::Range { start: 0, end: 0 });
+        assert_eq!(
+            r.mask(&(0..10).collect::<Vec<_>>()),
+            U64Segment::Range { start: 0, end: 0 }
+        );
         assert_eq!(r.mask(&[0, 9]), U64Segment::Range { start: 1, end: 9 });
-        assert_eq!(r.mask(&[2]), U64Segment::from_values(&[0, 1, 3, 4, 5, 6, 7, 8, 9]));
+        assert_eq!(
+            r.mask(&[2]),
+            U64Segment::from_values(&[0, 1, 3, 4, 5, 6, 7, 8, 9])
+        );
     }
 }

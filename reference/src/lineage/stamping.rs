@@ -30,10 +30,10 @@
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
-use crate::model::{Fragment, LineageSequence, Overlay, Snapshot, LAST_UPDATED_AT_FIELD_ID};
+use crate::model::{Fragment, LAST_UPDATED_AT_FIELD_ID, LineageSequence, Overlay, Snapshot};
 
-use super::row_ids::RowIdSequence;
 use super::LineageError;
+use super::row_ids::RowIdSequence;
 
 /// Lineage carried over into an appended fragment from existing rows (a row-moving update):
 /// fixed before the commit, so a retry leaves it alone.
@@ -70,9 +70,14 @@ impl PendingCommit {
         next.version = version;
         for (fragment_id, overlays) in &self.overlays {
             let stable = next.stable_row_ids;
-            let fragment = next.fragments.iter_mut().find(|f| f.id == *fragment_id).ok_or(
-                LineageError::UnknownFragment { fragment: *fragment_id, context: "pending overlay" },
-            )?;
+            let fragment = next
+                .fragments
+                .iter_mut()
+                .find(|f| f.id == *fragment_id)
+                .ok_or(LineageError::UnknownFragment {
+                    fragment: *fragment_id,
+                    context: "pending overlay",
+                })?;
             stamp_overlays(fragment, overlays.clone(), version, stable)?;
         }
         for appended in &self.appended {
@@ -106,7 +111,10 @@ pub fn stamp_overlays(
                 if let Some(max) = bitmap.max() {
                     if u64::from(max) >= fragment.physical_rows {
                         return Err(LineageError::OffsetOutOfRange {
-                            what: format!("fragment {}: coverage of new overlay {k} ({})", fragment.id, overlay.file.path),
+                            what: format!(
+                                "fragment {}: coverage of new overlay {k} ({})",
+                                fragment.id, overlay.file.path
+                            ),
                             offset: u64::from(max),
                             physical_rows: fragment.physical_rows,
                         }
@@ -137,10 +145,12 @@ pub fn stamp_overlays(
         }
         fragment.lineage.last_updated_at = LineageSequence::Inline(values);
     }
-    fragment.overlays.extend(new_overlays.into_iter().map(|mut o| {
-        o.committed_version = version;
-        o
-    }));
+    fragment
+        .overlays
+        .extend(new_overlays.into_iter().map(|mut o| {
+            o.committed_version = version;
+            o
+        }));
     Ok(())
 }
 
@@ -167,4 +177,226 @@ pub fn append_fragment(snapshot: &mut Snapshot, appended: AppendedFragment, vers
         fragment.lineage.last_updated_at = all(version);
     }
     snapshot.fragments.push(fragment);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::model::{Coverage, DataFile, DataType, Field, Lineage, Schema, Value};
+
+    fn bitmap(offsets: &[u32]) -> RoaringBitmap {
+        offsets.iter().copied().collect()
+    }
+
+    fn overlay(fields: Vec<i32>, coverage: Coverage) -> Overlay {
+        let columns = fields.iter().map(|_| Vec::new()).collect();
+        Overlay {
+            file: DataFile {
+                path: "ovl.lance".into(),
+                fields,
+                columns,
+            },
+            coverage,
+            committed_version: 0,
+        }
+    }
+
+    fn fragment(id: u64, rows: u64) -> Fragment {
+        let col = (0..rows).map(|i| Value::Int64(i as i64)).collect();
+        Fragment::new(id, "base.lance", vec![1], vec![col])
+    }
+
+    fn snapshot() -> Snapshot {
+        let mut f = fragment(0, 4);
+        f.lineage = Lineage {
+            row_ids: LineageSequence::Inline(vec![0, 1, 2, 3]),
+            created_at: LineageSequence::Inline(vec![1; 4]),
+            last_updated_at: LineageSequence::Inline(vec![1; 4]),
+        };
+        Snapshot {
+            version: 1,
+            schema: Schema::new(vec![
+                Field::new(1, "a", DataType::Int64),
+                Field::new(2, "b", DataType::Int64),
+            ])
+            .unwrap(),
+            fragments: vec![f],
+            indices: Vec::new(),
+            config: BTreeMap::new(),
+            stable_row_ids: true,
+            next_row_id: 4,
+            reader_flags: 2,
+            writer_flags: 2,
+        }
+    }
+
+    #[test]
+    fn overlay_stamps_union_of_live_coverage_including_deleted_rows() {
+        // covers: LIN-STAMP
+        let mut f = fragment(0, 6);
+        f.deletions = bitmap(&[4]);
+        f.lineage.last_updated_at = LineageSequence::Inline(vec![1, 2, 2, 2, 2, 2]);
+        let sparse = overlay(
+            vec![1, -2, 2],
+            Coverage::PerField(vec![bitmap(&[1]), bitmap(&[5]), bitmap(&[4])]),
+        );
+        stamp_overlays(&mut f, vec![sparse], 7, true).unwrap();
+        // offset 5 is covered only by a tombstoned position: not stamped; 4 is deleted: stamped.
+        assert_eq!(
+            f.lineage.last_updated_at,
+            LineageSequence::Inline(vec![1, 7, 2, 2, 7, 2])
+        );
+        assert_eq!(f.overlays[0].committed_version, 7);
+        assert_eq!(f.lineage.created_at, LineageSequence::Absent);
+    }
+
+    #[test]
+    fn absent_last_updated_fills_with_one_and_lineage_off_stamps_nothing() {
+        let mut f = fragment(0, 3);
+        stamp_overlays(
+            &mut f,
+            vec![overlay(vec![1], Coverage::Dense(bitmap(&[2])))],
+            5,
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            f.lineage.last_updated_at,
+            LineageSequence::Inline(vec![1, 1, 5])
+        );
+        let mut g = fragment(0, 3);
+        stamp_overlays(
+            &mut g,
+            vec![overlay(vec![1], Coverage::Dense(bitmap(&[2])))],
+            5,
+            false,
+        )
+        .unwrap();
+        assert_eq!(g.lineage.last_updated_at, LineageSequence::Absent);
+        assert_eq!(g.overlays[0].committed_version, 5);
+    }
+
+    #[test]
+    fn spilled_last_updated_comes_back_inline() {
+        let mut f = fragment(0, 3);
+        f.files.push(DataFile {
+            path: "lineage.lance".into(),
+            fields: vec![LAST_UPDATED_AT_FIELD_ID],
+            columns: vec![vec![Value::UInt64(3), Value::UInt64(4), Value::UInt64(5)]],
+        });
+        f.lineage.last_updated_at = LineageSequence::Column;
+        stamp_overlays(
+            &mut f,
+            vec![overlay(vec![1], Coverage::Dense(bitmap(&[0])))],
+            9,
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            f.lineage.last_updated_at,
+            LineageSequence::Inline(vec![9, 4, 5])
+        );
+    }
+
+    #[test]
+    fn coverage_past_physical_rows_is_an_error() {
+        let mut f = fragment(3, 3);
+        let e = stamp_overlays(
+            &mut f,
+            vec![overlay(vec![1], Coverage::Dense(bitmap(&[3])))],
+            2,
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "lineage_offset_out_of_range");
+        assert!(f.overlays.is_empty());
+    }
+
+    #[test]
+    fn retry_reassigns_every_commit_assigned_value_and_nothing_else() {
+        // covers: LIN-STAMP
+        let mut update = overlay(vec![2], Coverage::Dense(bitmap(&[1, 3])));
+        update.file.columns = vec![vec![Value::Int64(10), Value::Int64(30)]];
+        let pending = PendingCommit {
+            overlays: vec![(0, vec![update])],
+            appended: vec![
+                AppendedFragment {
+                    fragment: fragment(1, 2),
+                    carried: None,
+                },
+                AppendedFragment {
+                    fragment: fragment(2, 2),
+                    carried: Some(CarriedLineage {
+                        row_ids: LineageSequence::Inline(vec![0, 2]),
+                        created_at: LineageSequence::Inline(vec![1, 1]),
+                    }),
+                },
+            ],
+        };
+        let base = snapshot();
+        let first = pending.apply(&base, 2).unwrap();
+        assert_eq!(
+            first.fragments[0].lineage.last_updated_at,
+            LineageSequence::Inline(vec![1, 2, 1, 2])
+        );
+        assert_eq!(
+            first.fragments[1].lineage.row_ids,
+            LineageSequence::Inline(vec![4, 5])
+        );
+        assert_eq!(first.next_row_id, 6);
+
+        // A concurrent commit landed version 2: it appended 3 rows (ids 4..7) and touched offset 0.
+        let mut newest = base.clone();
+        newest.version = 2;
+        newest.next_row_id = 7;
+        newest.fragments[0].lineage.last_updated_at = LineageSequence::Inline(vec![2, 1, 1, 1]);
+        let retried = restamp(&pending, &newest).unwrap();
+        assert_eq!(retried.version, 3);
+        let f0 = &retried.fragments[0];
+        assert_eq!(f0.overlays[0].committed_version, 3);
+        assert_eq!(
+            f0.lineage.last_updated_at,
+            LineageSequence::Inline(vec![2, 3, 1, 3])
+        );
+        assert_eq!(f0.lineage.created_at, LineageSequence::Inline(vec![1; 4]));
+        let f1 = &retried.fragments[1];
+        assert_eq!(f1.lineage.row_ids, LineageSequence::Inline(vec![7, 8]));
+        assert_eq!(f1.lineage.created_at, LineageSequence::Inline(vec![3, 3]));
+        assert_eq!(
+            f1.lineage.last_updated_at,
+            LineageSequence::Inline(vec![3, 3])
+        );
+        let f2 = &retried.fragments[2];
+        assert_eq!(f2.lineage.row_ids, LineageSequence::Inline(vec![0, 2]));
+        assert_eq!(f2.lineage.created_at, LineageSequence::Inline(vec![1, 1]));
+        assert_eq!(
+            f2.lineage.last_updated_at,
+            LineageSequence::Inline(vec![3, 3])
+        );
+        assert_eq!(retried.next_row_id, 9);
+        retried.validate().unwrap();
+        // The appended fragment's inline row ids encode as Lance's one-Range sequence.
+        let ids = RowIdSequence::new_fragment(7, 2);
+        assert_eq!(
+            RowIdSequence::decode(&ids.encode())
+                .unwrap()
+                .values(2)
+                .unwrap(),
+            vec![7, 8]
+        );
+    }
+
+    #[test]
+    fn unknown_fragment_in_pending_commit_is_an_error() {
+        let pending = PendingCommit {
+            overlays: vec![(9, vec![])],
+            appended: vec![],
+        };
+        assert_eq!(
+            pending.apply(&snapshot(), 2).unwrap_err().code(),
+            "lineage_unknown_fragment"
+        );
+    }
 }

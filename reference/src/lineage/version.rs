@@ -23,9 +23,9 @@
 use prost::Message;
 use roaring::RoaringBitmap;
 
+use super::LineageError;
 use super::row_ids::local_positions;
 use super::segment::U64Segment;
-use super::LineageError;
 use crate::proto::lance::table as pb;
 
 /// A run of rows sharing one version.
@@ -50,7 +50,15 @@ impl RowDatasetVersionSequence {
         if rows == 0 {
             return RowDatasetVersionSequence::default();
         }
-        RowDatasetVersionSequence { runs: vec![VersionRun { span: U64Segment::Range { start: 0, end: rows }, version }] }
+        RowDatasetVersionSequence {
+            runs: vec![VersionRun {
+                span: U64Segment::Range {
+                    start: 0,
+                    end: rows,
+                },
+                version,
+            }],
+        }
     }
 
     /// Run-length encodes one version per row; spans are `Range`s of row offsets.
@@ -60,7 +68,10 @@ impl RowDatasetVersionSequence {
         for i in 1..=versions.len() {
             if i == versions.len() || versions[i] != versions[start] {
                 runs.push(VersionRun {
-                    span: U64Segment::Range { start: start as u64, end: i as u64 },
+                    span: U64Segment::Range {
+                        start: start as u64,
+                        end: i as u64,
+                    },
                     version: versions[start],
                 });
                 start = i;
@@ -71,22 +82,31 @@ impl RowDatasetVersionSequence {
 
     /// Decodes and validates a serialized `RowDatasetVersionSequence`.
     pub fn decode(bytes: &[u8]) -> Result<RowDatasetVersionSequence, LineageError> {
-        let msg = pb::RowDatasetVersionSequence::decode(bytes).map_err(|e| LineageError::Protobuf {
-            message: "RowDatasetVersionSequence",
-            problem: e.to_string(),
-        })?;
+        let msg =
+            pb::RowDatasetVersionSequence::decode(bytes).map_err(|e| LineageError::Protobuf {
+                message: "RowDatasetVersionSequence",
+                problem: e.to_string(),
+            })?;
         let mut runs = Vec::with_capacity(msg.runs.len());
         let mut total = 0u64;
         for (i, run) in msg.runs.iter().enumerate() {
             let location = format!("RowDatasetVersionSequence.runs[{i}]");
             let Some(span) = &run.span else {
-                return Err(LineageError::MissingField { location, field: "RowDatasetVersionRun.span" });
+                return Err(LineageError::MissingField {
+                    location,
+                    field: "RowDatasetVersionRun.span",
+                });
             };
             let span = U64Segment::from_proto(span, &format!("{location}.span"))?;
             total = total
                 .checked_add(span.len())
-                .ok_or(LineageError::LengthOverflow { message: "RowDatasetVersionSequence" })?;
-            runs.push(VersionRun { span, version: run.version });
+                .ok_or(LineageError::LengthOverflow {
+                    message: "RowDatasetVersionSequence",
+                })?;
+            runs.push(VersionRun {
+                span,
+                version: run.version,
+            });
         }
         Ok(RowDatasetVersionSequence { runs })
     }
@@ -96,14 +116,19 @@ impl RowDatasetVersionSequence {
         let runs = self
             .runs
             .iter()
-            .map(|r| pb::RowDatasetVersionRun { span: Some(r.span.to_proto()), version: r.version })
+            .map(|r| pb::RowDatasetVersionRun {
+                span: Some(r.span.to_proto()),
+                version: r.version,
+            })
             .collect();
         pb::RowDatasetVersionSequence { runs }.encode_to_vec()
     }
 
     /// Number of rows covered (saturating; exact for a decoded or built sequence).
     pub fn len(&self) -> u64 {
-        self.runs.iter().fold(0u64, |acc, r| acc.saturating_add(r.span.len()))
+        self.runs
+            .iter()
+            .fold(0u64, |acc, r| acc.saturating_add(r.span.len()))
     }
 
     /// Whether no rows are covered.
@@ -113,14 +138,20 @@ impl RowDatasetVersionSequence {
 
     /// One version per row, lazily.
     pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
-        self.runs.iter().flat_map(|r| (0..r.span.len()).map(move |_| r.version))
+        self.runs
+            .iter()
+            .flat_map(|r| (0..r.span.len()).map(move |_| r.version))
     }
 
     /// One version per physical row, after checking there are exactly `physical_rows`.
     pub fn versions(&self, physical_rows: u64) -> Result<Vec<u64>, LineageError> {
         let len = self.len();
         if len != physical_rows {
-            return Err(LineageError::LengthMismatch { sequence: "versions", len, expected: physical_rows });
+            return Err(LineageError::LengthMismatch {
+                sequence: "versions",
+                len,
+                expected: physical_rows,
+            });
         }
         Ok(self.iter().collect())
     }
@@ -145,7 +176,10 @@ impl RowDatasetVersionSequence {
             let span = run.span.mask(&local_positions(deleted, offset, len));
             offset += len;
             if !span.is_empty() {
-                runs.push(VersionRun { span, version: run.version });
+                runs.push(VersionRun {
+                    span,
+                    version: run.version,
+                });
             }
         }
         Ok(RowDatasetVersionSequence { runs })
@@ -159,14 +193,25 @@ pub fn rechunk(
     sequences: &[RowDatasetVersionSequence],
     sizes: &[u64],
 ) -> Result<Vec<RowDatasetVersionSequence>, LineageError> {
-    let runs: Vec<&VersionRun> = sequences.iter().flat_map(|s| s.runs.iter()).filter(|r| !r.span.is_empty()).collect();
-    let available = runs.iter().fold(0u64, |a, r| a.saturating_add(r.span.len()));
+    let runs: Vec<&VersionRun> = sequences
+        .iter()
+        .flat_map(|s| s.runs.iter())
+        .filter(|r| !r.span.is_empty())
+        .collect();
+    let available = runs
+        .iter()
+        .fold(0u64, |a, r| a.saturating_add(r.span.len()));
     let requested = sizes.iter().fold(0u64, |a, &b| a.saturating_add(b));
     if available != requested {
-        return Err(LineageError::ChunkMismatch { requested, available });
+        return Err(LineageError::ChunkMismatch {
+            requested,
+            available,
+        });
     }
     let mut out = Vec::with_capacity(sizes.len());
-    let mut pieces = runs.into_iter().map(|r| (r.span.iter().collect::<Vec<u64>>(), r.version));
+    let mut pieces = runs
+        .into_iter()
+        .map(|r| (r.span.iter().collect::<Vec<u64>>(), r.version));
     let (mut current, mut version, mut used) = (Vec::new(), 0u64, 0usize);
     for &size in sizes {
         let mut chunk = RowDatasetVersionSequence::default();
@@ -174,7 +219,9 @@ pub fn rechunk(
         while remaining > 0 {
             if used == current.len() {
                 // The sizes add up to the rows available, so a piece is always left here.
-                let Some((values, v)) = pieces.next() else { break };
+                let Some((values, v)) = pieces.next() else {
+                    break;
+                };
                 (current, version, used) = (values, v, 0);
             }
             let take = (current.len() - used).min(remaining as usize);
@@ -194,6 +241,9 @@ pub fn compact(
     sources: &[(RowDatasetVersionSequence, RoaringBitmap)],
     sizes: &[u64],
 ) -> Result<Vec<RowDatasetVersionSequence>, LineageError> {
-    let masked = sources.iter().map(|(s, d)| s.mask(d)).collect::<Result<Vec<_>, _>>()?;
+    let masked = sources
+        .iter()
+        .map(|(s, d)| s.mask(d))
+        .collect::<Result<Vec<_>, _>>()?;
     rechunk(&masked, sizes)
 }
