@@ -75,7 +75,7 @@ fn kind_name(s: &U64Segment) -> &'static str {
 
 #[test]
 fn every_lance14_sample_decodes_to_lances_values_and_reencodes_byte_identically() {
-    // covers: LIN-ENC-1
+    // covers: LIN-ENC-1, LIN-ENC-2, LIN-ENC-3, LIN-ENC-5, LIN-ENC-7, LIN-SEQ-2
     let all = samples();
     assert!(all.len() >= 70);
     let mut kinds = BTreeMap::new();
@@ -121,7 +121,7 @@ fn every_lance14_sample_decodes_to_lances_values_and_reencodes_byte_identically(
 
 #[test]
 fn appended_fragments_match_new_fragment_and_uniform_builders() {
-    // covers: LIN-ENC-2
+    // covers: LIN-STAMP-1, LIN-STAMP-2
     for s in samples() {
         let fresh = matches!(
             (s.scenario.as_str(), s.step.as_str(), s.fragment),
@@ -159,7 +159,7 @@ fn appended_fragments_match_new_fragment_and_uniform_builders() {
 
 #[test]
 fn moved_rows_match_rechunked_pieces_and_rle_versions() {
-    // covers: LIN-ENC-3
+    // covers: LIN-STAMP-4
     // Row-moving update: one captured piece per source fragment, rechunked into the new fragment.
     let pieces = |p: &[&[u64]]| {
         p.iter()
@@ -209,7 +209,7 @@ fn moved_rows_match_rechunked_pieces_and_rle_versions() {
 
 #[test]
 fn compactions_match_mask_then_rechunk_of_the_source_fragments() {
-    // covers: LIN-ENC-4
+    // covers: LIN-ENC-8, LIN-SEQ-2
     let all = samples();
     for (scenario, before, after) in [
         ("bitmap", "v3_delete", "v4_compact"),

@@ -30,7 +30,7 @@ proptest! {
 
     #[test]
     fn row_ids_round_trip_and_reencode_identically(v in values()) {
-        // covers: LIN-ENC-1
+        // covers: LIN-ENC-1, LIN-ENC-6
         let seq = RowIdSequence::from_values(&v);
         let bytes = seq.encode();
         let back = RowIdSequence::decode(&bytes).unwrap();
@@ -48,6 +48,7 @@ proptest! {
 
     #[test]
     fn versions_round_trip_and_reencode_identically(v in proptest::collection::vec(1u64..5, 0..200)) {
+        // covers: LIN-ENC-7
         let seq = RowDatasetVersionSequence::from_versions(&v);
         let bytes = seq.encode();
         let back = RowDatasetVersionSequence::decode(&bytes).unwrap();
@@ -60,6 +61,7 @@ proptest! {
         parts in proptest::collection::vec((values(), any::<u64>()), 1..4),
         cut in any::<u64>(),
     ) {
+        // covers: LIN-SEQ-2
         // Model: concatenate each source's values minus its deleted offsets.
         let mut model = Vec::new();
         let mut sources = Vec::new();
@@ -90,6 +92,7 @@ proptest! {
 
     #[test]
     fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+        // covers: LIN-DEC-6
         if let Ok(seq) = RowIdSequence::decode(&bytes) {
             // Accepted input re-decodes to the same sequence; expansion is refused unless the
             // caller's row count matches.

@@ -235,6 +235,7 @@ mod tests {
 
     #[test]
     fn width_follows_the_value_range_not_the_magnitude() {
+        // covers: LIN-ENC-5
         let a = EncodedU64Array::from_values(&[1_000_000, 1_065_535]);
         assert_eq!((a.width(), a.base()), (ArrayWidth::U16, 1_000_000));
         let a = EncodedU64Array::from_values(&[5, 5 + 65_536]);
@@ -248,6 +249,7 @@ mod tests {
 
     #[test]
     fn offsets_keep_input_order_with_base_at_the_minimum() {
+        // covers: LIN-ENC-4, LIN-ENC-5
         let a = EncodedU64Array::from_values(&[30, 10, 20]);
         assert_eq!(a.base(), 10);
         assert_eq!(a.values(), vec![30, 10, 20]);
@@ -260,6 +262,7 @@ mod tests {
 
     #[test]
     fn each_width_has_known_bytes() {
+        // covers: LIN-ENC-5
         // u32: base 0 omitted (proto3 zero), offsets 00000000 a0860100 (100000)
         let a = EncodedU64Array::from_values(&[0, 100_000]);
         assert_eq!(
@@ -279,6 +282,7 @@ mod tests {
 
     #[test]
     fn decode_rejects_missing_arm_odd_lengths_and_overflow() {
+        // covers: LIN-DEC-4, LIN-DEC-5
         let none = pb::EncodedU64Array { array: None };
         let e = EncodedU64Array::from_proto(&none, "x", "U64Segment.array").unwrap_err();
         assert_eq!(e.code(), "lineage_missing_field");

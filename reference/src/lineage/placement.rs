@@ -249,7 +249,7 @@ mod tests {
 
     #[test]
     fn spill_needs_opt_in_carried_over_and_strictly_over_budget() {
-        // covers: LIN-PLACE
+        // covers: LIN-PLACE-1, LIN-PLACE-2, LIN-PLACE-4, LIN-CFG-1
         let on = SpillConfig::from_table_config(&config(&[
             (SPILL_KEY, "TRUE"),
             (INLINE_MAX_BYTES_KEY, "100"),
@@ -272,6 +272,7 @@ mod tests {
 
     #[test]
     fn default_budget_boundary() {
+        // covers: LIN-CFG-2, LIN-PLACE-4
         let on = SpillConfig::from_table_config(&config(&[(SPILL_KEY, "true")])).unwrap();
         assert_eq!(on.inline_max_bytes, 204_800);
         for (len, expected) in [
@@ -288,6 +289,7 @@ mod tests {
 
     #[test]
     fn without_opt_in_nothing_spills_and_the_budget_is_not_read() {
+        // covers: LIN-CFG-1
         for v in ["false", "1", "yes", " true", ""] {
             let c = SpillConfig::from_table_config(&config(&[
                 (SPILL_KEY, v),
@@ -304,6 +306,7 @@ mod tests {
 
     #[test]
     fn unparsable_budget_is_a_config_error() {
+        // covers: LIN-CFG-3
         for v in ["-1", "1e3", "200KiB", " 5", "18446744073709551616"] {
             let e = SpillConfig::from_table_config(&config(&[
                 (SPILL_KEY, "true"),
@@ -329,6 +332,7 @@ mod tests {
 
     #[test]
     fn compaction_plan_in_file_when_every_kind_agrees() {
+        // covers: LIN-PLACE-3, LIN-COL-5
         let c = SpillConfig {
             enabled: true,
             inline_max_bytes: 10,
@@ -368,6 +372,7 @@ mod tests {
 
     #[test]
     fn compaction_plan_per_fragment_when_a_kind_disagrees() {
+        // covers: LIN-PLACE-3, LIN-COL-5
         let c = SpillConfig {
             enabled: true,
             inline_max_bytes: 10,

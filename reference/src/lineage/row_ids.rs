@@ -350,6 +350,7 @@ mod tests {
 
     #[test]
     fn new_fragment_is_one_range_with_known_bytes() {
+        // covers: LIN-ENC-1, LIN-STAMP-1
         assert_eq!(
             RowIdSequence::new_fragment(10, 5).encode(),
             [0x0a, 0x06, 0x0a, 0x04, 0x08, 0x0a, 0x10, 0x0f]
@@ -362,6 +363,7 @@ mod tests {
 
     #[test]
     fn extend_merges_only_touching_ranges() {
+        // covers: LIN-ENC-1
         let mut s = RowIdSequence {
             segments: vec![range(0, 5)],
         };
@@ -379,6 +381,7 @@ mod tests {
 
     #[test]
     fn values_checks_the_row_count_before_expanding() {
+        // covers: LIN-DEC-6, LIN-SEQ-1
         let huge = RowIdSequence {
             segments: vec![range(0, u64::MAX)],
         };
@@ -394,6 +397,7 @@ mod tests {
 
     #[test]
     fn decode_rejects_total_length_overflow() {
+        // covers: LIN-DEC-6
         let s = RowIdSequence {
             segments: vec![range(0, u64::MAX), range(0, 2)],
         };

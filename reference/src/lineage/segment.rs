@@ -390,6 +390,7 @@ mod tests {
 
     #[test]
     fn encoder_picks_each_kind_by_cost() {
+        // covers: LIN-ENC-6
         assert_eq!(
             U64Segment::from_values(&[]),
             U64Segment::Range { start: 0, end: 0 }
@@ -432,6 +433,7 @@ mod tests {
 
     #[test]
     fn cost_ties_prefer_holes_then_bitmap() {
+        // covers: LIN-ENC-6
         // span 32 with one hole: holes 28 == bitmap 28 < sorted 86 -> holes.
         let v: Vec<u64> = (0..32).filter(|&x| x != 5).collect();
         assert!(matches!(
@@ -452,6 +454,7 @@ mod tests {
 
     #[test]
     fn known_bytes_for_each_kind() {
+        // covers: LIN-ENC-2, LIN-ENC-3
         // 100..110 without 102: bitmap fb 03 (facts sheet; Lance serde test).
         let s = U64Segment::RangeWithBitmap {
             start: 100,
@@ -481,6 +484,7 @@ mod tests {
 
     #[test]
     fn decode_rejects_each_broken_invariant() {
+        // covers: LIN-DEC-1, LIN-DEC-2, LIN-DEC-3, LIN-DEC-5
         let code = |s: U64Segment| decode(&bytes(&s)).unwrap_err().code();
         assert_eq!(
             code(U64Segment::Range { start: 5, end: 4 }),

@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn overlay_stamps_union_of_live_coverage_including_deleted_rows() {
-        // covers: LIN-STAMP
+        // covers: OVL-LIN-1, OVL-LIN-2, OVL-LIN-3, OVL-LIN-4
         let mut f = fragment(0, 6);
         f.deletions = bitmap(&[4]);
         f.lineage.last_updated_at = LineageSequence::Inline(vec![1, 2, 2, 2, 2, 2]);
@@ -254,6 +254,7 @@ mod tests {
 
     #[test]
     fn absent_last_updated_fills_with_one_and_lineage_off_stamps_nothing() {
+        // covers: OVL-LIN-2, OVL-LIN-5, OVL-LIN-6
         let mut f = fragment(0, 3);
         stamp_overlays(
             &mut f,
@@ -280,6 +281,7 @@ mod tests {
 
     #[test]
     fn spilled_last_updated_comes_back_inline() {
+        // covers: LIN-PLACE-5
         let mut f = fragment(0, 3);
         f.files.push(DataFile {
             path: "lineage.lance".into(),
@@ -316,7 +318,7 @@ mod tests {
 
     #[test]
     fn retry_reassigns_every_commit_assigned_value_and_nothing_else() {
-        // covers: LIN-STAMP
+        // covers: LIN-STAMP-1, LIN-STAMP-2, LIN-STAMP-3, LIN-PLACE-1
         let mut update = overlay(vec![2], Coverage::Dense(bitmap(&[1, 3])));
         update.file.columns = vec![vec![Value::Int64(10), Value::Int64(30)]];
         let pending = PendingCommit {
