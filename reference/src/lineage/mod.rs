@@ -13,7 +13,7 @@
 //! | [`segment`] | `U64Segment`: the five segment kinds and Lance's encoder choice |
 //! | [`row_ids`] | `RowIdSequence`: decode, encode, and Lance's whole-sequence builders |
 //! | [`version`] | `RowDatasetVersionSequence`: run-length encoded versions |
-//! | [`placement`] | inline vs spilled, and the compaction placement plan |
+//! | [`placement`](mod@placement) | inline vs spilled, and the compaction placement plan |
 //! | [`stamping`] | what a commit assigns, and re-assigning it on a retry |
 //!
 //! Byte layouts (protobuf, package `lance.table`; `spec/protos/rowids.proto`):

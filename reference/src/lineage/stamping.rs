@@ -6,7 +6,7 @@
 //! fragment it appends of freshly inserted rows the row ids (from `next_row_id`), created-at
 //! and last-updated-at. Everything else (values carried over from existing rows, the lineage of
 //! untouched fragments) is copied unchanged. Commit-assigned values are always written inline
-//! (see [`super::placement`]), so a retry can rewrite them.
+//! (see [`super::placement`](mod@super::placement)), so a retry can rewrite them.
 //!
 //! API: a [`PendingCommit`] describes a write *independent of the version it lands at*:
 //! overlays per fragment id (without their version) and appended fragments (without their
