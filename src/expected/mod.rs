@@ -4,12 +4,13 @@
 //! Invariant: everything here is computed from a version *as read back* from the store, by
 //! the reference's reader, exclusion and query modules; nothing is copied from the scenario.
 //! Output is deterministic: struct fields serialize in declaration order, JSON objects (struct
-//! values) in key order, lists in the documented order, 2-space pretty printing and a trailing
-//! newline ([`to_json`]). Each declared query's final rows are checked against the flat
+//! values) in key order, lists in the documented order, laid out by [`layout`] ([`to_json`]).
+//! Each declared query's final rows are checked against the flat
 //! answer ([`lance_reference::query::flat_filter`] / `flat_top_k`) while computing them.
 //!
 //! The published schema is `spec/schemas/expected.schema.json`.
 
+pub mod layout;
 pub mod tagged;
 
 use lance_reference::exclusion::ExclusionSets;
@@ -206,11 +207,10 @@ pub enum ExpectedFailure {
     Negative(String),
 }
 
-/// Pretty JSON with 2-space indentation and a trailing newline.
+/// JSON with 2-space indentation, short objects and arrays on one line, and a trailing
+/// newline ([`layout::layout`]).
 pub fn to_json<T: Serialize>(value: &T) -> String {
-    let mut s = serde_json::to_string_pretty(value).unwrap_or_default();
-    s.push('\n');
-    s
+    layout::layout(&serde_json::to_string(value).unwrap_or_default())
 }
 
 /// Parses `expected/v<N>.json`.
