@@ -121,7 +121,9 @@ pub enum Error {
         columns: usize,
     },
     /// A base column does not hold exactly `physical_rows` values.
-    #[error("fragment {fragment}: {file}: field {field} has {values} values, physical_rows is {physical_rows}")]
+    #[error(
+        "fragment {fragment}: {file}: field {field} has {values} values, physical_rows is {physical_rows}"
+    )]
     BaseLengthMismatch {
         /// Fragment id.
         fragment: u64,
@@ -147,7 +149,9 @@ pub enum Error {
         context: String,
     },
     /// A value's type does not match its field's declared type.
-    #[error("fragment {fragment}: {file}: field {field}: value {index} is {found}, expected {expected}")]
+    #[error(
+        "fragment {fragment}: {file}: field {field}: value {index} is {found}, expected {expected}"
+    )]
     TypeMismatch {
         /// Fragment id.
         fragment: u64,

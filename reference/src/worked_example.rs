@@ -27,7 +27,12 @@ pub const AGE_INDEX: &str = "age_idx";
 
 const NAMES: [&str; 4] = ["Alice", "Bob", "Carol", "Dave"];
 const AGES: [i32; 4] = [30, 25, 40, 22];
-const EMBEDDINGS: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]];
+const EMBEDDINGS: [[f32; 3]; 4] = [
+    [1.0, 0.0, 0.0],
+    [0.0, 1.0, 0.0],
+    [0.0, 0.0, 1.0],
+    [1.0, 1.0, 0.0],
+];
 
 /// Bob's new embedding, written by step 4.
 pub const NEW_BOB_EMBEDDING: [f32; 3] = [0.5, 0.5, 0.5];
@@ -43,7 +48,11 @@ pub fn schema() -> Schema {
         Field::new(ID, "id", DataType::Int64),
         Field::new(NAME, "name", DataType::Utf8),
         Field::new(AGE, "age", DataType::Int32),
-        Field::new(EMBEDDING, "embedding", DataType::FixedSizeList { dimension: 3 }),
+        Field::new(
+            EMBEDDING,
+            "embedding",
+            DataType::FixedSizeList { dimension: 3 },
+        ),
     ])
     .unwrap_or_default()
 }
@@ -52,7 +61,10 @@ pub fn schema() -> Schema {
 pub fn version_1() -> Snapshot {
     let columns = vec![
         (1..=4).map(Value::Int64).collect(),
-        NAMES.iter().map(|n| Value::Utf8((*n).to_string())).collect(),
+        NAMES
+            .iter()
+            .map(|n| Value::Utf8((*n).to_string()))
+            .collect(),
         AGES.iter().map(|a| Value::Int32(*a)).collect(),
         EMBEDDINGS.iter().map(|e| vector(*e)).collect(),
     ];
@@ -71,7 +83,11 @@ pub fn version_1() -> Snapshot {
         entries: AGES
             .iter()
             .enumerate()
-            .map(|(i, a)| IndexEntry { fragment: 0, offset: i as u32, value: Value::Int32(*a) })
+            .map(|(i, a)| IndexEntry {
+                fragment: 0,
+                offset: i as u32,
+                value: Value::Int32(*a),
+            })
             .collect(),
     };
     Snapshot {
