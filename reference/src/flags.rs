@@ -416,6 +416,22 @@ pub fn required_flags(snapshot: &Snapshot) -> (u64, u64) {
     })
 }
 
+/// The bits that [`required_flags`] derives from content, per word.
+const CONTENT_READER_BITS: u64 = FLAG_DELETION_FILES
+    | FLAG_STABLE_ROW_IDS
+    | FLAG_UNSTABLE_DATA_OVERLAY_FILES
+    | FLAG_SPILLED_ROW_LINEAGE;
+const CONTENT_WRITER_BITS: u64 = CONTENT_READER_BITS | FLAG_TABLE_CONFIG;
+
+/// Sets the content-derived bits of a snapshot a commit is about to write exactly as its
+/// content demands (a stale bit from an earlier version is cleared, as Lance recomputes flags on
+/// every commit); every other bit is kept.
+pub fn set_commit_flags(snapshot: &mut Snapshot) {
+    let (reader, writer) = required_flags(snapshot);
+    snapshot.reader_flags = (snapshot.reader_flags & !CONTENT_READER_BITS) | reader;
+    snapshot.writer_flags = (snapshot.writer_flags & !CONTENT_WRITER_BITS) | writer;
+}
+
 /// Checks the stored words against the content: every required bit (see [`required_flags`])
 /// must be set, reader bits before writer bits, lower bits first; then, if reader bit 2 is
 /// set, the snapshot must have stable row ids on and every fragment must carry a row-id

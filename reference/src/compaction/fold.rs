@@ -21,8 +21,8 @@
 //! for an index that is not stale is honoured anyway: rebuilding or uncovering an index is
 //! always safe, and a scheduler may want it.
 //!
-//! The snapshot's feature flags are carried over unchanged; whether a snapshot without overlays
-//! still sets the overlay bit is the business of [`crate::flags`].
+//! The commit's feature flags are recomputed from content ([`crate::flags::set_commit_flags`]),
+//! so a fold that clears a fragment's last overlays also clears the overlay bit.
 
 use std::collections::BTreeMap;
 
@@ -126,6 +126,7 @@ pub fn fold(
             }
         }
     }
+    crate::flags::set_commit_flags(&mut next);
     Ok(next)
 }
 

@@ -170,10 +170,7 @@ pub fn rewrite_rows(
     for index in &mut next.indices {
         uncover(index, &old_ids, &removed);
     }
-    // A spilled sequence needs flag 2048 from this commit on.
-    let (reader, writer) = crate::flags::required_flags(&next);
-    next.reader_flags |= reader;
-    next.writer_flags |= writer;
+    crate::flags::set_commit_flags(&mut next);
     Ok(next)
 }
 

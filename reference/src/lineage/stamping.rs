@@ -83,6 +83,7 @@ impl PendingCommit {
         for appended in &self.appended {
             append_fragment(&mut next, appended.clone(), version);
         }
+        crate::flags::set_commit_flags(&mut next);
         Ok(next)
     }
 }
