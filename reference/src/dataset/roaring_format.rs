@@ -447,6 +447,7 @@ mod tests {
 
     #[test]
     fn facts_sheet_coverage_sample_is_one_run() {
+        // covers: OVL-LAYOUT-6
         // Lance 14 stored coverage 50..150 as these bytes (facts sheet §5).
         let bytes = hex("3b30 0000 01 0000 6300 0100 3200 6300");
         let bitmap: RoaringBitmap = (50..150).collect();
@@ -456,6 +457,7 @@ mod tests {
 
     #[test]
     fn array_only_bitmap_uses_cookie_12346_with_offsets() {
+        // covers: OVL-LAYOUT-6
         let bitmap: RoaringBitmap = [1u32, 3, 70_000].into_iter().collect();
         let bytes = write_bitmap(&bitmap);
         let expected =
@@ -466,6 +468,7 @@ mod tests {
 
     #[test]
     fn scattered_dense_container_is_a_bitset() {
+        // covers: OVL-LAYOUT-6
         // 5000 even values: 5000 runs would take 20002 bytes, so the bitset (8192) stays.
         let bitmap: RoaringBitmap = (0..10_000).step_by(2).collect();
         let bytes = write_bitmap(&bitmap);
@@ -480,6 +483,7 @@ mod tests {
 
     #[test]
     fn four_containers_with_runs_carry_an_offset_table() {
+        // covers: OVL-LAYOUT-6
         // key 0: run 0..=99; key 1: array {5, 9}; key 2: full run; key 3: bitset of evens.
         let mut bitmap: RoaringBitmap = (0..100).collect();
         bitmap.insert(65_536 + 5);
@@ -501,6 +505,7 @@ mod tests {
 
     #[test]
     fn three_containers_with_runs_have_no_offset_table() {
+        // covers: OVL-LAYOUT-6
         let mut bitmap: RoaringBitmap = (0..100).collect();
         bitmap.insert(65_536 + 5);
         bitmap.insert_range(2 * 65_536..2 * 65_536 + 10);
@@ -512,6 +517,7 @@ mod tests {
 
     #[test]
     fn empty_bitmap_is_eight_bytes_and_empty_input_is_rejected() {
+        // covers: OVL-COV-4, OVL-LAYOUT-6
         let bytes = write_bitmap(&RoaringBitmap::new());
         assert_eq!(bytes, hex("3a30 0000 0000 0000"));
         assert!(read(&bytes).unwrap().is_empty());
@@ -546,6 +552,7 @@ mod tests {
 
     #[test]
     fn rejects_each_broken_rule() {
+        // covers: OVL-LAYOUT-6
         let cases: Vec<(&str, Vec<u8>, BitmapProblem)> = vec![
             (
                 "bad cookie",
@@ -724,6 +731,7 @@ mod tests {
 
             #[test]
             fn writers_match_roaring_rs_and_read_back(bitmap in bitmaps()) {
+                // covers: OVL-LAYOUT-6
                 let optimized = write_bitmap(&bitmap);
                 prop_assert_eq!(&optimized, &lance_optimized(&bitmap));
                 prop_assert_eq!(read(&optimized).unwrap(), bitmap.clone());

@@ -276,21 +276,17 @@ impl<'a> Reader<'a> {
 
     fn row_ids(&self, physical_rows: u64) -> Result<Vec<u32>, DatasetIoError> {
         let (footer_bytes, footer_start) = self.footer()?;
-        let footer = Table::root(footer_bytes, "Footer").map_err(|p| self.malformed(p))?;
-        self.check_version(footer.i16(0, METADATA_V4).map_err(|p| self.malformed(p))?)?;
-        let schema = footer
-            .table(1, "Schema")
-            .map_err(|p| self.malformed(p))?
+        let footer = self.fb(Table::root(footer_bytes, "Footer"))?;
+        self.check_version(self.fb(footer.i16(0, METADATA_V4))?)?;
+        let schema = self
+            .fb(footer.table(1, "Schema"))?
             .ok_or_else(|| self.malformed("the footer has no schema"))?;
         self.check_schema(schema).map_err(|e| match e {
             SchemaFault::Bytes(p) => self.malformed(p),
             SchemaFault::Wrong(p) => self.wrong_schema(p),
             SchemaFault::Unsupported(p) => self.unsupported(p),
         })?;
-        if let Some(d) = footer
-            .vector(2, 24, "Footer.dictionaries")
-            .map_err(|p| self.malformed(p))?
-        {
+        if let Some(d) = self.fb(footer.vector(2, 24, "Footer.dictionaries"))? {
             if d.len() != 0 {
                 return Err(self.malformed(format!(
                     "{} dictionary batches, but no field is dictionary-encoded",
@@ -298,12 +294,10 @@ impl<'a> Reader<'a> {
                 )));
             }
         }
-        let batches = footer
-            .vector(3, 24, "Footer.recordBatches")
-            .map_err(|p| self.malformed(p))?;
+        let batches = self.fb(footer.vector(3, 24, "Footer.recordBatches"))?;
         let count = batches.as_ref().map_or(0, |b| b.len());
         let block = match batches {
-            Some(b) if count == 1 => b.struct_at(0).map_err(|p| self.malformed(p))?,
+            Some(b) if count == 1 => self.fb(b.struct_at(0))?,
             _ => {
                 return Err(DatasetIoError::DeletionBatchCount {
                     file: self.file.to_string(),
@@ -311,7 +305,8 @@ impl<'a> Reader<'a> {
                 });
             }
         };
-        self.read_batch(block, footer_start, physical_rows)
+        let (metadata, body) = self.locate_batch(block, footer_start)?;
+        self.read_batch(metadata, body, physical_rows)
     }
 
     /// Checks both magics; returns the footer flatbuffer and where it starts.
@@ -411,25 +406,24 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// Reads the record batch located by a footer `Block`.
-    fn read_batch(
+    /// Finds the record batch a footer `Block` points at: its metadata flatbuffer and body.
+    fn locate_batch(
         &self,
         block: &[u8],
         footer_start: u64,
-        physical_rows: u64,
-    ) -> Result<Vec<u32>, DatasetIoError> {
-        let int = |range: std::ops::Range<usize>| {
-            block
-                .get(range)
-                .and_then(|b| b.try_into().ok())
-                .map(i64::from_le_bytes)
-        };
-        let offset = int(0..8).unwrap_or(-1);
+    ) -> Result<(&'a [u8], &'a [u8]), DatasetIoError> {
         let metadata_len = block
             .get(8..12)
             .and_then(|b| b.try_into().ok())
-            .map_or(-1, i32::from_le_bytes);
-        let body_len = int(16..24).unwrap_or(-1);
+            .map(i32::from_le_bytes);
+        let fields = (
+            i64_at(block, 0),
+            metadata_len.map(i64::from),
+            i64_at(block, 16),
+        );
+        let (Some(offset), Some(metadata_len), Some(body_len)) = fields else {
+            return Err(self.malformed("record batch block shorter than 24 bytes"));
+        };
         let (Ok(offset), Ok(metadata_len), Ok(body_len)) = (
             u64::try_from(offset),
             u64::try_from(metadata_len),
@@ -460,14 +454,25 @@ impl<'a> Reader<'a> {
                 "record batch body ({body_len} bytes at {body_start}) overlaps the footer"
             )));
         }
-        let body = self.slice(body_start, body_len, "record batch body")?;
+        Ok((
+            metadata,
+            self.slice(body_start, body_len, "record batch body")?,
+        ))
+    }
 
-        let message = Table::root(metadata, "Message").map_err(|p| self.malformed(p))?;
+    /// Decodes the batch's one column, refusing nulls.
+    fn read_batch(
+        &self,
+        metadata: &[u8],
+        body: &'a [u8],
+        physical_rows: u64,
+    ) -> Result<Vec<u32>, DatasetIoError> {
+        let message = self.fb(Table::root(metadata, "Message"))?;
         self.check_version(self.fb(message.i16(0, METADATA_V4))?)?;
         if self.fb(message.u8(1, 0))? != HEADER_RECORD_BATCH {
             return Err(self.malformed("the block does not point at a record batch message"));
         }
-        if self.fb(message.i64(3, 0))? != body_len as i64 {
+        if self.fb(message.i64(3, 0))? != body.len() as i64 {
             return Err(
                 self.malformed("Message.bodyLength differs from the footer block's bodyLength")
             );
@@ -479,8 +484,9 @@ impl<'a> Reader<'a> {
         let rows = u64::try_from(rows)
             .map_err(|_| self.malformed(format!("negative row count {rows}")))?;
         if rows > physical_rows {
+            let file = self.file.to_string();
             return Err(DatasetIoError::DeletionCountExceedsRows {
-                file: self.file.to_string(),
+                file,
                 rows,
                 physical_rows,
             });
@@ -497,24 +503,19 @@ impl<'a> Reader<'a> {
             },
         };
 
-        let nodes = self.fb(batch.vector(1, 16, "RecordBatch.nodes"))?;
-        let node = match nodes {
+        // FieldNode { length: i64, null_count: i64 }
+        let node = match self.fb(batch.vector(1, 16, "RecordBatch.nodes"))? {
             Some(n) if n.len() == 1 => self.fb(n.struct_at(0))?,
             _ => return Err(self.malformed("a one-column batch must have exactly one field node")),
         };
-        let node_len = node
-            .get(0..8)
-            .and_then(|b| b.try_into().ok())
-            .map_or(-1, i64::from_le_bytes);
-        let null_count = node
-            .get(8..16)
-            .and_then(|b| b.try_into().ok())
-            .map_or(-1, i64::from_le_bytes);
+        let (node_len, null_count) = (i64_at(node, 0).unwrap_or(-1), i64_at(node, 8).unwrap_or(-1));
         if node_len != rows as i64 || null_count < 0 {
-            return Err(self.malformed(format!("field node ({node_len} rows, {null_count} nulls) disagrees with the batch's {rows} rows")));
+            return Err(self.malformed(format!(
+                "field node ({node_len} rows, {null_count} nulls) disagrees with the batch's {rows} rows"
+            )));
         }
-        let buffers = self.fb(batch.vector(2, 16, "RecordBatch.buffers"))?;
-        let buffers = match buffers {
+        // Buffer { offset: i64, length: i64 }, relative to the body.
+        let buffers = match self.fb(batch.vector(2, 16, "RecordBatch.buffers"))? {
             Some(b) if b.len() == 2 => b,
             _ => {
                 return Err(self.malformed(
@@ -524,23 +525,15 @@ impl<'a> Reader<'a> {
         };
         let buffer = |i: usize| -> Result<&'a [u8], DatasetIoError> {
             let spec = self.fb(buffers.struct_at(i))?;
-            let at = spec
-                .get(0..8)
-                .and_then(|b| b.try_into().ok())
-                .map_or(-1, i64::from_le_bytes);
-            let len = spec
-                .get(8..16)
-                .and_then(|b| b.try_into().ok())
-                .map_or(-1, i64::from_le_bytes);
-            let (Ok(at), Ok(len)) = (u64::try_from(at), u64::try_from(len)) else {
-                return Err(self.malformed(format!("buffer {i} has a negative offset or length")));
-            };
-            at.checked_add(len)
-                .filter(|&end| end <= body_len)
-                .and_then(|_| body.get(at as usize..(at + len) as usize))
+            let (at, len) = (i64_at(spec, 0).unwrap_or(-1), i64_at(spec, 8).unwrap_or(-1));
+            usize::try_from(at)
+                .ok()
+                .zip(usize::try_from(len).ok())
+                .and_then(|(at, len)| body.get(at..at.checked_add(len)?))
                 .ok_or_else(|| {
                     self.malformed(format!(
-                        "buffer {i} ({len} bytes at {at}) lies outside the {body_len}-byte body"
+                        "buffer {i} ({len} bytes at {at}) lies outside the {}-byte body",
+                        body.len()
                     ))
                 })
         };
@@ -568,9 +561,8 @@ impl<'a> Reader<'a> {
                 "field node declares {null_count} nulls, the validity buffer has none"
             )));
         }
-        Ok(values
-            .chunks_exact(4)
-            .take(rows as usize)
+        let offsets = values.chunks_exact(4).take(rows as usize);
+        Ok(offsets
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect())
     }
@@ -653,6 +645,15 @@ impl<'a> Reader<'a> {
         }
         Ok(out)
     }
+}
+
+/// The little-endian `i64` at byte `at` of an inline struct (`None` past its end).
+fn i64_at(bytes: &[u8], at: usize) -> Option<i64> {
+    bytes
+        .get(at..at.checked_add(8)?)?
+        .try_into()
+        .ok()
+        .map(i64::from_le_bytes)
 }
 
 /// The window size a ZSTD frame header asks the decoder to allocate, or `None` when `data`

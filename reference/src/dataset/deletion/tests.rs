@@ -94,7 +94,6 @@ fn lance_picks_the_bitmap_form_from_5000_deletions_in_one_write() {
 
 #[test]
 fn lance_written_arrow_files_decode() {
-    // covers: DEL-FILE-1
     let cases: [(&str, RoaringBitmap); 3] = [
         ("arrow_scattered.arrow", (0..10).chain([1234]).collect()),
         ("arrow_one.arrow", [19_999u32].into_iter().collect()),
@@ -174,6 +173,7 @@ fn num_deleted_rows_zero_is_unknown_and_nonzero_must_match() {
 
 #[test]
 fn offsets_must_be_below_physical_rows() {
+    // covers: OVL-DEL-3
     let set: RoaringBitmap = [3u32, 10].into_iter().collect();
     for form in [ARROW, BITMAP] {
         let err = read(form, &write_deletion_file(&set, form), 10).unwrap_err();
