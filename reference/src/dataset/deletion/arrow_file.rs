@@ -1,11 +1,11 @@
 //! The Arrow form of a deletion file: an Arrow IPC *file* holding one record batch of one
 //! column, `row_id: UInt32 not null`, the deleted offsets in any order.
 //!
-//! Invariant: [`read_row_ids`] returns the column only when the bytes are an IPC file (magic
+//! Invariant: the reader returns the column only when the bytes are an IPC file (magic
 //! at both ends, footer) whose footer schema is exactly that one field without metadata and
 //! which lists exactly one record batch with no nulls; every length is checked against the
 //! bytes present, and the row count against `physical_rows`, before anything is allocated or
-//! decompressed. [`write_row_ids`] writes the same shape, uncompressed.
+//! decompressed. The writer writes the same shape, uncompressed.
 //!
 //! ```text
 //! "ARROW1\0\0" | Schema message | RecordBatch message + body | EOS (ffffffff 00000000)
