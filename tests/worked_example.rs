@@ -29,7 +29,7 @@ fn rows(offsets: &[u64]) -> Vec<RowRef> {
 
 #[test]
 fn worked_example_all_six_steps() {
-    // covers: OVL-VER-1, OVL-VER-4, OVL-LIN-1, OVL-IDX-1, OVL-QRY-1, OVL-QRY-2, OVL-SHAPE-2, OVL-FOLD-1, OVL-FOLD-2
+    // covers: OVL-VER-1, OVL-VER-4, OVL-LIN-1, OVL-IDX-1, OVL-QRY-1, OVL-QRY-2, OVL-SHAPE-2, OVL-FOLD-1, OVL-FOLD-2, OVL-VER-3, OVL-PREC-5
     let [v1, v2, v3, v4]: [_; 4] = versions().unwrap().try_into().unwrap();
     for v in [&v1, &v2, &v3, &v4] {
         v.validate().unwrap();
@@ -109,6 +109,16 @@ fn worked_example_all_six_steps() {
 
     // Step 4: a sparse overlay: name for {2, 3}, embedding for {1}, committed as version 3.
     let f3 = &v3.fragments[0];
+    assert_eq!(
+        f3.overlays[0].committed_version, 2,
+        "the step-1 overlay keeps its version"
+    );
+    let versions_in_order: Vec<u64> = f3.overlays.iter().map(|o| o.committed_version).collect();
+    assert_eq!(
+        versions_in_order,
+        vec![2, 3],
+        "stored in non-decreasing committed_version"
+    );
     let sparse = &f3.overlays[1];
     assert_eq!(sparse.committed_version, 3);
     assert_eq!(sparse.file.fields, vec![NAME, EMBEDDING]);
