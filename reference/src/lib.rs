@@ -10,6 +10,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`model`] | fragments, overlays, coverage, indices, schema: plain data |
+//! | [`overlay_write`] | building a staged overlay from changed cells; tombstoning in place |
 //! | [`resolve`] | how one cell (or one column) gets its value; `explain` |
 //! | [`scan`] | the resolved table of one version: live rows, `_rowid`, lineage versions |
 //! | [`exclusion`] | which rows an index must not trust, per (index, fragment) |
@@ -29,6 +30,7 @@ pub mod exclusion;
 pub mod flags;
 pub mod lineage;
 pub mod model;
+pub mod overlay_write;
 pub mod proto;
 pub mod query;
 pub mod resolve;
