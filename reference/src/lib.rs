@@ -22,6 +22,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod compaction;
+pub mod dataset;
 pub mod error;
 pub mod exclusion;
 pub mod flags;
