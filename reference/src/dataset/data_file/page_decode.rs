@@ -158,6 +158,27 @@ pub fn describe(encoding: &pb::ArrayEncoding) -> String {
     }
 }
 
+/// The nesting depth of an encoding tree (a lone `flat` is 1). What Lance writes for the
+/// supported types is at most 4 deep; the reader refuses trees deeper than
+/// [`MAX_ENCODING_DEPTH`], which bounds the memory one page's decoding holds at once.
+pub fn depth(encoding: &pb::ArrayEncoding) -> u32 {
+    let sub = |e: &Option<Box<pb::ArrayEncoding>>| e.as_deref().map_or(0, depth);
+    1 + match &encoding.array_encoding {
+        Some(Arm::Nullable(n)) => match &n.nullability {
+            Some(pb::nullable::Nullability::NoNulls(x)) => sub(&x.values),
+            Some(pb::nullable::Nullability::SomeNulls(x)) => sub(&x.validity).max(sub(&x.values)),
+            _ => 0,
+        },
+        Some(Arm::FixedSizeList(f)) => sub(&f.items),
+        Some(Arm::Binary(b)) => sub(&b.indices).max(sub(&b.bytes)),
+        Some(Arm::Dictionary(d)) => sub(&d.indices).max(sub(&d.items)),
+        _ => 0,
+    }
+}
+
+/// The deepest encoding tree the reader decodes.
+pub const MAX_ENCODING_DEPTH: u32 = 8;
+
 /// The buffers of one page, already checked to lie inside the file.
 pub struct PageData<'a> {
     /// File path, for errors.
@@ -342,24 +363,23 @@ impl PageData<'_> {
             }
             Some(Nullability::SomeNulls(x)) => {
                 let pv = format!("{path}.some_nulls.validity");
-                let validity = self.decode(
-                    required(&x.validity, self.file, &pv)?,
-                    Kind::Bool,
-                    rows,
-                    &pv,
-                )?;
+                // Kept as one byte per row while the values are decoded.
+                let validity: Vec<bool> = self
+                    .decode(
+                        required(&x.validity, self.file, &pv)?,
+                        Kind::Bool,
+                        rows,
+                        &pv,
+                    )?
+                    .into_iter()
+                    .map(|v| v == Value::Bool(true))
+                    .collect();
                 let p = format!("{path}.some_nulls.values");
                 let values = self.decode(required(&x.values, self.file, &p)?, kind, rows, &p)?;
                 Ok(validity
                     .into_iter()
                     .zip(values)
-                    .map(|(valid, v)| {
-                        if valid == Value::Bool(true) {
-                            v
-                        } else {
-                            Value::Null
-                        }
-                    })
+                    .map(|(valid, v)| if valid { v } else { Value::Null })
                     .collect())
             }
         }

@@ -17,7 +17,7 @@ use super::DataFileError;
 use super::MAX_DECODED_VALUES;
 use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL, names_message};
 use super::layout::{Extent, FileVersion, Layout};
-use super::page_decode::{Kind, PageData, describe};
+use super::page_decode::{Kind, MAX_ENCODING_DEPTH, PageData, depth, describe};
 use crate::model::{DataType, Value};
 use crate::proto::lance::encodings as enc;
 use crate::proto::lance::file as pbf;
@@ -341,6 +341,15 @@ pub fn read_data_file<'a>(
             let payload = ctx.direct_payload(page.encoding.as_ref(), ARRAY_ENCODING_URL, &es)?;
             let encoding = enc::ArrayEncoding::decode(payload.as_slice())
                 .map_err(|e| ctx.protobuf(&format!("{es} (ArrayEncoding)"), e))?;
+            let tree_depth = depth(&encoding);
+            if tree_depth > MAX_ENCODING_DEPTH {
+                return Err(ctx.unsupported(
+                    &es,
+                    format!(
+                        "an encoding tree {tree_depth} levels deep (limit {MAX_ENCODING_DEPTH})"
+                    ),
+                ));
+            }
             rows = rows
                 .checked_add(page.length)
                 .ok_or_else(|| ctx.oob(&ps, "the column's page lengths overflow u64".into()))?;

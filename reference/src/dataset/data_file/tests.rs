@@ -802,6 +802,26 @@ fn refuses_unsupported_encodings_by_name() {
 }
 
 #[test]
+fn refuses_deep_encoding_trees() {
+    // nullable.no_nulls nested 20 times around a flat: legal protobuf, but no writer emits it.
+    let mut e = flat_page(32);
+    for _ in 0..20 {
+        e = enc::ArrayEncoding {
+            array_encoding: Some(Arm::Nullable(Box::new(enc::Nullable {
+                nullability: Some(enc::nullable::Nullability::NoNulls(Box::new(
+                    enc::nullable::NoNull {
+                        values: Some(Box::new(e)),
+                    },
+                ))),
+            }))),
+        };
+    }
+    let err = decode_err(&file_with_page(&[0; 4], 1, e), &DataType::Int32);
+    assert_eq!(err.code(), "unsupported_encoding");
+    assert!(err.to_string().contains("21 levels deep"), "{err}");
+}
+
+#[test]
 fn malformed_protobuf_names_the_structure() {
     let data = [0u8; 8];
     let good = one_page(
