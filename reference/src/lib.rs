@@ -13,6 +13,8 @@
 //! | [`overlay_write`] | building a staged overlay from changed cells; tombstoning in place |
 //! | [`resolve`] | how one cell (or one column) gets its value; `explain` |
 //! | [`scan`] | the resolved table of one version: live rows, `_rowid`, lineage versions |
+//! | [`delete`] | a delete commit: deletion sets change, overlays and lineage do not |
+//! | [`index_build`] | what an index holds and the commit that adds it (`dataset_version` = version read) |
 //! | [`exclusion`] | which rows an index must not trust, per (index, fragment) |
 //! | [`query`] | reconciling index candidates with overlays (scalar and vector) |
 //! | [`compaction`] | overlay→overlay merge, overlay→base fold, row rewrite |
@@ -25,9 +27,11 @@
 
 pub mod compaction;
 pub mod dataset;
+pub mod delete;
 pub mod error;
 pub mod exclusion;
 pub mod flags;
+pub mod index_build;
 pub mod lineage;
 pub mod model;
 pub mod overlay_write;
