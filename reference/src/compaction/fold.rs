@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 
 use super::{CompactionError, carried_value_fields, path_in_use, uncover};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{
     DataFile, FieldId, Fragment, Index, IndexEntry, Snapshot, TOMBSTONE_FIELD_ID, Value,
 };
