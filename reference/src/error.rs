@@ -6,9 +6,11 @@
 //! [`Error::code`], never on message text.
 //!
 //! Each concept module owns the errors of its own domain ([`LineageError`], [`FlagError`],
-//! [`CompactionError`], [`QueryError`]); [`Error`] wraps them so callers handle one type.
+//! [`CompactionError`], [`QueryError`], [`DatasetIoError`], [`DataFileError`]); [`Error`] wraps them so callers handle one type.
 
 use crate::compaction::CompactionError;
+use crate::dataset::DatasetIoError;
+use crate::dataset::data_file::DataFileError;
 use crate::flags::FlagError;
 use crate::lineage::LineageError;
 use crate::query::QueryError;
@@ -121,7 +123,9 @@ pub enum Error {
         columns: usize,
     },
     /// A base column does not hold exactly `physical_rows` values.
-    #[error("fragment {fragment}: {file}: field {field} has {values} values, physical_rows is {physical_rows}")]
+    #[error(
+        "fragment {fragment}: {file}: field {field} has {values} values, physical_rows is {physical_rows}"
+    )]
     BaseLengthMismatch {
         /// Fragment id.
         fragment: u64,
@@ -147,7 +151,9 @@ pub enum Error {
         context: String,
     },
     /// A value's type does not match its field's declared type.
-    #[error("fragment {fragment}: {file}: field {field}: value {index} is {found}, expected {expected}")]
+    #[error(
+        "fragment {fragment}: {file}: field {field}: value {index} is {found}, expected {expected}"
+    )]
     TypeMismatch {
         /// Fragment id.
         fragment: u64,
@@ -212,6 +218,12 @@ pub enum Error {
     /// Query reconciliation.
     #[error(transparent)]
     Query(#[from] QueryError),
+    /// On-disk bytes: bitmaps, deletion files, data files, manifests.
+    #[error(transparent)]
+    Dataset(#[from] DatasetIoError),
+    /// Lance data files.
+    #[error(transparent)]
+    DataFile(#[from] DataFileError),
 }
 
 impl Error {
@@ -225,6 +237,8 @@ impl Error {
             Error::Flags(e) => e.class(),
             Error::Compaction(e) => e.class(),
             Error::Query(e) => e.class(),
+            Error::Dataset(e) => e.class(),
+            Error::DataFile(e) => e.class(),
             _ => ErrorClass::Invalid,
         }
     }
@@ -249,6 +263,8 @@ impl Error {
             Error::Flags(e) => e.code(),
             Error::Compaction(e) => e.code(),
             Error::Query(e) => e.code(),
+            Error::Dataset(e) => e.code(),
+            Error::DataFile(e) => e.code(),
         }
     }
 }

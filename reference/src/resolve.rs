@@ -97,7 +97,11 @@ pub struct Explanation {
 
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "cell fragment {} offset {} field {}", self.fragment, self.offset, self.field)?;
+        writeln!(
+            f,
+            "cell fragment {} offset {} field {}",
+            self.fragment, self.offset, self.field
+        )?;
         for c in &self.considered {
             let what = match &c.step {
                 OverlayStep::FieldNotCarried => "does not carry the field".to_string(),
@@ -110,10 +114,17 @@ impl fmt::Display for Explanation {
                 c.position, c.committed_version, c.path, what
             )?;
         }
-        let value = self.value.as_ref().map_or("no row".to_string(), Value::to_string);
+        let value = self
+            .value
+            .as_ref()
+            .map_or("no row".to_string(), Value::to_string);
         let verdict = match &self.source {
             Source::Deleted => "deleted: deletions beat overlays".to_string(),
-            Source::Overlay { position, committed_version, rank } => format!(
+            Source::Overlay {
+                position,
+                committed_version,
+                rank,
+            } => format!(
                 "overlay #{position} wins (committed_version {committed_version}), value at rank {rank}"
             ),
             Source::Base { file } => format!("falls through to base file #{file}"),
@@ -131,9 +142,10 @@ pub fn explain(
     offset: u64,
     field: FieldId,
 ) -> Result<Explanation> {
-    let schema_field = schema
-        .field(field)
-        .ok_or_else(|| Error::UnknownField { field, context: "explain".into() })?;
+    let schema_field = schema.field(field).ok_or_else(|| Error::UnknownField {
+        field,
+        context: "explain".into(),
+    })?;
     let offset32 = row_offset(fragment, offset)?;
     let deleted = fragment.deletions.contains(offset32);
     let mut considered = Vec::new();
@@ -144,7 +156,9 @@ pub fn explain(
             let step = match overlay.coverage_of(field) {
                 None => OverlayStep::FieldNotCarried,
                 Some((_, bitmap)) if !bitmap.contains(offset32) => OverlayStep::NotCovered,
-                Some((_, bitmap)) => OverlayStep::Covers { rank: bitmap.rank(offset32) - 1 },
+                Some((_, bitmap)) => OverlayStep::Covers {
+                    rank: bitmap.rank(offset32) - 1,
+                },
             };
             considered.push(Considered {
                 position,
@@ -164,18 +178,38 @@ pub fn explain(
         (Source::Deleted, None)
     } else if schema_field.data_type == DataType::Struct {
         let column = resolve_column(schema, fragment, field)?;
-        (Source::Struct, column.into_iter().nth(offset as usize).flatten())
+        (
+            Source::Struct,
+            column.into_iter().nth(offset as usize).flatten(),
+        )
     } else if let Some((position, rank)) = winner {
         let overlay = &fragment.overlays[position];
         let value = overlay_value(fragment, position, field, rank)?;
-        (Source::Overlay { position, committed_version: overlay.committed_version, rank }, Some(value))
+        (
+            Source::Overlay {
+                position,
+                committed_version: overlay.committed_version,
+                rank,
+            },
+            Some(value),
+        )
     } else {
         match fragment.base_column(field) {
-            Some((file, column)) => (Source::Base { file }, Some(base_value(fragment, file, field, column, offset)?)),
+            Some((file, column)) => (
+                Source::Base { file },
+                Some(base_value(fragment, file, field, column, offset)?),
+            ),
             None => (Source::NoBase, Some(Value::Null)),
         }
     };
-    Ok(Explanation { fragment: fragment.id, offset, field, considered, source, value })
+    Ok(Explanation {
+        fragment: fragment.id,
+        offset,
+        field,
+        considered,
+        source,
+        value,
+    })
 }
 
 /// Resolves every physical row of one field. Entry `i` is the value at offset `i`, or `None`
@@ -185,9 +219,10 @@ pub fn resolve_column(
     fragment: &Fragment,
     field: FieldId,
 ) -> Result<Vec<Option<Value>>> {
-    let schema_field = schema
-        .field(field)
-        .ok_or_else(|| Error::UnknownField { field, context: "resolve".into() })?;
+    let schema_field = schema.field(field).ok_or_else(|| Error::UnknownField {
+        field,
+        context: "resolve".into(),
+    })?;
     let rows = usize::try_from(fragment.physical_rows).map_err(|_| too_many_rows(fragment))?;
     if schema_field.data_type == DataType::Struct {
         return resolve_struct(schema, fragment, field, rows);
@@ -196,13 +231,20 @@ pub fn resolve_column(
     let mut decided = vec![false; rows];
     let mut out: Vec<Option<Value>> = vec![None; rows];
     for offset in &fragment.deletions {
-        *decided.get_mut(offset as usize).ok_or_else(|| deletion_out_of_range(fragment, offset))? =
-            true;
+        *decided
+            .get_mut(offset as usize)
+            .ok_or_else(|| deletion_out_of_range(fragment, offset))? = true;
     }
     for position in fragment.precedence() {
         let overlay = &fragment.overlays[position];
-        let Some((column_pos, bitmap)) = overlay.coverage_of(field) else { continue };
-        let values = overlay.file.columns.get(column_pos).map_or(&[][..], Vec::as_slice);
+        let Some((column_pos, bitmap)) = overlay.coverage_of(field) else {
+            continue;
+        };
+        let values = overlay
+            .file
+            .columns
+            .get(column_pos)
+            .map_or(&[][..], Vec::as_slice);
         if values.len() as u64 != bitmap.len() {
             return Err(Error::ValueCountMismatch {
                 fragment: fragment.id,
@@ -214,13 +256,15 @@ pub fn resolve_column(
         }
         // Walking the bitmap in order yields each offset with its rank.
         for (offset, value) in bitmap.iter().zip(values) {
-            let slot = decided.get_mut(offset as usize).ok_or_else(|| Error::OffsetOutOfRange {
-                fragment: fragment.id,
-                file: overlay.file.path.clone(),
-                what: format!("coverage of field {field}"),
-                offset: u64::from(offset),
-                physical_rows: fragment.physical_rows,
-            })?;
+            let slot = decided
+                .get_mut(offset as usize)
+                .ok_or_else(|| Error::OffsetOutOfRange {
+                    fragment: fragment.id,
+                    file: overlay.file.path.clone(),
+                    what: format!("coverage of field {field}"),
+                    offset: u64::from(offset),
+                    physical_rows: fragment.physical_rows,
+                })?;
             if !*slot {
                 *slot = true;
                 out[offset as usize] = Some(value.clone());
@@ -268,7 +312,10 @@ fn resolve_struct(
         };
         out.push(Some(if present {
             Value::Struct(
-                children.iter().map(|c| c.get(offset).cloned().flatten().unwrap_or(Value::Null)).collect(),
+                children
+                    .iter()
+                    .map(|c| c.get(offset).cloned().flatten().unwrap_or(Value::Null))
+                    .collect(),
             )
         } else {
             Value::Null
@@ -281,7 +328,10 @@ fn overlay_value(fragment: &Fragment, position: usize, field: FieldId, rank: u64
     let overlay = &fragment.overlays[position];
     let (column_pos, bitmap) = overlay
         .coverage_of(field)
-        .ok_or_else(|| Error::UnknownField { field, context: overlay.file.path.clone() })?;
+        .ok_or_else(|| Error::UnknownField {
+            field,
+            context: overlay.file.path.clone(),
+        })?;
     overlay
         .file
         .columns
@@ -292,7 +342,11 @@ fn overlay_value(fragment: &Fragment, position: usize, field: FieldId, rank: u64
             fragment: fragment.id,
             file: overlay.file.path.clone(),
             field,
-            values: overlay.file.columns.get(column_pos).map_or(0, |c| c.len() as u64),
+            values: overlay
+                .file
+                .columns
+                .get(column_pos)
+                .map_or(0, |c| c.len() as u64),
             covered: bitmap.len(),
         })
 }
@@ -304,13 +358,16 @@ fn base_value(
     column: &[Value],
     offset: u64,
 ) -> Result<Value> {
-    column.get(offset as usize).cloned().ok_or_else(|| Error::BaseLengthMismatch {
-        fragment: fragment.id,
-        file: fragment.files[file].path.clone(),
-        field,
-        values: column.len() as u64,
-        physical_rows: fragment.physical_rows,
-    })
+    column
+        .get(offset as usize)
+        .cloned()
+        .ok_or_else(|| Error::BaseLengthMismatch {
+            fragment: fragment.id,
+            file: fragment.files[file].path.clone(),
+            field,
+            values: column.len() as u64,
+            physical_rows: fragment.physical_rows,
+        })
 }
 
 fn row_offset(fragment: &Fragment, offset: u64) -> Result<u32> {

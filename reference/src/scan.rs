@@ -64,10 +64,17 @@ pub fn scan_fragment(
         .map(|&f| resolve_column(&snapshot.schema, fragment, f))
         .collect::<Result<_>>()?;
     let row_ids = if snapshot.stable_row_ids {
-        Some(fragment.lineage_values(ROW_ID_FIELD_ID)?.ok_or_else(|| Error::UnknownField {
-            field: ROW_ID_FIELD_ID,
-            context: format!("fragment {} has no row id sequence but stable row ids are on", fragment.id),
-        })?)
+        Some(
+            fragment
+                .lineage_values(ROW_ID_FIELD_ID)?
+                .ok_or_else(|| Error::UnknownField {
+                    field: ROW_ID_FIELD_ID,
+                    context: format!(
+                        "fragment {} has no row id sequence but stable row ids are on",
+                        fragment.id
+                    ),
+                })?,
+        )
     } else {
         None
     };

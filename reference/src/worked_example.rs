@@ -9,6 +9,9 @@
 
 use roaring::RoaringBitmap;
 
+use crate::compaction::{FoldPlan, IndexPolicy, fold};
+use crate::error::Result;
+use crate::lineage::PendingCommit;
 use crate::model::{
     Coverage, DataFile, DataType, Field, Fragment, Index, IndexEntry, IndexKind, Lineage,
     LineageSequence, Overlay, Schema, Snapshot, Value,
@@ -27,7 +30,12 @@ pub const AGE_INDEX: &str = "age_idx";
 
 const NAMES: [&str; 4] = ["Alice", "Bob", "Carol", "Dave"];
 const AGES: [i32; 4] = [30, 25, 40, 22];
-const EMBEDDINGS: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]];
+const EMBEDDINGS: [[f32; 3]; 4] = [
+    [1.0, 0.0, 0.0],
+    [0.0, 1.0, 0.0],
+    [0.0, 0.0, 1.0],
+    [1.0, 1.0, 0.0],
+];
 
 /// Bob's new embedding, written by step 4.
 pub const NEW_BOB_EMBEDDING: [f32; 3] = [0.5, 0.5, 0.5];
@@ -43,7 +51,11 @@ pub fn schema() -> Schema {
         Field::new(ID, "id", DataType::Int64),
         Field::new(NAME, "name", DataType::Utf8),
         Field::new(AGE, "age", DataType::Int32),
-        Field::new(EMBEDDING, "embedding", DataType::FixedSizeList { dimension: 3 }),
+        Field::new(
+            EMBEDDING,
+            "embedding",
+            DataType::FixedSizeList { dimension: 3 },
+        ),
     ])
     .unwrap_or_default()
 }
@@ -52,7 +64,10 @@ pub fn schema() -> Schema {
 pub fn version_1() -> Snapshot {
     let columns = vec![
         (1..=4).map(Value::Int64).collect(),
-        NAMES.iter().map(|n| Value::Utf8((*n).to_string())).collect(),
+        NAMES
+            .iter()
+            .map(|n| Value::Utf8((*n).to_string()))
+            .collect(),
         AGES.iter().map(|a| Value::Int32(*a)).collect(),
         EMBEDDINGS.iter().map(|e| vector(*e)).collect(),
     ];
@@ -71,7 +86,11 @@ pub fn version_1() -> Snapshot {
         entries: AGES
             .iter()
             .enumerate()
-            .map(|(i, a)| IndexEntry { fragment: 0, offset: i as u32, value: Value::Int32(*a) })
+            .map(|(i, a)| IndexEntry {
+                fragment: 0,
+                offset: i as u32,
+                value: Value::Int32(*a),
+            })
             .collect(),
     };
     Snapshot {
@@ -117,4 +136,30 @@ pub fn step_4_overlay() -> Overlay {
         ]),
         committed_version: 0,
     }
+}
+
+/// The example's four versions, each produced by the reference's own operations:
+///
+/// 1. as written (fragment 0, the age index at dataset_version 1);
+/// 2. step 1: the dense `age` overlay committed at version 2;
+/// 3. step 4: the sparse `name` / `embedding` overlay committed at version 3;
+/// 4. step 6: both overlays folded into `file1.lance` at version 4, the age index dropping
+///    fragment 0 from its coverage in the same commit.
+pub fn versions() -> Result<Vec<Snapshot>> {
+    let v1 = version_1();
+    let v2 = PendingCommit {
+        overlays: vec![(0, vec![step_1_overlay()])],
+        appended: vec![],
+    }
+    .apply(&v1, 2)?;
+    let v3 = PendingCommit {
+        overlays: vec![(0, vec![step_4_overlay()])],
+        appended: vec![],
+    }
+    .apply(&v2, 3)?;
+    let plan: FoldPlan = [(AGE_INDEX.to_string(), IndexPolicy::DropFragment)]
+        .into_iter()
+        .collect();
+    let v4 = fold(&v3, 0, &plan, 4, "file1.lance")?;
+    Ok(vec![v1, v2, v3, v4])
 }

@@ -1,5 +1,6 @@
 //! Cell resolution: precedence, rank addressing, NULL-cover versus fall-through, deletions,
 //! tombstones, structs, and a differential check against a naive dense-grid oracle.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use lance_reference::model::{
     Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Value,
@@ -12,8 +13,11 @@ const A: FieldId = 0;
 const B: FieldId = 1;
 
 fn schema() -> Schema {
-    Schema::new(vec![Field::new(A, "a", DataType::Int64), Field::new(B, "b", DataType::Utf8)])
-        .unwrap()
+    Schema::new(vec![
+        Field::new(A, "a", DataType::Int64),
+        Field::new(B, "b", DataType::Utf8),
+    ])
+    .unwrap()
 }
 
 fn ints(v: &[i64]) -> Vec<Value> {
@@ -30,13 +34,26 @@ fn base() -> Fragment {
         7,
         "base.lance",
         vec![A, B],
-        vec![ints(&[0, 1, 2, 3, 4, 5]), (0..6).map(|i| Value::Utf8(format!("r{i}"))).collect()],
+        vec![
+            ints(&[0, 1, 2, 3, 4, 5]),
+            (0..6).map(|i| Value::Utf8(format!("r{i}"))).collect(),
+        ],
     )
 }
 
-fn dense(path: &str, fields: Vec<FieldId>, offsets: &[u32], columns: Vec<Vec<Value>>, v: u64) -> Overlay {
+fn dense(
+    path: &str,
+    fields: Vec<FieldId>,
+    offsets: &[u32],
+    columns: Vec<Vec<Value>>,
+    v: u64,
+) -> Overlay {
     Overlay {
-        file: DataFile { path: path.into(), fields, columns },
+        file: DataFile {
+            path: path.into(),
+            fields,
+            columns,
+        },
         coverage: Coverage::Dense(bitmap(offsets)),
         committed_version: v,
     }
@@ -50,19 +67,30 @@ fn column(f: &Fragment, field: FieldId) -> Vec<Option<Value>> {
 fn higher_committed_version_wins_regardless_of_list_order() {
     // covers: OVL-PREC-1, OVL-PREC-2, OVL-PREC-4
     let mut f = base();
-    f.overlays.push(dense("new.lance", vec![A], &[2], vec![ints(&[200])], 5));
-    f.overlays.push(dense("old.lance", vec![A], &[2], vec![ints(&[100])], 3));
+    f.overlays
+        .push(dense("new.lance", vec![A], &[2], vec![ints(&[200])], 5));
+    f.overlays
+        .push(dense("old.lance", vec![A], &[2], vec![ints(&[100])], 3));
     assert_eq!(column(&f, A)[2], Some(Value::Int64(200)));
     let e = explain(&schema(), &f, 2, A).unwrap();
-    assert_eq!(e.source, Source::Overlay { position: 0, committed_version: 5, rank: 0 });
+    assert_eq!(
+        e.source,
+        Source::Overlay {
+            position: 0,
+            committed_version: 5,
+            rank: 0
+        }
+    );
 }
 
 #[test]
 fn later_position_breaks_a_committed_version_tie() {
     // covers: OVL-PREC-3
     let mut f = base();
-    f.overlays.push(dense("first.lance", vec![A], &[2], vec![ints(&[100])], 4));
-    f.overlays.push(dense("second.lance", vec![A], &[2], vec![ints(&[200])], 4));
+    f.overlays
+        .push(dense("first.lance", vec![A], &[2], vec![ints(&[100])], 4));
+    f.overlays
+        .push(dense("second.lance", vec![A], &[2], vec![ints(&[200])], 4));
     assert_eq!(column(&f, A)[2], Some(Value::Int64(200)));
 }
 
@@ -70,10 +98,19 @@ fn later_position_breaks_a_committed_version_tie() {
 fn value_is_fetched_at_the_rank_of_the_offset() {
     // covers: OVL-LAYOUT-1, OVL-LAYOUT-3
     let mut f = base();
-    f.overlays.push(dense("o.lance", vec![A], &[1, 3, 4], vec![ints(&[10, 30, 40])], 2));
+    f.overlays.push(dense(
+        "o.lance",
+        vec![A],
+        &[1, 3, 4],
+        vec![ints(&[10, 30, 40])],
+        2,
+    ));
     assert_eq!(
         column(&f, A),
-        ints(&[0, 10, 2, 30, 40, 5]).into_iter().map(Some).collect::<Vec<_>>()
+        ints(&[0, 10, 2, 30, 40, 5])
+            .into_iter()
+            .map(Some)
+            .collect::<Vec<_>>()
     );
     let e = explain(&schema(), &f, 4, A).unwrap();
     assert_eq!(e.considered[0].step, OverlayStep::Covers { rank: 2 });
@@ -83,7 +120,8 @@ fn value_is_fetched_at_the_rank_of_the_offset() {
 fn covered_null_overrides_while_uncovered_falls_through() {
     // covers: OVL-NULL-1, OVL-NULL-2
     let mut f = base();
-    f.overlays.push(dense("o.lance", vec![A], &[1], vec![vec![Value::Null]], 2));
+    f.overlays
+        .push(dense("o.lance", vec![A], &[1], vec![vec![Value::Null]], 2));
     let a = column(&f, A);
     assert_eq!(a[1], Some(Value::Null));
     assert_eq!(a[2], Some(Value::Int64(2)));
@@ -93,8 +131,15 @@ fn covered_null_overrides_while_uncovered_falls_through() {
 fn older_overlay_applies_where_the_newer_one_does_not_cover() {
     // covers: OVL-PREC-1
     let mut f = base();
-    f.overlays.push(dense("old.lance", vec![A], &[1, 2], vec![ints(&[11, 12])], 2));
-    f.overlays.push(dense("new.lance", vec![A], &[2], vec![ints(&[22])], 3));
+    f.overlays.push(dense(
+        "old.lance",
+        vec![A],
+        &[1, 2],
+        vec![ints(&[11, 12])],
+        2,
+    ));
+    f.overlays
+        .push(dense("new.lance", vec![A], &[2], vec![ints(&[22])], 3));
     let a = column(&f, A);
     assert_eq!(a[1], Some(Value::Int64(11)));
     assert_eq!(a[2], Some(Value::Int64(22)));
@@ -110,7 +155,13 @@ fn field_without_base_is_null_unless_covered() {
     ])
     .unwrap();
     let mut f = base();
-    f.overlays.push(dense("o.lance", vec![2], &[4], vec![vec![Value::Float64(0.5)]], 2));
+    f.overlays.push(dense(
+        "o.lance",
+        vec![2],
+        &[4],
+        vec![vec![Value::Float64(0.5)]],
+        2,
+    ));
     let c = resolve_column(&schema, &f, 2).unwrap();
     assert_eq!(c[4], Some(Value::Float64(0.5)));
     assert_eq!(c[0], Some(Value::Null));
@@ -121,13 +172,18 @@ fn field_without_base_is_null_unless_covered() {
 fn deletion_beats_every_overlay() {
     // covers: OVL-DEL-1, OVL-DEL-2
     let mut f = base();
-    f.overlays.push(dense("o.lance", vec![A], &[3], vec![ints(&[33])], 9));
+    f.overlays
+        .push(dense("o.lance", vec![A], &[3], vec![ints(&[33])], 9));
     f.deletions.insert(3);
     assert_eq!(column(&f, A)[3], None);
     let e = explain(&schema(), &f, 3, A).unwrap();
     assert_eq!(e.source, Source::Deleted);
     assert_eq!(e.value, None);
-    assert_eq!(e.considered.len(), 1, "the dead overlay value is still shown");
+    assert_eq!(
+        e.considered.len(),
+        1,
+        "the dead overlay value is still shown"
+    );
 }
 
 #[test]
@@ -171,7 +227,11 @@ fn tombstoned_overlay_field_is_never_read() {
 fn tombstoned_base_column_is_never_read() {
     let mut f = base();
     f.files[0].fields[0] = -2;
-    f.files.push(DataFile { path: "new.lance".into(), fields: vec![A], columns: vec![ints(&[9; 6])] });
+    f.files.push(DataFile {
+        path: "new.lance".into(),
+        fields: vec![A],
+        columns: vec![ints(&[9; 6])],
+    });
     assert_eq!(column(&f, A)[0], Some(Value::Int64(9)));
 }
 
@@ -196,34 +256,56 @@ fn struct_cell_keeps_base_validity_and_resolves_children() {
         ],
     );
     f.overlays.push(Overlay {
-        file: DataFile { path: "o.lance".into(), fields: vec![0, 2], columns: vec![vec![], vec![Value::Int32(60), Value::Int32(50)]] },
+        file: DataFile {
+            path: "o.lance".into(),
+            fields: vec![0, 2],
+            columns: vec![vec![], vec![Value::Int32(60), Value::Int32(50)]],
+        },
         coverage: Coverage::Dense(bitmap(&[1, 2])),
         committed_version: 2,
     });
     f.overlays[0].coverage = Coverage::PerField(vec![RoaringBitmap::new(), bitmap(&[1, 2])]);
     f.validate(&schema, 2).unwrap();
     let s = resolve_column(&schema, &f, 0).unwrap();
-    assert_eq!(s[0], Some(Value::Struct(vec![Value::Int32(1), Value::Int32(4)])));
-    assert_eq!(s[1], Some(Value::Null), "struct validity comes from the base");
-    assert_eq!(s[2], Some(Value::Struct(vec![Value::Int32(3), Value::Int32(50)])));
+    assert_eq!(
+        s[0],
+        Some(Value::Struct(vec![Value::Int32(1), Value::Int32(4)]))
+    );
+    assert_eq!(
+        s[1],
+        Some(Value::Null),
+        "struct validity comes from the base"
+    );
+    assert_eq!(
+        s[2],
+        Some(Value::Struct(vec![Value::Int32(3), Value::Int32(50)]))
+    );
 }
 
 #[test]
 fn value_count_differing_from_coverage_is_rejected() {
     // covers: OVL-LAYOUT-4
     let mut f = base();
-    f.overlays.push(dense("short.lance", vec![A], &[1, 2], vec![ints(&[1])], 2));
+    f.overlays
+        .push(dense("short.lance", vec![A], &[1, 2], vec![ints(&[1])], 2));
     let err = resolve_column(&schema(), &f, A).unwrap_err();
     assert_eq!(err.code(), "value_count_mismatch");
-    assert_eq!(f.validate(&schema(), 2).unwrap_err().code(), "value_count_mismatch");
+    assert_eq!(
+        f.validate(&schema(), 2).unwrap_err().code(),
+        "value_count_mismatch"
+    );
 }
 
 #[test]
 fn coverage_offset_past_physical_rows_is_rejected() {
     // covers: OVL-COV-3
     let mut f = base();
-    f.overlays.push(dense("far.lance", vec![A], &[6], vec![ints(&[1])], 2));
-    assert_eq!(resolve_column(&schema(), &f, A).unwrap_err().code(), "offset_out_of_range");
+    f.overlays
+        .push(dense("far.lance", vec![A], &[6], vec![ints(&[1])], 2));
+    assert_eq!(
+        resolve_column(&schema(), &f, A).unwrap_err().code(),
+        "offset_out_of_range"
+    );
     let err = f.validate(&schema(), 2).unwrap_err();
     assert_eq!(err.code(), "offset_out_of_range");
     assert!(err.to_string().contains("far.lance"), "{err}");
@@ -234,7 +316,11 @@ fn bitmap_count_differing_from_field_count_is_malformed() {
     // covers: OVL-SHAPE-3
     let mut f = base();
     f.overlays.push(Overlay {
-        file: DataFile { path: "o.lance".into(), fields: vec![A, B], columns: vec![ints(&[1]), vec![]] },
+        file: DataFile {
+            path: "o.lance".into(),
+            fields: vec![A, B],
+            columns: vec![ints(&[1]), vec![]],
+        },
         coverage: Coverage::PerField(vec![bitmap(&[0])]),
         committed_version: 2,
     });
@@ -247,10 +333,17 @@ fn bitmap_count_differing_from_field_count_is_malformed() {
 fn committed_version_zero_or_in_the_future_is_rejected() {
     // covers: OVL-VER-5
     let mut f = base();
-    f.overlays.push(dense("o.lance", vec![A], &[0], vec![ints(&[1])], 0));
-    assert_eq!(f.validate(&schema(), 3).unwrap_err().code(), "bad_committed_version");
+    f.overlays
+        .push(dense("o.lance", vec![A], &[0], vec![ints(&[1])], 0));
+    assert_eq!(
+        f.validate(&schema(), 3).unwrap_err().code(),
+        "bad_committed_version"
+    );
     f.overlays[0].committed_version = 4;
-    assert_eq!(f.validate(&schema(), 3).unwrap_err().code(), "bad_committed_version");
+    assert_eq!(
+        f.validate(&schema(), 3).unwrap_err().code(),
+        "bad_committed_version"
+    );
     f.overlays[0].committed_version = 3;
     f.validate(&schema(), 3).unwrap();
 }
@@ -259,8 +352,17 @@ fn committed_version_zero_or_in_the_future_is_rejected() {
 fn duplicate_live_field_in_one_overlay_is_rejected() {
     // covers: OVL-LAYOUT-5
     let mut f = base();
-    f.overlays.push(dense("o.lance", vec![A, A], &[0], vec![ints(&[1]), ints(&[2])], 2));
-    assert_eq!(f.validate(&schema(), 2).unwrap_err().code(), "duplicate_field");
+    f.overlays.push(dense(
+        "o.lance",
+        vec![A, A],
+        &[0],
+        vec![ints(&[1]), ints(&[2])],
+        2,
+    ));
+    assert_eq!(
+        f.validate(&schema(), 2).unwrap_err().code(),
+        "duplicate_field"
+    );
 }
 
 #[test]
@@ -271,7 +373,10 @@ fn dense_bitmap_is_the_coverage_of_every_field() {
         "d.lance",
         vec![A, B],
         &[0, 4],
-        vec![ints(&[7, 8]), vec![Value::Utf8("p".into()), Value::Utf8("q".into())]],
+        vec![
+            ints(&[7, 8]),
+            vec![Value::Utf8("p".into()), Value::Utf8("q".into())],
+        ],
         2,
     ));
     assert_eq!(column(&f, A)[4], Some(Value::Int64(8)));
@@ -283,7 +388,11 @@ fn dense_bitmap_is_the_coverage_of_every_field() {
 fn field_live_in_two_base_files_is_rejected() {
     // covers: OVL-NULL-5
     let mut f = base();
-    f.files.push(DataFile { path: "again.lance".into(), fields: vec![A], columns: vec![ints(&[0; 6])] });
+    f.files.push(DataFile {
+        path: "again.lance".into(),
+        fields: vec![A],
+        columns: vec![ints(&[0; 6])],
+    });
     let err = f.validate(&schema(), 1).unwrap_err();
     assert_eq!(err.code(), "duplicate_field");
     assert!(err.to_string().contains("again.lance"), "{err}");
@@ -294,8 +403,14 @@ fn deletion_offset_past_physical_rows_is_rejected() {
     // covers: OVL-DEL-3
     let mut f = base();
     f.deletions.insert(6);
-    assert_eq!(f.validate(&schema(), 1).unwrap_err().code(), "offset_out_of_range");
-    assert_eq!(resolve_column(&schema(), &f, A).unwrap_err().code(), "offset_out_of_range");
+    assert_eq!(
+        f.validate(&schema(), 1).unwrap_err().code(),
+        "offset_out_of_range"
+    );
+    assert_eq!(
+        resolve_column(&schema(), &f, A).unwrap_err().code(),
+        "offset_out_of_range"
+    );
 }
 
 #[test]
@@ -303,7 +418,10 @@ fn base_column_of_the_wrong_length_is_rejected() {
     // covers: OVL-LAYOUT-7
     let mut f = base();
     f.files[0].columns[1].pop();
-    assert_eq!(f.validate(&schema(), 1).unwrap_err().code(), "base_length_mismatch");
+    assert_eq!(
+        f.validate(&schema(), 1).unwrap_err().code(),
+        "base_length_mismatch"
+    );
 }
 
 #[test]
@@ -328,7 +446,8 @@ fn dropped_and_system_field_ids_in_an_overlay_are_ignored() {
 fn empty_coverage_is_valid_and_covers_nothing() {
     // covers: OVL-COV-4
     let mut f = base();
-    f.overlays.push(dense("empty.lance", vec![A], &[], vec![vec![]], 2));
+    f.overlays
+        .push(dense("empty.lance", vec![A], &[], vec![vec![]], 2));
     f.validate(&schema(), 2).unwrap();
     assert_eq!(column(&f, A), column(&base(), A));
 }
@@ -337,10 +456,13 @@ fn empty_coverage_is_valid_and_covers_nothing() {
 // Differential check: the resolver against a naive oracle that replays overlays oldest to
 // newest into a dense grid (no ranks, no precedence sort, no claiming).
 
+/// Cells an overlay covers for one field: (offset, value or NULL), offsets ascending.
+type Cells = Vec<(u32, Option<i64>)>;
+
 #[derive(Debug, Clone)]
 struct Spec {
     rows: u32,
-    overlays: Vec<(u64, Vec<(u32, Option<i64>)>, Vec<(u32, Option<i64>)>)>,
+    overlays: Vec<(u64, Cells, Cells)>,
     deletions: Vec<u32>,
 }
 
@@ -354,13 +476,21 @@ fn spec() -> impl Strategy<Value = Spec> {
             proptest::collection::vec(overlay, 0..5),
             proptest::collection::vec(0..rows, 0..4),
         )
-            .prop_map(|(rows, overlays, deletions)| Spec { rows, overlays, deletions })
+            .prop_map(|(rows, overlays, deletions)| Spec {
+                rows,
+                overlays,
+                deletions,
+            })
     })
 }
 
 fn build(spec: &Spec) -> Fragment {
-    let base_a: Vec<Value> = (0..spec.rows).map(|i| Value::Int64(1000 + i64::from(i))).collect();
-    let base_b: Vec<Value> = (0..spec.rows).map(|i| Value::Utf8(format!("b{i}"))).collect();
+    let base_a: Vec<Value> = (0..spec.rows)
+        .map(|i| Value::Int64(1000 + i64::from(i)))
+        .collect();
+    let base_b: Vec<Value> = (0..spec.rows)
+        .map(|i| Value::Utf8(format!("b{i}")))
+        .collect();
     let mut f = Fragment::new(1, "base.lance", vec![A, B], vec![base_a, base_b]);
     // Stored order is the generated order: versions are deliberately not sorted.
     for (i, (version, cells_a, cells_b)) in spec.overlays.iter().enumerate() {
@@ -402,7 +532,13 @@ fn oracle(f: &Fragment, field: FieldId) -> Vec<Option<Value>> {
     }
     grid.into_iter()
         .enumerate()
-        .map(|(i, v)| if f.deletions.contains(i as u32) { None } else { Some(v) })
+        .map(|(i, v)| {
+            if f.deletions.contains(i as u32) {
+                None
+            } else {
+                Some(v)
+            }
+        })
         .collect()
 }
 

@@ -50,10 +50,13 @@ pub type Cells = BTreeMap<String, BTreeMap<String, Cell>>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Shape {
-    /// One `shared_offset_bitmap` for every field: every field must cover the same offsets.
+    /// One `shared_offset_bitmap` for every field. Cells a field does not list are widened
+    /// with their current value (post-image), as a writer widening an update must do.
     Dense,
-    /// `field_coverage`: one bitmap per field.
+    /// `field_coverage`: one bitmap per field, exactly the listed cells.
     Sparse,
+    /// Dense when every field lists the same offsets, sparse otherwise.
+    Auto,
 }
 
 /// One overlay a commit adds.
@@ -67,9 +70,13 @@ pub struct OverlaySpec {
     pub shape: Shape,
     /// The cells, per field name and offset.
     pub cells: Cells,
-    /// Order of the value columns (`data_file.fields`); defaults to schema order.
+    /// Order of the value columns (`data_file.fields`); defaults to field-id order. A field
+    /// listed here without cells gets an empty coverage bitmap and an empty column.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fields: Option<Vec<String>>,
+    /// Fields whose position is tombstoned (id `-2`) in the written overlay.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tombstone: Vec<String>,
 }
 
 /// Index kinds a case can build.
@@ -278,6 +285,9 @@ pub enum Step {
         /// Column order of the inline overlay.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fields: Option<Vec<String>>,
+        /// Tombstoned fields of the inline overlay.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tombstone: Vec<String>,
         /// Several overlays in this one commit, appended in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         overlays: Vec<OverlaySpec>,
@@ -295,7 +305,7 @@ pub enum Step {
         predicate: Option<PredicateSpec>,
     },
     /// Build an index over the dataset as of `built_from` (default: the current version),
-    /// committed as a new version with `dataset_version = built_from`.
+    /// committed as a new version with `dataset_version = built_from`. Names are unique.
     BuildIndex {
         /// Index name.
         name: String,

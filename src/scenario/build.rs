@@ -8,16 +8,14 @@
 
 use std::collections::BTreeMap;
 
-use lance_reference::lineage::{
-    AppendedFragment, CompactionPlacement, EncodedLengths, PendingCommit, RowDatasetVersionSequence,
-    RowIdSequence, SequenceKind, SpillConfig, plan_compaction,
-};
+use lance_reference::lineage::{AppendedFragment, PendingCommit};
 use lance_reference::model::{
-    Coverage, DataFile, DataType, Field, FieldId, Fragment, LineageSequence, Overlay, Schema, Value,
+    Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Snapshot, Value,
 };
+use lance_reference::overlay_write::{CellUpdates, Shape as WriteShape, build_overlay, tombstone_fields};
 use roaring::RoaringBitmap;
 
-use super::Outcome;
+use super::{Failure, Outcome};
 use crate::case::cell::parse_type_name;
 use crate::case::names::{dotted_name, field_id};
 use crate::case::step::{FieldSpec, OverlaySpec, Row, Shape, Step};
@@ -114,16 +112,20 @@ fn store(schema: &Schema, field: FieldId, value: Value, columns: &mut BTreeMap<F
 }
 
 /// The overlays of an `overlay` step as a pending commit (grouped by fragment, in order).
-pub(super) fn overlay_commit(schema: &Schema, step: &Step, prefix: &str) -> Outcome<PendingCommit> {
-    let Step::Overlay { fragment, shape, cells, fields, overlays } = step else {
+pub(super) fn overlay_commit(snapshot: &Snapshot, step: &Step, prefix: &str) -> Outcome<PendingCommit> {
+    let Step::Overlay { fragment, shape, cells, fields, tombstone, overlays } = step else {
         return Err("not an overlay step".to_string().into());
     };
     let mut specs: Vec<OverlaySpec> = Vec::new();
     match (shape, cells) {
-        (Some(shape), Some(cells)) => {
-            specs.push(OverlaySpec { fragment: *fragment, shape: *shape, cells: cells.clone(), fields: fields.clone() })
-        }
-        (None, None) if fields.is_none() => {}
+        (Some(shape), Some(cells)) => specs.push(OverlaySpec {
+            fragment: *fragment,
+            shape: *shape,
+            cells: cells.clone(),
+            fields: fields.clone(),
+            tombstone: tombstone.clone(),
+        }),
+        (None, None) if fields.is_none() && tombstone.is_empty() => {}
         _ => return Err("an inline overlay needs both `shape` and `cells`".to_string().into()),
     }
     if !specs.is_empty() && !overlays.is_empty() {
@@ -136,8 +138,12 @@ pub(super) fn overlay_commit(schema: &Schema, step: &Step, prefix: &str) -> Outc
     let mut pending = PendingCommit::default();
     for (k, spec) in specs.iter().enumerate() {
         let target = spec.fragment.or(*fragment).ok_or_else(|| format!("overlay {k}: which fragment?"))?;
+        let frag = snapshot.fragment(target)?;
         let path = format!("f{target}-{prefix}-ovl{k}.lance");
-        let overlay = overlay(schema, spec, &path).map_err(|e| format!("overlay {k}: {e}"))?;
+        let overlay = overlay(&snapshot.schema, frag, spec, &path).map_err(|f| match f {
+            Failure::Problem(p) => Failure::Problem(format!("overlay {k}: {p}")),
+            other => other,
+        })?;
         match pending.overlays.iter_mut().find(|(f, _)| *f == target) {
             Some((_, list)) => list.push(overlay),
             None => pending.overlays.push((target, vec![overlay])),
@@ -146,107 +152,75 @@ pub(super) fn overlay_commit(schema: &Schema, step: &Step, prefix: &str) -> Outc
     Ok(pending)
 }
 
-/// One staged overlay (committed_version 0).
-fn overlay(schema: &Schema, spec: &OverlaySpec, path: &str) -> Result<Overlay, String> {
-    let mut ids: Vec<FieldId> = Vec::new();
-    for name in spec.cells.keys() {
-        let id = field_id(schema, name).ok_or_else(|| format!("no field {name:?}"))?;
-        if schema.field(id).is_some_and(|f| f.data_type == DataType::Struct) {
-            return Err(format!("{name:?} is a struct: overlay its children by dotted name"));
-        }
-        ids.push(id);
-    }
-    let order: Vec<FieldId> = match &spec.fields {
-        Some(names) => {
-            let mut listed = Vec::new();
-            for n in names {
-                listed.push(field_id(schema, n).ok_or_else(|| format!("no field {n:?}"))?);
-            }
-            let mut a = listed.clone();
-            let mut b = ids.clone();
-            a.sort_unstable();
-            b.sort_unstable();
-            if a != b {
-                return Err("`fields` must list exactly the fields of `cells`".into());
-            }
-            listed
-        }
-        None => schema.fields().iter().map(|f| f.id).filter(|id| ids.contains(id)).collect(),
-    };
-    let mut columns = Vec::new();
-    let mut bitmaps = Vec::new();
-    for &id in &order {
-        let name = dotted_name(schema, id);
-        let cells = spec.cells.get(&name).ok_or_else(|| format!("no cells for {name:?}"))?;
-        let mut by_offset: BTreeMap<u32, Value> = BTreeMap::new();
+/// One staged overlay (committed_version 0), written by the reference's overlay writer, then
+/// given the requested column order, empty fields and tombstones.
+fn overlay(schema: &Schema, fragment: &Fragment, spec: &OverlaySpec, path: &str) -> Outcome<Overlay> {
+    let id_of = |name: &str| field_id(schema, name).ok_or_else(|| format!("no field {name:?}"));
+    let mut updates: CellUpdates = BTreeMap::new();
+    for (name, cells) in &spec.cells {
+        let id = id_of(name)?;
+        let mut by_offset = BTreeMap::new();
         for (key, cell) in cells {
             let offset: u32 = key.parse().map_err(|_| format!("{name}: offset key {key:?} is not a number"))?;
             let value = cell.to_value(schema, id).map_err(|e| e.to_string())?;
             if by_offset.insert(offset, value).is_some() {
-                return Err(format!("{name}: offset {offset} given twice"));
+                return Err(format!("{name}: offset {offset} given twice").into());
             }
         }
-        bitmaps.push(by_offset.keys().copied().collect::<RoaringBitmap>());
-        columns.push(by_offset.into_values().collect::<Vec<_>>());
+        updates.insert(id, by_offset);
     }
-    let coverage = match spec.shape {
-        Shape::Sparse => Coverage::PerField(bitmaps),
-        Shape::Dense => {
-            let first = bitmaps.first().cloned().ok_or("a dense overlay needs a field")?;
-            if bitmaps.iter().any(|b| *b != first) {
-                return Err("a dense overlay's fields must cover the same offsets (use shape = \"sparse\")".into());
-            }
-            Coverage::Dense(first)
-        }
+    let shape = match spec.shape {
+        Shape::Dense => WriteShape::Dense,
+        Shape::Sparse => WriteShape::Sparse,
+        Shape::Auto => WriteShape::Auto,
     };
-    Ok(Overlay { file: DataFile { path: path.to_string(), fields: order, columns }, coverage, committed_version: 0 })
+    let mut overlay = build_overlay(schema, fragment, &updates, shape, path)?.unwrap_or_else(|| Overlay {
+        file: DataFile { path: path.to_string(), fields: Vec::new(), columns: Vec::new() },
+        coverage: match spec.shape {
+            Shape::Dense => Coverage::Dense(RoaringBitmap::new()),
+            _ => Coverage::PerField(Vec::new()),
+        },
+        committed_version: 0,
+    });
+    if let Some(order) = &spec.fields {
+        let mut ids = Vec::new();
+        for name in order {
+            ids.push(id_of(name)?);
+        }
+        reorder(&mut overlay, &ids)?;
+    }
+    let dead: Vec<FieldId> = spec.tombstone.iter().map(|n| id_of(n)).collect::<Result<_, _>>()?;
+    if !dead.is_empty() {
+        tombstone_fields(&mut overlay, &dead);
+    }
+    Ok(overlay)
 }
 
-/// Applies the spill rule to the lineage a row rewrite carried into fragment `id`: with
-/// spilling on, each sequence whose inline encoding exceeds the budget moves to a hidden
-/// `uint64` column of the fragment's data file. Returns a note for the step record.
-///
-/// `lance_reference::compaction::place_carried_lineage` keeps everything inline for now; this
-/// is the same rule ([`plan_compaction`]) applied after it, and goes away once the reference
-/// wires it there.
-pub(super) fn spill_carried_lineage(
-    snapshot: &mut lance_reference::model::Snapshot,
-    id: u64,
-) -> Outcome<String> {
-    let config = SpillConfig::from_table_config(&snapshot.config).map_err(lance_reference::Error::from)?;
-    let Some(fragment) = snapshot.fragments.iter_mut().find(|f| f.id == id) else {
-        return Ok(String::new());
-    };
-    let inline = |seq: &LineageSequence| match seq {
-        LineageSequence::Inline(v) => Some(v.clone()),
-        _ => None,
-    };
-    let row_ids = inline(&fragment.lineage.row_ids);
-    let created = inline(&fragment.lineage.created_at);
-    let updated = inline(&fragment.lineage.last_updated_at);
-    let lengths = EncodedLengths {
-        row_ids: row_ids.as_ref().map_or(0, |v| RowIdSequence::from_values(v).encode().len()),
-        created_at: created.as_ref().map_or(0, |v| RowDatasetVersionSequence::from_versions(v).encode().len()),
-        last_updated_at: updated.as_ref().map_or(0, |v| RowDatasetVersionSequence::from_versions(v).encode().len()),
-    };
-    let CompactionPlacement::InFile { spilled } = plan_compaction(&config, &[lengths]) else {
-        return Err("one output fragment always has an in-file plan".to_string().into());
-    };
-    let Some(file) = fragment.files.first_mut() else {
-        return Ok(String::new());
-    };
-    let mut names = Vec::new();
-    for kind in spilled {
-        let (values, slot) = match kind {
-            SequenceKind::RowIds => (row_ids.clone(), &mut fragment.lineage.row_ids),
-            SequenceKind::CreatedAt => (created.clone(), &mut fragment.lineage.created_at),
-            SequenceKind::LastUpdatedAt => (updated.clone(), &mut fragment.lineage.last_updated_at),
-        };
-        let Some(values) = values else { continue };
-        file.fields.push(kind.field_id());
-        file.columns.push(values.into_iter().map(Value::UInt64).collect());
-        *slot = LineageSequence::Column;
-        names.push(kind.column_name());
+/// Puts the overlay's positions in the order `ids`; an id without a position is added with an
+/// empty column and (sparse) an empty bitmap.
+fn reorder(overlay: &mut Overlay, ids: &[FieldId]) -> Result<(), String> {
+    let carried = overlay.file.fields.clone();
+    if let Some(missing) = carried.iter().find(|f| !ids.contains(f)) {
+        return Err(format!("`fields` leaves out field {missing}, which has cells"));
     }
-    Ok(if names.is_empty() { String::new() } else { format!("; spilled {}", names.join(", ")) })
+    let mut fields = Vec::new();
+    let mut columns = Vec::new();
+    let mut bitmaps = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        if ids[..i].contains(id) {
+            return Err(format!("`fields` lists field {id} twice"));
+        }
+        let pos = carried.iter().position(|f| f == id);
+        fields.push(*id);
+        columns.push(pos.and_then(|p| overlay.file.columns.get(p).cloned()).unwrap_or_default());
+        bitmaps.push(pos.and_then(|p| overlay.coverage.at(p).cloned()).unwrap_or_default());
+    }
+    overlay.coverage = match &overlay.coverage {
+        Coverage::PerField(_) => Coverage::PerField(bitmaps),
+        Coverage::Dense(b) if b.is_empty() || fields.len() == carried.len() => Coverage::Dense(b.clone()),
+        Coverage::Dense(_) => return Err("a dense overlay cannot have a field without cells".into()),
+    };
+    overlay.file.fields = fields;
+    overlay.file.columns = columns;
+    Ok(())
 }

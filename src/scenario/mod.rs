@@ -2,22 +2,22 @@
 //!
 //! Invariant: [`execute`] is a pure function of the steps. Version `n` is `versions[n - 1]`;
 //! every version has feature flags equal to what its content requires
-//! ([`lance_reference::flags::required_flags`]), passes [`Snapshot::validate`] and the written-flag
-//! check, and was produced by the reference's own operations (stamping, merge, fold, row
-//! rewrite), never by editing a snapshot here. File names are derived from the step number, so
+//! ([`lance_reference::flags::set_commit_flags`]), passes [`Snapshot::validate`] and the written-flag
+//! check, and was produced by the reference's own operations (overlay writer, stamping,
+//! delete, index build, merge, fold, row rewrite), except the few manifest edits that have no
+//! reference operation (config and schema changes, indices built in the `create` commit). File names are derived from the step number, so
 //! they are stable across runs. `corrupt` steps do not touch the versions: they are returned
 //! for the store to apply to the written dataset.
 
 mod build;
 pub mod corrupt;
 
-use std::collections::BTreeMap;
 
 use lance_reference::compaction::{self, FoldPlan, IndexPolicy};
-use lance_reference::flags;
 use lance_reference::lineage::{PendingCommit, restamp};
-use lance_reference::model::{Index, IndexKind, Schema, Snapshot};
-use lance_reference::query::flat_filter;
+use lance_reference::model::{FieldId, Index, IndexKind, Schema, Snapshot};
+use lance_reference::{delete, flags, index_build};
+use roaring::RoaringBitmap;
 
 use crate::case::names::field_id;
 use crate::case::step::{FoldPolicySpec, IndexKindSpec, IndexSpec};
@@ -161,9 +161,7 @@ impl Run {
     /// Stamps the flags the content requires, checks the version, and records it.
     fn commit(&mut self, mut snapshot: Snapshot) -> Outcome<()> {
         snapshot.version = self.next_version();
-        let (reader, writer) = flags::required_flags(&snapshot);
-        snapshot.reader_flags = reader;
-        snapshot.writer_flags = writer;
+        flags::set_commit_flags(&mut snapshot);
         flags::check_written_flags(&snapshot).map_err(lance_reference::Error::from)?;
         snapshot.validate()?;
         self.versions.push(snapshot);
@@ -197,7 +195,7 @@ impl Run {
                 }
                 snapshot = pending.apply(&snapshot, 1)?;
                 for spec in indices {
-                    let index = build_index(&snapshot, spec, 1)?;
+                    let index = initial_index(&snapshot, spec)?;
                     snapshot.indices.push(index);
                 }
                 self.commit(snapshot)?;
@@ -216,55 +214,41 @@ impl Run {
             }
             Step::Overlay { .. } => {
                 let current = self.current()?.clone();
-                let pending = build::overlay_commit(&current.schema, step, &format!("s{i}"))?;
+                let pending = build::overlay_commit(&current, step, &format!("s{i}"))?;
                 self.commit(pending.apply(&current, self.next_version())?)?;
                 Ok(format!("{} overlay(s)", pending.overlays.iter().map(|(_, o)| o.len()).sum::<usize>()))
             }
             Step::Delete { fragment, offsets, predicate } => {
-                let mut next = self.current()?.clone();
-                let mut targets: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
-                match (fragment, predicate) {
-                    (Some(f), None) => targets.entry(*f).or_default().extend(offsets),
+                let current = self.current()?.clone();
+                let version = self.next_version();
+                let next = match (fragment, predicate) {
+                    (Some(f), None) => {
+                        let set: RoaringBitmap = offsets.iter().copied().collect();
+                        delete::delete_rows(&current, *f, &set, version)?
+                    }
                     (None, Some(p)) if offsets.is_empty() => {
-                        let schema = next.schema.clone();
-                        let predicate = p
-                            .to_predicate(&schema, &|n| field_id(&schema, n))
-                            .map_err(|e| e.to_string())?;
-                        for row in flat_filter(&next, &predicate)? {
-                            let offset = u32::try_from(row.offset).map_err(|_| "offset past u32".to_string())?;
-                            targets.entry(row.fragment).or_default().push(offset);
-                        }
+                        let schema = &current.schema;
+                        let predicate =
+                            p.to_predicate(schema, &|n| field_id(schema, n)).map_err(|e| e.to_string())?;
+                        delete::delete_where(&current, &predicate, version)?
                     }
                     _ => return Err("give either `fragment` and `offsets`, or `where`".to_string().into()),
-                }
-                let mut count = 0;
-                for (f, offs) in &targets {
-                    let frag = next
-                        .fragments
-                        .iter_mut()
-                        .find(|x| x.id == *f)
-                        .ok_or_else(|| format!("no fragment {f}"))?;
-                    for &o in offs {
-                        if u64::from(o) >= frag.physical_rows {
-                            return Err(format!("fragment {f} has no offset {o}").into());
-                        }
-                        count += usize::from(frag.deletions.insert(o));
-                    }
-                }
+                };
+                let live = |s: &Snapshot| s.fragments.iter().map(|f| f.physical_rows - f.deletions.len()).sum::<u64>();
+                let count = live(&current).saturating_sub(live(&next));
                 self.commit(next)?;
                 Ok(format!("deleted {count} row(s)"))
             }
             Step::BuildIndex { name, fields, kind, built_from } => {
-                let mut next = self.current()?.clone();
-                let from = built_from.unwrap_or(next.version);
-                let source = from
+                let current = self.current()?.clone();
+                let from = built_from.unwrap_or(current.version);
+                let read = from
                     .checked_sub(1)
                     .and_then(|k| self.versions.get(k as usize))
                     .ok_or_else(|| format!("built_from {from} is not a committed version"))?;
-                let spec = IndexSpec { name: name.clone(), fields: fields.clone(), kind: *kind };
-                let index = build_index(source, &spec, from)?;
-                next.indices.retain(|x| x.name != *name);
-                next.indices.push(index);
+                let ids = field_ids(&current.schema, fields)?;
+                let next =
+                    index_build::build_index(read, &current, name, &ids, index_kind(*kind), self.next_version())?;
                 self.commit(next)?;
                 Ok(format!("index {name} built from version {from}"))
             }
@@ -303,16 +287,14 @@ impl Run {
                 let current = self.current()?.clone();
                 let id = self.alloc_fragment();
                 let path = format!("f{id}-s{i}.lance");
-                let mut next =
-                    compaction::rewrite_rows(&current, fragments, id, self.next_version(), &path)?;
-                let spilled = build::spill_carried_lineage(&mut next, id)?;
+                let next = compaction::rewrite_rows(&current, fragments, id, self.next_version(), &path)?;
                 self.commit(next)?;
-                Ok(format!("rewrote fragments {fragments:?} into fragment {id}{spilled}"))
+                Ok(format!("rewrote fragments {fragments:?} into fragment {id}"))
             }
             Step::CommitRetry { write, conflict } => {
                 let read = self.current()?.clone();
                 let mut pending = match write.as_ref() {
-                    Step::Overlay { .. } => build::overlay_commit(&read.schema, write, &format!("s{i}w"))?,
+                    Step::Overlay { .. } => build::overlay_commit(&read, write, &format!("s{i}w"))?,
                     Step::Append { rows } => PendingCommit {
                         overlays: Vec::new(),
                         // The id is a placeholder: fragment ids are assigned when the commit lands.
@@ -382,33 +364,32 @@ impl Run {
     }
 }
 
-/// An index over `source` as of version `dataset_version`, covering every fragment `source`
-/// holds, with the entries a build at that version sees.
-fn build_index(source: &Snapshot, spec: &IndexSpec, dataset_version: u64) -> Outcome<Index> {
-    let mut fields = Vec::new();
-    for n in &spec.fields {
-        fields.push(field_id(&source.schema, n).ok_or_else(|| format!("index {}: no field {n:?}", spec.name))?);
+fn field_ids(schema: &Schema, names: &[String]) -> Outcome<Vec<FieldId>> {
+    names.iter().map(|n| field_id(schema, n).ok_or_else(|| Failure::Problem(format!("no field {n:?}")))).collect()
+}
+
+fn index_kind(kind: IndexKindSpec) -> IndexKind {
+    match kind {
+        IndexKindSpec::Btree => IndexKind::BTree,
+        IndexKindSpec::Vector => IndexKind::Vector,
     }
+}
+
+/// An index built in the `create` commit itself: `dataset_version` 1, covering every fragment
+/// of version 1, holding the values [`index_build::entries`] reads.
+fn initial_index(snapshot: &Snapshot, spec: &IndexSpec) -> Outcome<Index> {
+    let fields = field_ids(&snapshot.schema, &spec.fields)?;
     if fields.is_empty() {
         return Err(format!("index {} names no field", spec.name).into());
     }
     let mut index = Index {
         name: spec.name.clone(),
         fields,
-        dataset_version,
-        fragment_bitmap: Some(
-            source
-                .fragments
-                .iter()
-                .map(|f| u32::try_from(f.id).map_err(|_| format!("fragment id {} past u32", f.id)))
-                .collect::<Result<_, _>>()?,
-        ),
-        kind: match spec.kind {
-            IndexKindSpec::Btree => IndexKind::BTree,
-            IndexKindSpec::Vector => IndexKind::Vector,
-        },
+        dataset_version: snapshot.version,
+        fragment_bitmap: Some(snapshot.fragments.iter().filter_map(|f| u32::try_from(f.id).ok()).collect()),
+        kind: index_kind(spec.kind),
         entries: Vec::new(),
     };
-    index.entries = compaction::fold::rebuilt_entries(source, &index)?;
+    index.entries = index_build::entries(snapshot, &index)?;
     Ok(index)
 }

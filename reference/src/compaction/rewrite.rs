@@ -29,6 +29,9 @@ use std::collections::BTreeMap;
 
 use super::{CompactionError, carried_value_fields, path_in_use, uncover};
 use crate::error::{Error, Result};
+use crate::lineage::{
+    EncodedLengths, RowDatasetVersionSequence, RowIdSequence, SpillConfig, plan_compaction,
+};
 use crate::model::{
     CREATED_AT_FIELD_ID, DataFile, DataType, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, Lineage,
     LineageSequence, ROW_ID_FIELD_ID, Snapshot, Value,
@@ -167,6 +170,7 @@ pub fn rewrite_rows(
     for index in &mut next.indices {
         uncover(index, &old_ids, &removed);
     }
+    crate::flags::set_commit_flags(&mut next);
     Ok(next)
 }
 
@@ -174,22 +178,51 @@ pub fn rewrite_rows(
 /// manifest, or (spilled) as a hidden `uint64` column appended to `file`, the fragment's main
 /// data file, with the arm set to [`LineageSequence::Column`].
 ///
-/// The spill rule (`lance.row_lineage.spill`, the inline byte budget) belongs to the lineage
-/// module. Until it is wired here, every sequence stays inline, which is always a valid
-/// placement; the error path is for a malformed table config once the rule reads it.
+/// Compaction is the one writer that may spill: every value here was fixed before the commit.
+/// The rule is the lineage module's ([`crate::lineage::plan_compaction`]): with
+/// `lance.row_lineage.spill` on, a sequence spills iff its inline encoding is strictly longer
+/// than the budget. A rewrite has one output fragment, so the plan always puts the spilled
+/// columns in that fragment's main data file, in the order -3, -4, -5. Row ids are only
+/// placed when stable row ids are on (otherwise there is no row id sequence to place).
 pub fn place_carried_lineage(
     config: &BTreeMap<String, String>,
     carried: CarriedLineage,
     file: &mut DataFile,
 ) -> Result<Lineage> {
-    // Nothing spills yet, so neither the config nor the data file is consulted.
-    let _ = (config, &file);
-    Ok(Lineage {
+    let spill = SpillConfig::from_table_config(config)?;
+    let lengths = EncodedLengths {
         row_ids: carried
             .row_ids
-            .map_or(LineageSequence::Absent, LineageSequence::Inline),
-        created_at: LineageSequence::Inline(carried.created_at),
-        last_updated_at: LineageSequence::Inline(carried.last_updated_at),
+            .as_deref()
+            .map_or(0, |ids| RowIdSequence::from_values(ids).encode().len()),
+        created_at: RowDatasetVersionSequence::from_versions(&carried.created_at)
+            .encode()
+            .len(),
+        last_updated_at: RowDatasetVersionSequence::from_versions(&carried.last_updated_at)
+            .encode()
+            .len(),
+    };
+    let spilled = plan_compaction(&spill, &[lengths]).lineage_fields(0);
+    let mut place = |field: FieldId, values: Vec<u64>| {
+        if spilled.contains(&field) {
+            file.fields.push(field);
+            file.columns
+                .push(values.into_iter().map(Value::UInt64).collect());
+            LineageSequence::Column
+        } else {
+            LineageSequence::Inline(values)
+        }
+    };
+    let row_ids = match carried.row_ids {
+        Some(ids) => place(ROW_ID_FIELD_ID, ids),
+        None => LineageSequence::Absent,
+    };
+    let created_at = place(CREATED_AT_FIELD_ID, carried.created_at);
+    let last_updated_at = place(LAST_UPDATED_AT_FIELD_ID, carried.last_updated_at);
+    Ok(Lineage {
+        row_ids,
+        created_at,
+        last_updated_at,
     })
 }
 

@@ -36,7 +36,10 @@ pub struct DataFile {
 impl DataFile {
     /// The column stored for `field`, with its position; tombstones never match.
     pub fn column(&self, field: FieldId) -> Option<(usize, &[Value])> {
-        let pos = self.fields.iter().position(|&f| f == field && f != TOMBSTONE_FIELD_ID)?;
+        let pos = self
+            .fields
+            .iter()
+            .position(|&f| f == field && f != TOMBSTONE_FIELD_ID)?;
         self.columns.get(pos).map(|c| (pos, c.as_slice()))
     }
 }
@@ -72,6 +75,12 @@ pub struct Overlay {
 }
 
 impl Overlay {
+    /// The same overlay with its data file at `path`.
+    pub fn with_path(mut self, path: &str) -> Overlay {
+        self.file.path = path.to_string();
+        self
+    }
+
     /// The position and coverage of the live user field `field`, if this overlay carries it.
     pub fn coverage_of(&self, field: FieldId) -> Option<(usize, &RoaringBitmap)> {
         if field < 0 {
@@ -129,7 +138,11 @@ impl Fragment {
         Fragment {
             id,
             physical_rows,
-            files: vec![DataFile { path: path.to_string(), fields, columns }],
+            files: vec![DataFile {
+                path: path.to_string(),
+                fields,
+                columns,
+            }],
             deletions: RoaringBitmap::new(),
             overlays: Vec::new(),
             lineage: Lineage::default(),
@@ -149,7 +162,10 @@ impl Fragment {
     pub fn precedence(&self) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.overlays.len()).collect();
         order.sort_by(|&a, &b| {
-            let (va, vb) = (self.overlays[a].committed_version, self.overlays[b].committed_version);
+            let (va, vb) = (
+                self.overlays[a].committed_version,
+                self.overlays[b].committed_version,
+            );
             vb.cmp(&va).then(b.cmp(&a))
         });
         order
@@ -161,7 +177,12 @@ impl Fragment {
             ROW_ID_FIELD_ID => &self.lineage.row_ids,
             CREATED_AT_FIELD_ID => &self.lineage.created_at,
             LAST_UPDATED_AT_FIELD_ID => &self.lineage.last_updated_at,
-            _ => return Err(Error::UnknownField { field, context: "lineage".into() }),
+            _ => {
+                return Err(Error::UnknownField {
+                    field,
+                    context: "lineage".into(),
+                });
+            }
         };
         match seq {
             LineageSequence::Absent => Ok(None),
@@ -350,7 +371,9 @@ impl Fragment {
             if schema_field.data_type == DataType::Struct {
                 continue; // a container: carries no cell values of its own
             }
-            let Some(bitmap) = overlay.coverage.at(pos) else { continue };
+            let Some(bitmap) = overlay.coverage.at(pos) else {
+                continue;
+            };
             if let Some(max) = bitmap.max() {
                 if u64::from(max) >= self.physical_rows {
                     return Err(Error::OffsetOutOfRange {
@@ -372,7 +395,14 @@ impl Fragment {
                     covered: bitmap.len(),
                 });
             }
-            check_types(frag, &file.path, field, &schema_field.data_type, &file.columns[pos], false)?;
+            check_types(
+                frag,
+                &file.path,
+                field,
+                &schema_field.data_type,
+                &file.columns[pos],
+                false,
+            )?;
         }
         Ok(())
     }

@@ -26,8 +26,8 @@ mod snapshot;
 mod value;
 
 pub use fragment::{
-    Coverage, DataFile, Fragment, Lineage, LineageSequence, Overlay, CREATED_AT_FIELD_ID,
-    LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID, TOMBSTONE_FIELD_ID,
+    CREATED_AT_FIELD_ID, Coverage, DataFile, Fragment, LAST_UPDATED_AT_FIELD_ID, Lineage,
+    LineageSequence, Overlay, ROW_ID_FIELD_ID, TOMBSTONE_FIELD_ID,
 };
 pub use index::{Index, IndexEntry, IndexKind};
 pub use schema::{DataType, Field, FieldId, Schema};

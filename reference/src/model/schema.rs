@@ -95,12 +95,24 @@ pub struct Field {
 impl Field {
     /// A top-level field.
     pub fn new(id: FieldId, name: &str, data_type: DataType) -> Field {
-        Field { id, parent_id: -1, name: name.to_string(), data_type, nullable: true }
+        Field {
+            id,
+            parent_id: -1,
+            name: name.to_string(),
+            data_type,
+            nullable: true,
+        }
     }
 
     /// A child of the struct field `parent_id`.
     pub fn child(id: FieldId, parent_id: FieldId, name: &str, data_type: DataType) -> Field {
-        Field { id, parent_id, name: name.to_string(), data_type, nullable: true }
+        Field {
+            id,
+            parent_id,
+            name: name.to_string(),
+            data_type,
+            nullable: true,
+        }
     }
 }
 
@@ -115,7 +127,10 @@ impl Schema {
     pub fn new(fields: Vec<Field>) -> Result<Schema> {
         let mut seen: Vec<&Field> = Vec::with_capacity(fields.len());
         for f in &fields {
-            let bad = |problem: &str| Error::InvalidSchema { field: f.id, problem: problem.into() };
+            let bad = |problem: &str| Error::InvalidSchema {
+                field: f.id,
+                problem: problem.into(),
+            };
             if f.id < 0 {
                 return Err(bad("negative field ids are reserved for the system"));
             }
@@ -170,7 +185,11 @@ impl Schema {
             if chain.len() > self.fields.len() {
                 break;
             }
-            cur = if f.parent_id == -1 { None } else { self.field(f.parent_id) };
+            cur = if f.parent_id == -1 {
+                None
+            } else {
+                self.field(f.parent_id)
+            };
         }
         chain.reverse();
         chain

@@ -40,7 +40,10 @@ impl Snapshot {
         self.fragments
             .iter()
             .find(|f| f.id == id)
-            .ok_or_else(|| Error::UnknownFragment { fragment: id, context: "lookup".into() })
+            .ok_or_else(|| Error::UnknownFragment {
+                fragment: id,
+                context: "lookup".into(),
+            })
     }
 
     /// The index named `name`.
