@@ -29,12 +29,12 @@ pub struct CaseDir {
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
     /// Listing or reading the corpus failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The path.
         path: String,
         /// The error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A case file is unusable.
     #[error(transparent)]
@@ -43,33 +43,33 @@ pub enum CorpusError {
     #[error("{0}")]
     Layout(String),
     /// The scenario failed.
-    #[error("case {id}: {source}")]
+    #[error("case {id}: {error}")]
     Scenario {
         /// Case id.
         id: String,
         /// The error.
-        source: ScenarioError,
+        error: ScenarioError,
     },
     /// The store failed.
-    #[error("case {id}: {source}")]
+    #[error("case {id}: {error}")]
     Store {
         /// Case id.
         id: String,
         /// The error.
-        source: StoreError,
+        error: StoreError,
     },
     /// Expected results could not be computed.
-    #[error("case {id}: {source}")]
+    #[error("case {id}: {error}")]
     Expected {
         /// Case id.
         id: String,
         /// The error.
-        source: ExpectedFailure,
+        error: ExpectedFailure,
     },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CorpusError + '_ {
-    move |source| CorpusError::Io { path: path.display().to_string(), source }
+    move |error| CorpusError::Io { path: path.display().to_string(), error }
 }
 
 fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, CorpusError> {
@@ -134,16 +134,16 @@ pub struct Built {
 /// results from the read-back versions.
 pub fn build(case: &Case, dataset_dir: Option<&Path>) -> Result<Built, CorpusError> {
     let id = || case.id.clone();
-    let execution = scenario::execute(&case.steps).map_err(|source| CorpusError::Scenario { id: id(), source })?;
+    let execution = scenario::execute(&case.steps).map_err(|error| CorpusError::Scenario { id: id(), error })?;
     let read = store::write_and_read_back(dataset_dir, &execution)
-        .map_err(|source| CorpusError::Store { id: id(), source })?;
+        .map_err(|error| CorpusError::Store { id: id(), error })?;
     let mut files = BTreeMap::new();
     for v in &read.versions {
-        let e = expected::compute(case, v).map_err(|source| CorpusError::Expected { id: id(), source })?;
+        let e = expected::compute(case, v).map_err(|error| CorpusError::Expected { id: id(), error })?;
         files.insert(format!("expected/v{}.json", v.version), expected::to_json(&e).into_bytes());
     }
     if let Some(damaged) = &read.corrupted {
-        let e = expected::compute_error(case, damaged).map_err(|source| CorpusError::Expected { id: id(), source })?;
+        let e = expected::compute_error(case, damaged).map_err(|error| CorpusError::Expected { id: id(), error })?;
         files.insert("expected/error.json".into(), expected::to_json(&e).into_bytes());
     }
     for q in &case.queries {
@@ -151,7 +151,7 @@ pub fn build(case: &Case, dataset_dir: Option<&Path>) -> Result<Built, CorpusErr
         if let Some(v) = q.at.iter().find(|v| !known(v)) {
             return Err(CorpusError::Expected {
                 id: id(),
-                source: ExpectedFailure::Query {
+                error: ExpectedFailure::Query {
                     name: q.name.clone(),
                     version: *v,
                     problem: "no readable version with that number".into(),

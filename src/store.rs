@@ -46,7 +46,9 @@ pub enum StoreError {
 pub fn write_and_read_back(_dataset_dir: Option<&Path>, execution: &Execution) -> Result<ReadBack, StoreError> {
     let mut versions: Vec<Snapshot> = execution.versions.clone();
     for (committed, read) in execution.versions.iter().zip(&versions) {
-        if committed != read {
+        // Debug text compares floats by their shortest round-trip spelling, so NaN equals NaN
+        // and -0.0 differs from 0.0 (derived `PartialEq` would call a NaN cell unequal).
+        if format!("{committed:?}") != format!("{read:?}") {
             return Err(StoreError::RoundTrip { version: committed.version });
         }
     }

@@ -111,12 +111,12 @@ pub struct Case {
 #[derive(Debug, thiserror::Error)]
 pub enum CaseError {
     /// The file could not be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: String,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The TOML does not parse or does not match the vocabulary.
     #[error("{path}: {message}")]
@@ -157,7 +157,7 @@ impl RequirementIndex {
         }
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path)
-            .map_err(|source| CaseError::Io { path: shown.clone(), source })?;
+            .map_err(|error| CaseError::Io { path: shown.clone(), error })?;
         let file: File = toml::from_str(&text)
             .map_err(|e| CaseError::Parse { path: shown, message: e.to_string() })?;
         Ok(RequirementIndex {
@@ -179,7 +179,7 @@ impl Case {
     pub fn load(path: &Path) -> Result<Case, CaseError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path)
-            .map_err(|source| CaseError::Io { path: shown.clone(), source })?;
+            .map_err(|error| CaseError::Io { path: shown.clone(), error })?;
         Case::parse(&text, &shown)
     }
 

@@ -17,13 +17,15 @@ enum Node {
     Object(Vec<(String, Node)>),
 }
 
-/// Lays out compact JSON text (as produced by `serde_json::to_string`).
+/// Lays out compact JSON text (as produced by `serde_json::to_string`); the top-level object or
+/// array is always expanded.
 pub fn layout(compact: &str) -> String {
     let bytes = compact.as_bytes();
     let mut pos = 0;
     let node = parse(bytes, &mut pos);
     let mut out = String::new();
-    write(&node, 0, &mut out);
+    // The top level is always expanded, so every file starts the same way.
+    write_at(&node, 0, usize::MAX / 2, &mut out);
     out.push('\n');
     out
 }
@@ -101,15 +103,10 @@ fn one_line(node: &Node) -> String {
     }
 }
 
-/// Writes `node` at nesting `indent`, its first line starting at column `indent`.
-fn write(node: &Node, indent: usize, out: &mut String) {
-    write_at(node, indent, indent, out);
-}
-
 /// Writes `node` at nesting `indent` when its first character lands at `column`.
 fn write_at(node: &Node, indent: usize, column: usize, out: &mut String) {
     let flat = one_line(node);
-    if matches!(node, Node::Scalar(_)) || column + flat.len() <= WIDTH {
+    if matches!(node, Node::Scalar(_)) || column.saturating_add(flat.len()) <= WIDTH {
         out.push_str(&flat);
         return;
     }
