@@ -48,7 +48,7 @@ pub enum CorpusError {
         /// Case id.
         id: String,
         /// The error.
-        error: ScenarioError,
+        error: Box<ScenarioError>,
     },
     /// The store failed.
     #[error("case {id}: {error}")]
@@ -56,7 +56,7 @@ pub enum CorpusError {
         /// Case id.
         id: String,
         /// The error.
-        error: StoreError,
+        error: Box<StoreError>,
     },
     /// Expected results could not be computed.
     #[error("case {id}: {error}")]
@@ -64,12 +64,15 @@ pub enum CorpusError {
         /// Case id.
         id: String,
         /// The error.
-        error: ExpectedFailure,
+        error: Box<ExpectedFailure>,
     },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CorpusError + '_ {
-    move |error| CorpusError::Io { path: path.display().to_string(), error }
+    move |error| CorpusError::Io {
+        path: path.display().to_string(),
+        error,
+    }
 }
 
 fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, CorpusError> {
@@ -95,7 +98,10 @@ pub fn load(root: &Path, requirements: &RequirementIndex) -> Result<Vec<CaseDir>
             }
             let case = Case::load(&file)?;
             case.validate(requirements)?;
-            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             if name != case.id {
                 return Err(CorpusError::Layout(format!(
                     "{}: directory name {name:?} differs from id {:?}",
@@ -111,7 +117,10 @@ pub fn load(root: &Path, requirements: &RequirementIndex) -> Result<Vec<CaseDir>
                     dir.display()
                 )));
             }
-            let area = area_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let area = area_dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             cases.push(CaseDir { area, dir, case });
         }
     }
@@ -134,30 +143,53 @@ pub struct Built {
 /// results from the read-back versions.
 pub fn build(case: &Case, dataset_dir: Option<&Path>) -> Result<Built, CorpusError> {
     let id = || case.id.clone();
-    let execution = scenario::execute(&case.steps).map_err(|error| CorpusError::Scenario { id: id(), error })?;
-    let read = store::write_and_read_back(dataset_dir, &execution)
-        .map_err(|error| CorpusError::Store { id: id(), error })?;
+    let execution = scenario::execute(&case.steps).map_err(|error| CorpusError::Scenario {
+        id: id(),
+        error: Box::new(error),
+    })?;
+    let read = store::write_and_read_back(dataset_dir, &execution).map_err(|error| {
+        CorpusError::Store {
+            id: id(),
+            error: Box::new(error),
+        }
+    })?;
     let mut files = BTreeMap::new();
     for v in &read.versions {
-        let e = expected::compute(case, v).map_err(|error| CorpusError::Expected { id: id(), error })?;
-        files.insert(format!("expected/v{}.json", v.version), expected::to_json(&e).into_bytes());
+        let e = expected::compute(case, v).map_err(|error| CorpusError::Expected {
+            id: id(),
+            error: Box::new(error),
+        })?;
+        files.insert(
+            format!("expected/v{}.json", v.version),
+            expected::to_json(&e).into_bytes(),
+        );
     }
     if let Some(damaged) = &read.corrupted {
-        let e = expected::compute_error(case, damaged).map_err(|error| CorpusError::Expected { id: id(), error })?;
-        files.insert("expected/error.json".into(), expected::to_json(&e).into_bytes());
+        let e = expected::compute_error(case, damaged).map_err(|error| CorpusError::Expected {
+            id: id(),
+            error: Box::new(error),
+        })?;
+        files.insert(
+            "expected/error.json".into(),
+            expected::to_json(&e).into_bytes(),
+        );
     }
     for q in &case.queries {
         let known = |v: &u64| read.versions.iter().any(|s| s.version == *v);
         if let Some(v) = q.at.iter().find(|v| !known(v)) {
             return Err(CorpusError::Expected {
                 id: id(),
-                error: ExpectedFailure::Query {
+                error: Box::new(ExpectedFailure::Query {
                     name: q.name.clone(),
                     version: *v,
                     problem: "no readable version with that number".into(),
-                },
+                }),
             });
         }
     }
-    Ok(Built { execution, read, files })
+    Ok(Built {
+        execution,
+        read,
+        files,
+    })
 }

@@ -34,11 +34,18 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
     if check {
         let problems = check_cases(root, &all, &selected)?;
         if problems.is_empty() {
-            println!("generate --check: {} case(s) and {SUMS_FILE} are up to date", selected.len());
+            println!(
+                "generate --check: {} case(s) and {SUMS_FILE} are up to date",
+                selected.len()
+            );
             return Ok(0);
         }
         let mut err = std::io::stderr().lock();
-        writeln!(err, "generate --check: {} difference(s); run `lance-conformance generate`:", problems.len())?;
+        writeln!(
+            err,
+            "generate --check: {} difference(s); run `lance-conformance generate`:",
+            problems.len()
+        )?;
         for p in &problems {
             writeln!(err, "  {p}")?;
         }
@@ -49,7 +56,11 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
     }
     std::fs::write(root.join(SUMS_FILE), sums(root, &all)?)
         .with_context(|| format!("writing {}", root.join(SUMS_FILE).display()))?;
-    println!("generated {} case(s); {SUMS_FILE} covers {} case(s)", selected.len(), all.len());
+    println!(
+        "generated {} case(s); {SUMS_FILE} covers {} case(s)",
+        selected.len(),
+        all.len()
+    );
     Ok(0)
 }
 
@@ -68,7 +79,10 @@ pub fn select<'a>(all: &'a [CaseDir], selectors: &[String]) -> Result<Vec<&'a Ca
         };
         let canon = as_dir.and_then(|d| d.canonicalize().ok());
         let found = all.iter().find(|c| {
-            c.case.id == *s || canon.as_ref().is_some_and(|p| c.dir.canonicalize().ok().as_ref() == Some(p))
+            c.case.id == *s
+                || canon
+                    .as_ref()
+                    .is_some_and(|p| c.dir.canonicalize().ok().as_ref() == Some(p))
         });
         match found {
             Some(c) if !out.iter().any(|o| o.case.id == c.case.id) => out.push(c),
@@ -93,7 +107,8 @@ fn write_case(c: &CaseDir, dir: &Path) -> Result<()> {
     for (rel, bytes) in &built.files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
         }
         std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
     }
@@ -123,8 +138,15 @@ fn collect(dir: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Resu
             collect(&path, base, out)?;
         } else {
             let rel = path.strip_prefix(base).unwrap_or(&path);
-            let key = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
-            out.insert(key, std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?);
+            let key = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            out.insert(
+                key,
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+            );
         }
     }
     Ok(())

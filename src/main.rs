@@ -61,9 +61,13 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run { quiet } => suite::run(quiet),
         Command::Explain { version, cell } => suite::explain_cell(version, &cell),
-        Command::Generate { cases, check, root, requirements } => {
-            lance_conformance::generate::command(&root, &requirements, &cases, check).map(|code| code == 0)
-        }
+        Command::Generate {
+            cases,
+            check,
+            root,
+            requirements,
+        } => lance_conformance::generate::command(&root, &requirements, &cases, check)
+            .map(|code| code == 0),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -43,25 +43,36 @@ pub enum StoreError {
 
 /// Writes `execution`'s versions (into `dataset_dir` once the writer exists) and reads them
 /// back (see the module docs).
-pub fn write_and_read_back(_dataset_dir: Option<&Path>, execution: &Execution) -> Result<ReadBack, StoreError> {
+pub fn write_and_read_back(
+    _dataset_dir: Option<&Path>,
+    execution: &Execution,
+) -> Result<ReadBack, StoreError> {
     let mut versions: Vec<Snapshot> = execution.versions.clone();
     for (committed, read) in execution.versions.iter().zip(&versions) {
         // Debug text compares floats by their shortest round-trip spelling, so NaN equals NaN
         // and -0.0 differs from 0.0 (derived `PartialEq` would call a NaN cell unequal).
         if format!("{committed:?}") != format!("{read:?}") {
-            return Err(StoreError::RoundTrip { version: committed.version });
+            return Err(StoreError::RoundTrip {
+                version: committed.version,
+            });
         }
     }
     let corrupted = if execution.corruptions.is_empty() {
         None
     } else {
         let Some(mut newest) = versions.pop() else {
-            return Ok(ReadBack { versions, corrupted: None });
+            return Ok(ReadBack {
+                versions,
+                corrupted: None,
+            });
         };
         for c in &execution.corruptions {
             apply_to_snapshot(&mut newest, c)?;
         }
         Some(newest)
     };
-    Ok(ReadBack { versions, corrupted })
+    Ok(ReadBack {
+        versions,
+        corrupted,
+    })
 }

@@ -39,14 +39,19 @@ fn the_committed_corpus_is_up_to_date() {
 #[test]
 fn check_fails_on_a_changed_missing_or_extra_file_and_on_stale_sums() {
     let requirements = root().join("spec/requirements.toml");
-    let edits: [(&str, fn(&Path)); 4] = [
+    type Edit = fn(&Path);
+    let edits: [(&str, Edit); 4] = [
         ("changed byte", |c| {
             let f = c.join("overlays/worked-example/expected/v2.json");
             let text = std::fs::read_to_string(&f).unwrap().replacen("26", "27", 1);
             std::fs::write(f, text).unwrap();
         }),
-        ("missing file", |c| std::fs::remove_file(c.join("overlays/worked-example/expected/v4.json")).unwrap()),
-        ("extra file", |c| std::fs::write(c.join("overlays/worked-example/expected/v9.json"), "{}\n").unwrap()),
+        ("missing file", |c| {
+            std::fs::remove_file(c.join("overlays/worked-example/expected/v4.json")).unwrap()
+        }),
+        ("extra file", |c| {
+            std::fs::write(c.join("overlays/worked-example/expected/v9.json"), "{}\n").unwrap()
+        }),
         ("stale sums", |c| {
             let f = c.join(generate::SUMS_FILE);
             let text = std::fs::read_to_string(&f).unwrap();
@@ -57,14 +62,29 @@ fn check_fails_on_a_changed_missing_or_extra_file_and_on_stale_sums() {
         let scratch = tempfile::tempdir().unwrap();
         let corpus = scratch.path().join("conformance-cases");
         copy_dir(&root().join("conformance-cases"), &corpus);
-        assert_eq!(generate::command(&corpus, &requirements, &[], true).unwrap(), 0, "{what}: clean copy");
+        assert_eq!(
+            generate::command(&corpus, &requirements, &[], true).unwrap(),
+            0,
+            "{what}: clean copy"
+        );
         edit(&corpus);
-        assert_eq!(generate::command(&corpus, &requirements, &[], true).unwrap(), 1, "{what} not noticed");
+        assert_eq!(
+            generate::command(&corpus, &requirements, &[], true).unwrap(),
+            1,
+            "{what} not noticed"
+        );
         // Regenerating repairs it.
-        assert_eq!(generate::command(&corpus, &requirements, &[], false).unwrap(), 0);
+        assert_eq!(
+            generate::command(&corpus, &requirements, &[], false).unwrap(),
+            0
+        );
         let extra = corpus.join("overlays/worked-example/expected/v9.json");
         assert!(!extra.exists(), "{what}: regeneration keeps a stale file");
-        assert_eq!(generate::command(&corpus, &requirements, &[], true).unwrap(), 0, "{what}: after repair");
+        assert_eq!(
+            generate::command(&corpus, &requirements, &[], true).unwrap(),
+            0,
+            "{what}: after repair"
+        );
     }
 }
 
@@ -72,10 +92,14 @@ fn check_fails_on_a_changed_missing_or_extra_file_and_on_stale_sums() {
 fn selecting_cases_by_id_or_path() {
     let requirements = root().join("spec/requirements.toml");
     let corpus = root().join("conformance-cases");
-    let by_id = generate::command(&corpus, &requirements, &["worked-example".into()], true).unwrap();
+    let by_id =
+        generate::command(&corpus, &requirements, &["worked-example".into()], true).unwrap();
     assert_eq!(by_id, 0);
     let path = corpus.join("overlays/null-cover").display().to_string();
-    assert_eq!(generate::command(&corpus, &requirements, &[path], true).unwrap(), 0);
+    assert_eq!(
+        generate::command(&corpus, &requirements, &[path], true).unwrap(),
+        0
+    );
     assert!(generate::command(&corpus, &requirements, &["no-such-case".into()], true).is_err());
 }
 
@@ -106,7 +130,9 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.unwrap().path();
         if path.is_dir() {
             collect(&path, out);
-        } else if path.extension().is_some_and(|e| e == "json") && path.parent().unwrap().ends_with("expected") {
+        } else if path.extension().is_some_and(|e| e == "json")
+            && path.parent().unwrap().ends_with("expected")
+        {
             out.push(path);
         }
     }

@@ -23,7 +23,8 @@ fn requirements() -> RequirementIndex {
 }
 
 fn cases() -> Vec<CaseDir> {
-    corpus::load(&root().join("conformance-cases"), &requirements()).unwrap_or_else(|e| panic!("{e}"))
+    corpus::load(&root().join("conformance-cases"), &requirements())
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -43,7 +44,11 @@ fn every_case_names_only_existing_requirement_ids() {
     let index = requirements();
     for c in cases() {
         for r in &c.case.requirements {
-            assert!(index.levels.contains_key(r), "case {} names unknown requirement {r}", c.case.id);
+            assert!(
+                index.levels.contains_key(r),
+                "case {} names unknown requirement {r}",
+                c.case.id
+            );
         }
     }
 }
@@ -51,7 +56,10 @@ fn every_case_names_only_existing_requirement_ids() {
 #[test]
 fn validation_rejects_what_the_format_forbids() {
     let index = requirements();
-    let base = std::fs::read_to_string(root().join("conformance-cases/flags/unknown-reader-flag/case.toml")).unwrap();
+    let base = std::fs::read_to_string(
+        root().join("conformance-cases/flags/unknown-reader-flag/case.toml"),
+    )
+    .unwrap();
     let ok = Case::parse(&base, "base").unwrap();
     ok.validate(&index).unwrap();
     for (what, text) in [
@@ -64,8 +72,14 @@ fn validation_rejects_what_the_format_forbids() {
         assert!(parsed.is_err() || parsed.unwrap().validate(&index).is_err(), "{what} was accepted");
     }
     for (what, text) in [
-        ("unknown key", base.replace("title =", "titel = \"x\"\ntitle =")),
-        ("unknown op", base.replace("op = \"corrupt\"", "op = \"explode\"")),
+        (
+            "unknown key",
+            base.replace("title =", "titel = \"x\"\ntitle ="),
+        ),
+        (
+            "unknown op",
+            base.replace("op = \"corrupt\"", "op = \"explode\""),
+        ),
     ] {
         assert!(Case::parse(&text, what).is_err(), "{what} parsed");
     }
@@ -87,8 +101,19 @@ fn the_published_case_schema_knows_the_same_vocabulary() {
     let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
     let ops = strings_at(&schema, "/$defs/step/properties/op/enum");
     let all_ops: BTreeSet<&str> = [
-        "create", "append", "overlay", "delete", "build_index", "compact_overlays", "fold",
-        "rewrite_rows", "commit_retry", "set_config", "add_fields", "drop_fields", "corrupt",
+        "create",
+        "append",
+        "overlay",
+        "delete",
+        "build_index",
+        "compact_overlays",
+        "fold",
+        "rewrite_rows",
+        "commit_retry",
+        "set_config",
+        "add_fields",
+        "drop_fields",
+        "corrupt",
     ]
     .into_iter()
     .collect();
@@ -103,8 +128,14 @@ fn the_published_case_schema_knows_the_same_vocabulary() {
     for w in &whats {
         let toml = format!("what = \"{w}\"");
         // Each name is a Corruption variant: parsing fails on missing fields, never on the name.
-        let err = toml::from_str::<lance_conformance::case::Corruption>(&toml).err().map(|e| e.to_string());
-        assert!(err.as_deref().is_none_or(|e| !e.contains("unknown variant")), "{w}: {err:?}");
+        let err = toml::from_str::<lance_conformance::case::Corruption>(&toml)
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_none_or(|e| !e.contains("unknown variant")),
+            "{w}: {err:?}"
+        );
     }
     let capabilities = strings_at(&schema, "/$defs/capability/enum");
     for c in cases() {
@@ -129,14 +160,27 @@ fn metamorphic_twins_read_the_same_at_every_version() {
         assert!(members.len() >= 2, "twin group {group} has one member");
         let read = |c: &CaseDir| -> Vec<expected::ExpectedVersion> {
             let built = corpus::build(&c.case, None).unwrap();
-            built.read.versions.iter().map(|v| expected::compute(&c.case, v).unwrap()).collect()
+            built
+                .read
+                .versions
+                .iter()
+                .map(|v| expected::compute(&c.case, v).unwrap())
+                .collect()
         };
         let first = read(&members[0]);
         for other in &members[1..] {
             let versions = read(other);
-            assert_eq!(versions.len(), first.len(), "{group}: version counts differ");
+            assert_eq!(
+                versions.len(),
+                first.len(),
+                "{group}: version counts differ"
+            );
             for (a, b) in first.iter().zip(&versions) {
-                assert_eq!(a.rows, b.rows, "{group}: rows differ at version {}", a.version);
+                assert_eq!(
+                    a.rows, b.rows,
+                    "{group}: rows differ at version {}",
+                    a.version
+                );
                 assert_eq!(a.columns, b.columns);
                 assert_eq!(a.exclusion_sets, b.exclusion_sets);
             }
@@ -147,31 +191,59 @@ fn metamorphic_twins_read_the_same_at_every_version() {
 #[test]
 fn requirement_coverage_by_cases() {
     let index = requirements();
-    let covered: BTreeSet<String> = cases().iter().flat_map(|c| c.case.requirements.clone()).collect();
-    let uncovered: Vec<&String> = index.levels.keys().filter(|id| !covered.contains(*id)).collect();
+    let covered: BTreeSet<String> = cases()
+        .iter()
+        .flat_map(|c| c.case.requirements.clone())
+        .collect();
+    let uncovered: Vec<&String> = index
+        .levels
+        .keys()
+        .filter(|id| !covered.contains(*id))
+        .collect();
     if !uncovered.is_empty() {
-        eprintln!("{} of {} requirement ids are covered by no case:", uncovered.len(), index.levels.len());
+        eprintln!(
+            "{} of {} requirement ids are covered by no case:",
+            uncovered.len(),
+            index.levels.len()
+        );
         for id in &uncovered {
             eprintln!("  {id}");
         }
     }
-    assert!(!REQUIRE_FULL_COVERAGE || uncovered.is_empty(), "uncovered: {uncovered:?}");
+    assert!(
+        !REQUIRE_FULL_COVERAGE || uncovered.is_empty(),
+        "uncovered: {uncovered:?}"
+    );
 }
 
 #[test]
 fn negative_cases_damage_only_the_newest_version() {
     for c in cases() {
-        let corrupt_steps = c.case.steps.iter().filter(|s| matches!(s, Step::Corrupt(_))).count();
+        let corrupt_steps = c
+            .case
+            .steps
+            .iter()
+            .filter(|s| matches!(s, Step::Corrupt(_)))
+            .count();
         assert_eq!(corrupt_steps > 0, c.case.is_negative(), "{}", c.case.id);
         let dir: &Path = &c.dir;
         let error = dir.join("expected/error.json");
-        assert_eq!(error.is_file(), c.case.is_negative(), "{}: error.json", c.case.id);
+        assert_eq!(
+            error.is_file(),
+            c.case.is_negative(),
+            "{}: error.json",
+            c.case.id
+        );
         if c.case.is_negative() {
             let e = expected::parse_error(&std::fs::read_to_string(&error).unwrap()).unwrap();
             assert!(["malformed", "invalid", "unsupported_feature"].contains(&e.class.as_str()));
             assert!(!dir.join(format!("expected/v{}.json", e.version)).exists());
             for v in 1..e.version {
-                assert!(dir.join(format!("expected/v{v}.json")).is_file(), "{} v{v}", c.case.id);
+                assert!(
+                    dir.join(format!("expected/v{v}.json")).is_file(),
+                    "{} v{v}",
+                    c.case.id
+                );
             }
         }
     }

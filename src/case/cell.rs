@@ -74,26 +74,38 @@ impl Cell {
     /// base column stores.
     pub fn to_value(&self, schema: &Schema, field: FieldId) -> Result<Value, CellError> {
         let (name, data_type) = field_name_and_type(schema, field);
-        let bad = |problem: String| CellError { field: name.clone(), problem };
+        let bad = |problem: String| CellError {
+            field: name.clone(),
+            problem,
+        };
         if let Cell::Null(marker) = self {
             return if marker.null {
                 Ok(Value::Null)
             } else {
-                Err(bad("write NULL as { null = true }; { null = false } means nothing".into()))
+                Err(bad(
+                    "write NULL as { null = true }; { null = false } means nothing".into(),
+                ))
             };
         }
-        let mismatch = || bad(format!("{} does not fit type {}", self.kind(), type_name(&data_type)));
+        let mismatch = || {
+            bad(format!(
+                "{} does not fit type {}",
+                self.kind(),
+                type_name(&data_type)
+            ))
+        };
         Ok(match (&data_type, self) {
             (DataType::Bool, Cell::Bool(b)) => Value::Bool(*b),
-            (DataType::Int32, Cell::Int(i)) => {
-                Value::Int32(i32::try_from(*i).map_err(|_| bad(format!("{i} is out of int32 range")))?)
-            }
+            (DataType::Int32, Cell::Int(i)) => Value::Int32(
+                i32::try_from(*i).map_err(|_| bad(format!("{i} is out of int32 range")))?,
+            ),
             (DataType::Int64, Cell::Int(i)) => Value::Int64(*i),
             (DataType::UInt64, Cell::Int(i)) => {
                 Value::UInt64(u64::try_from(*i).map_err(|_| bad(format!("{i} is negative")))?)
             }
             (DataType::UInt64, Cell::Text(s)) => Value::UInt64(
-                s.parse().map_err(|_| bad(format!("{s:?} is not a uint64 written as a string")))?,
+                s.parse()
+                    .map_err(|_| bad(format!("{s:?} is not a uint64 written as a string")))?,
             ),
             (DataType::Float32, Cell::Float(x)) => Value::Float32(*x as f32),
             (DataType::Float32, Cell::Int(i)) => Value::Float32(*i as f32),
@@ -114,7 +126,10 @@ impl Cell {
                         Cell::Float(x) => Some(*x as f32),
                         Cell::Int(i) => Some(*i as f32),
                         other => {
-                            return Err(bad(format!("vector item {} is not a float32", other.kind())));
+                            return Err(bad(format!(
+                                "vector item {} is not a float32",
+                                other.kind()
+                            )));
                         }
                     });
                 }
@@ -123,7 +138,9 @@ impl Cell {
             (DataType::Struct, Cell::Struct(children)) => {
                 let known: Vec<&str> = schema.children(field).map(|c| c.name.as_str()).collect();
                 if let Some(unknown) = children.keys().find(|k| !known.contains(&k.as_str())) {
-                    return Err(bad(format!("struct has no child {unknown:?} (children: {known:?})")));
+                    return Err(bad(format!(
+                        "struct has no child {unknown:?} (children: {known:?})"
+                    )));
                 }
                 let mut values = Vec::new();
                 for child in schema.children(field) {
@@ -148,8 +165,17 @@ pub fn field_name_and_type(schema: &Schema, field: FieldId) -> (String, DataType
         .filter_map(|id| schema.field(*id).map(|f| f.name.clone()))
         .collect::<Vec<_>>()
         .join(".");
-    let data_type = schema.field(field).map_or(DataType::Struct, |f| f.data_type.clone());
-    (if name.is_empty() { field.to_string() } else { name }, data_type)
+    let data_type = schema
+        .field(field)
+        .map_or(DataType::Struct, |f| f.data_type.clone());
+    (
+        if name.is_empty() {
+            field.to_string()
+        } else {
+            name
+        },
+        data_type,
+    )
 }
 
 /// The kit's spelling of a type: `int32`, `utf8`, `fixed_size_list<float32,3>`, `struct`, ...
@@ -181,7 +207,9 @@ pub fn parse_type_name(s: &str) -> Option<DataType> {
         "utf8" => DataType::Utf8,
         "struct" => DataType::Struct,
         other => {
-            let dim = other.strip_prefix("fixed_size_list<float32,")?.strip_suffix('>')?;
+            let dim = other
+                .strip_prefix("fixed_size_list<float32,")?
+                .strip_suffix('>')?;
             let dimension: u32 = dim.parse().ok()?;
             if dimension == 0 {
                 return None;
@@ -219,7 +247,10 @@ mod tests {
     fn natural_toml_becomes_typed_values() {
         let s = schema();
         assert_eq!(cell("26").to_value(&s, 0).unwrap(), Value::Int32(26));
-        assert_eq!(cell("{ null = true }").to_value(&s, 0).unwrap(), Value::Null);
+        assert_eq!(
+            cell("{ null = true }").to_value(&s, 0).unwrap(),
+            Value::Null
+        );
         assert_eq!(
             cell("[0.5, { null = true }]").to_value(&s, 1).unwrap(),
             Value::Vector(vec![Some(0.5), None])
@@ -228,7 +259,10 @@ mod tests {
             cell("{ city = \"Oslo\" }").to_value(&s, 2).unwrap(),
             Value::Struct(vec![Value::Utf8("Oslo".into())])
         );
-        assert_eq!(cell("{}").to_value(&s, 2).unwrap(), Value::Struct(vec![Value::Null]));
+        assert_eq!(
+            cell("{}").to_value(&s, 2).unwrap(),
+            Value::Struct(vec![Value::Null])
+        );
         assert_eq!(
             cell("\"18446744073709551615\"").to_value(&s, 4).unwrap(),
             Value::UInt64(u64::MAX)
@@ -245,7 +279,10 @@ mod tests {
         let e = cell("{ town = \"x\" }").to_value(&s, 2).unwrap_err();
         assert!(e.problem.contains("town"), "{e}");
         assert!(cell("{ null = false }").to_value(&s, 0).is_err());
-        assert_eq!(cell("\"x\"").to_value(&s, 3).unwrap(), Value::Utf8("x".into()));
+        assert_eq!(
+            cell("\"x\"").to_value(&s, 3).unwrap(),
+            Value::Utf8("x".into())
+        );
     }
 
     #[test]

@@ -156,12 +156,20 @@ impl RequirementIndex {
             requirement: Vec<Entry>,
         }
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| CaseError::Io { path: shown.clone(), error })?;
-        let file: File = toml::from_str(&text)
-            .map_err(|e| CaseError::Parse { path: shown, message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|error| CaseError::Io {
+            path: shown.clone(),
+            error,
+        })?;
+        let file: File = toml::from_str(&text).map_err(|e| CaseError::Parse {
+            path: shown,
+            message: e.to_string(),
+        })?;
         Ok(RequirementIndex {
-            levels: file.requirement.into_iter().map(|e| (e.id, e.level)).collect(),
+            levels: file
+                .requirement
+                .into_iter()
+                .map(|e| (e.id, e.level))
+                .collect(),
         })
     }
 }
@@ -178,8 +186,10 @@ impl Case {
     /// Reads and parses a `case.toml` file.
     pub fn load(path: &Path) -> Result<Case, CaseError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| CaseError::Io { path: shown.clone(), error })?;
+        let text = std::fs::read_to_string(path).map_err(|error| CaseError::Io {
+            path: shown.clone(),
+            error,
+        })?;
         Case::parse(&text, &shown)
     }
 
@@ -190,14 +200,22 @@ impl Case {
 
     /// Checks the format rules listed in the module docs.
     pub fn validate(&self, requirements: &RequirementIndex) -> Result<(), CaseError> {
-        let bad = |problem: String| CaseError::Invalid { id: self.id.clone(), problem };
+        let bad = |problem: String| CaseError::Invalid {
+            id: self.id.clone(),
+            problem,
+        };
         let id_ok = !self.id.is_empty()
             && self.id.len() <= 80
-            && self.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && self
+                .id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
             && !self.id.starts_with('-')
             && !self.id.ends_with('-');
         if !id_ok {
-            return Err(bad("id must be 1-80 lower-case letters, digits and inner dashes".into()));
+            return Err(bad(
+                "id must be 1-80 lower-case letters, digits and inner dashes".into(),
+            ));
         }
         if self.title.trim().is_empty() || self.description.trim().is_empty() {
             return Err(bad("title and description must not be empty".into()));
@@ -207,7 +225,9 @@ impl Case {
         }
         for (i, r) in self.requirements.iter().enumerate() {
             if !requirements.levels.contains_key(r) {
-                return Err(bad(format!("requirement {r} is not in spec/requirements.toml")));
+                return Err(bad(format!(
+                    "requirement {r} is not in spec/requirements.toml"
+                )));
             }
             if self.requirements[..i].contains(r) {
                 return Err(bad(format!("requirement {r} is listed twice")));
@@ -219,18 +239,31 @@ impl Case {
             .filter_map(|r| requirements.levels.get(r))
             .any(|l| l.starts_with("MUST"));
         if self.level == Level::Must && !binding {
-            return Err(bad("level MUST needs at least one MUST / MUST NOT requirement".into()));
+            return Err(bad(
+                "level MUST needs at least one MUST / MUST NOT requirement".into(),
+            ));
         }
         match self.steps.first() {
             Some(Step::Create { .. }) => {}
             _ => return Err(bad("the first step must be `create`".into())),
         }
-        if self.steps.iter().skip(1).any(|s| matches!(s, Step::Create { .. })) {
+        if self
+            .steps
+            .iter()
+            .skip(1)
+            .any(|s| matches!(s, Step::Create { .. }))
+        {
             return Err(bad("only the first step may be `create`".into()));
         }
-        let first_corrupt = self.steps.iter().position(|s| matches!(s, Step::Corrupt(_)));
+        let first_corrupt = self
+            .steps
+            .iter()
+            .position(|s| matches!(s, Step::Corrupt(_)));
         if let Some(p) = first_corrupt {
-            if self.steps[p..].iter().any(|s| !matches!(s, Step::Corrupt(_))) {
+            if self.steps[p..]
+                .iter()
+                .any(|s| !matches!(s, Step::Corrupt(_)))
+            {
                 return Err(bad("`corrupt` steps must all come at the end".into()));
             }
         }
@@ -243,7 +276,9 @@ impl Case {
                     )));
                 }
             }
-            (Some(_), None) => return Err(bad("expect_error needs at least one `corrupt` step".into())),
+            (Some(_), None) => {
+                return Err(bad("expect_error needs at least one `corrupt` step".into()));
+            }
             (None, Some(_)) => return Err(bad("`corrupt` steps need an [expect_error]".into())),
             (None, None) => {}
         }

@@ -11,7 +11,10 @@ pub fn field_id(schema: &Schema, name: &str) -> Option<FieldId> {
     let mut parent: FieldId = -1;
     let mut found = None;
     for part in name.split('.') {
-        let field = schema.fields().iter().find(|f| f.parent_id == parent && f.name == part)?;
+        let field = schema
+            .fields()
+            .iter()
+            .find(|f| f.parent_id == parent && f.name == part)?;
         parent = field.id;
         found = Some(field.id);
     }
@@ -25,7 +28,11 @@ pub fn dotted_name(schema: &Schema, id: FieldId) -> String {
         .iter()
         .filter_map(|a| schema.field(*a).map(|f| f.name.as_str()))
         .collect();
-    if parts.is_empty() { id.to_string() } else { parts.join(".") }
+    if parts.is_empty() {
+        id.to_string()
+    } else {
+        parts.join(".")
+    }
 }
 
 #[cfg(test)]

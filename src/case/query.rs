@@ -78,16 +78,25 @@ impl PredicateSpec {
     ) -> Result<Predicate, CellError> {
         match self {
             PredicateSpec::And { and } => Ok(Predicate::And(
-                and.iter().map(|p| p.to_predicate(schema, lookup)).collect::<Result<_, _>>()?,
+                and.iter()
+                    .map(|p| p.to_predicate(schema, lookup))
+                    .collect::<Result<_, _>>()?,
             )),
             PredicateSpec::Or { or } => Ok(Predicate::Or(
-                or.iter().map(|p| p.to_predicate(schema, lookup)).collect::<Result<_, _>>()?,
+                or.iter()
+                    .map(|p| p.to_predicate(schema, lookup))
+                    .collect::<Result<_, _>>()?,
             )),
             PredicateSpec::Leaf { field, op, value } => {
-                let bad = |problem: &str| CellError { field: field.clone(), problem: problem.into() };
+                let bad = |problem: &str| CellError {
+                    field: field.clone(),
+                    problem: problem.into(),
+                };
                 let id = lookup(field).ok_or_else(|| bad("no such field"))?;
                 let literal = |v: &Option<Cell>| -> Result<_, CellError> {
-                    v.as_ref().ok_or_else(|| bad("this operator needs a value"))?.to_value(schema, id)
+                    v.as_ref()
+                        .ok_or_else(|| bad("this operator needs a value"))?
+                        .to_value(schema, id)
                 };
                 Ok(match op {
                     Op::Eq => Predicate::Eq(id, literal(value)?),
@@ -99,7 +108,10 @@ impl PredicateSpec {
                     Op::In => match value {
                         Some(Cell::List(items)) => Predicate::In(
                             id,
-                            items.iter().map(|c| c.to_value(schema, id)).collect::<Result<_, _>>()?,
+                            items
+                                .iter()
+                                .map(|c| c.to_value(schema, id))
+                                .collect::<Result<_, _>>()?,
                         ),
                         _ => return Err(bad("`in` needs an array value")),
                     },

@@ -69,7 +69,10 @@ fn parse(b: &[u8], pos: &mut usize) -> Node {
         Some(b'"') => Node::Scalar(string(b, pos)),
         _ => {
             let start = *pos;
-            while b.get(*pos).is_some_and(|c| !matches!(c, b',' | b']' | b'}')) {
+            while b
+                .get(*pos)
+                .is_some_and(|c| !matches!(c, b',' | b']' | b'}'))
+            {
                 *pos += 1;
             }
             Node::Scalar(String::from_utf8_lossy(&b[start..*pos]).into_owned())
@@ -95,10 +98,17 @@ fn string(b: &[u8], pos: &mut usize) -> String {
 fn one_line(node: &Node) -> String {
     match node {
         Node::Scalar(s) => s.clone(),
-        Node::Array(items) => format!("[{}]", items.iter().map(one_line).collect::<Vec<_>>().join(", ")),
+        Node::Array(items) => format!(
+            "[{}]",
+            items.iter().map(one_line).collect::<Vec<_>>().join(", ")
+        ),
         Node::Object(entries) => format!(
             "{{{}}}",
-            entries.iter().map(|(k, v)| format!("{k}: {}", one_line(v))).collect::<Vec<_>>().join(", ")
+            entries
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", one_line(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -146,14 +156,20 @@ mod tests {
     fn short_values_stay_on_one_line_and_content_is_unchanged() {
         let compact = r#"{"b":{"type":"int64","value":"-3"},"a":["x\"y",[],{}],"long":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"]}"#;
         let text = layout(compact);
-        assert!(text.contains(r#"  "b": {"type": "int64", "value": "-3"},"#), "{text}");
+        assert!(
+            text.contains(r#"  "b": {"type": "int64", "value": "-3"},"#),
+            "{text}"
+        );
         assert!(text.contains(r#"  "a": ["x\"y", [], {}],"#), "{text}");
         assert!(text.contains("\n    \"aaaa"), "{text}");
         assert!(text.ends_with("}\n") && !text.ends_with("\n\n"));
         let a: serde_json::Value = serde_json::from_str(compact).unwrap();
         let b: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(a, b);
-        let keys: Vec<&str> = text.lines().filter_map(|l| l.trim().split(':').next()).collect();
+        let keys: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.trim().split(':').next())
+            .collect();
         assert_eq!(&keys[1..4], ["\"b\"", "\"a\"", "\"long\""]);
     }
 }

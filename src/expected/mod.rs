@@ -250,7 +250,10 @@ pub fn compute(case: &Case, snapshot: &Snapshot) -> Result<ExpectedVersion, Expe
     let top: Vec<FieldId> = schema.top_level().map(|f| f.id).collect();
     let columns = schema
         .top_level()
-        .map(|f| Column { name: f.name.clone(), data_type: type_name(&f.data_type) })
+        .map(|f| Column {
+            name: f.name.clone(),
+            data_type: type_name(&f.data_type),
+        })
         .collect();
     let rows = scanned
         .iter()
@@ -260,7 +263,11 @@ pub fn compute(case: &Case, snapshot: &Snapshot) -> Result<ExpectedVersion, Expe
             row_id: uint(r.row_id),
             created_at: uint(r.created_at),
             last_updated_at: uint(r.last_updated_at),
-            values: top.iter().zip(&r.values).map(|(f, v)| tag(schema, *f, v)).collect(),
+            values: top
+                .iter()
+                .zip(&r.values)
+                .map(|(f, v)| tag(schema, *f, v))
+                .collect(),
         })
         .collect();
     let fragments = snapshot
@@ -277,34 +284,64 @@ pub fn compute(case: &Case, snapshot: &Snapshot) -> Result<ExpectedVersion, Expe
     let exclusion_sets = ExclusionSets::of_snapshot(snapshot)
         .sets
         .into_iter()
-        .map(|((index, fragment), set)| ExclusionSet { index, fragment, offsets: set.iter().collect() })
+        .map(|((index, fragment), set)| ExclusionSet {
+            index,
+            fragment,
+            offsets: set.iter().collect(),
+        })
         .collect();
     let mut queries = Vec::new();
     for q in case.queries.iter().filter(|q| q.at.contains(&version)) {
         queries.push(answer(snapshot, q)?);
     }
-    Ok(ExpectedVersion { case: case.id.clone(), version, columns, rows, fragments, exclusion_sets, queries })
+    Ok(ExpectedVersion {
+        case: case.id.clone(),
+        version,
+        columns,
+        rows,
+        fragments,
+        exclusion_sets,
+        queries,
+    })
 }
 
 fn hit(r: &RowRef) -> Hit {
-    Hit { fragment: r.fragment, offset: r.offset, distance: None }
+    Hit {
+        fragment: r.fragment,
+        offset: r.offset,
+        distance: None,
+    }
 }
 
 fn scored(s: &Scored) -> Hit {
-    Hit { fragment: s.row.fragment, offset: s.row.offset, distance: Some(tag_scalar(&Value::Float32(s.distance))) }
+    Hit {
+        fragment: s.row.fragment,
+        offset: s.row.offset,
+        distance: Some(tag_scalar(&Value::Float32(s.distance))),
+    }
 }
 
 /// Reconciles one declared query and checks it against the flat answer.
 fn answer(snapshot: &Snapshot, q: &QuerySpec) -> Result<QueryResult, ExpectedFailure> {
     let version = snapshot.version;
-    let fail = |problem: String| ExpectedFailure::Query { name: q.name.clone(), version, problem };
+    let fail = |problem: String| ExpectedFailure::Query {
+        name: q.name.clone(),
+        version,
+        problem,
+    };
     let schema = &snapshot.schema;
     if let Some(p) = &q.predicate {
-        let predicate = p.to_predicate(schema, &|n| field_id(schema, n)).map_err(|e| fail(e.to_string()))?;
-        let r = query::reconcile(snapshot, &q.index, &predicate).map_err(|e| fail(e.to_string()))?;
+        let predicate = p
+            .to_predicate(schema, &|n| field_id(schema, n))
+            .map_err(|e| fail(e.to_string()))?;
+        let r =
+            query::reconcile(snapshot, &q.index, &predicate).map_err(|e| fail(e.to_string()))?;
         let flat = query::flat_filter(snapshot, &predicate).map_err(|e| fail(e.to_string()))?;
         if r.final_rows != flat {
-            return Err(fail(format!("reconciled {:?} differs from the flat scan {flat:?}", r.final_rows)));
+            return Err(fail(format!(
+                "reconciled {:?} differs from the flat scan {flat:?}",
+                r.final_rows
+            )));
         }
         return Ok(QueryResult {
             name: q.name.clone(),
@@ -320,7 +357,8 @@ fn answer(snapshot: &Snapshot, q: &QuerySpec) -> Result<QueryResult, ExpectedFai
     let (Some(vector), Some(k)) = (&q.vector, q.k) else {
         return Err(fail("needs `where`, or `vector` and `k`".into()));
     };
-    let r = query::reconcile_vector(snapshot, &q.index, vector, k).map_err(|e| fail(e.to_string()))?;
+    let r =
+        query::reconcile_vector(snapshot, &q.index, vector, k).map_err(|e| fail(e.to_string()))?;
     let key = snapshot
         .index(&q.index)
         .and_then(|i| i.fields.first().copied())
@@ -328,7 +366,11 @@ fn answer(snapshot: &Snapshot, q: &QuerySpec) -> Result<QueryResult, ExpectedFai
     let flat = query::flat_top_k(snapshot, key, vector, k).map_err(|e| fail(e.to_string()))?;
     let rows = |v: &[Scored]| v.iter().map(|s| s.row).collect::<Vec<_>>();
     if rows(&r.final_rows) != rows(&flat) {
-        return Err(fail(format!("reconciled top-k {:?} differs from the flat top-k {:?}", rows(&r.final_rows), rows(&flat))));
+        return Err(fail(format!(
+            "reconciled top-k {:?} differs from the flat top-k {:?}",
+            rows(&r.final_rows),
+            rows(&flat)
+        )));
     }
     Ok(QueryResult {
         name: q.name.clone(),
@@ -346,7 +388,9 @@ fn answer(snapshot: &Snapshot, q: &QuerySpec) -> Result<QueryResult, ExpectedFai
 /// reference fails with the declared class (and code, when given).
 pub fn compute_error(case: &Case, damaged: &Snapshot) -> Result<ExpectedError, ExpectedFailure> {
     let Some(spec) = &case.expect_error else {
-        return Err(ExpectedFailure::Negative("the case declares no expect_error".into()));
+        return Err(ExpectedFailure::Negative(
+            "the case declares no expect_error".into(),
+        ));
     };
     let error = match reader::read(damaged) {
         Ok(_) => {

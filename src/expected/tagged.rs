@@ -56,7 +56,9 @@ pub fn f64_text(x: f64) -> String {
 /// Tags `value` of schema field `field`. A value that does not fit the field is tagged by its
 /// own kind (the reference never produces one for a validated snapshot).
 pub fn tag(schema: &Schema, field: FieldId, value: &Value) -> Tagged {
-    let data_type = schema.field(field).map_or(DataType::Struct, |f| f.data_type.clone());
+    let data_type = schema
+        .field(field)
+        .map_or(DataType::Struct, |f| f.data_type.clone());
     let t = type_name(&data_type);
     let json = match (value, &data_type) {
         (Value::Null, _) => Json::Null,
@@ -64,13 +66,19 @@ pub fn tag(schema: &Schema, field: FieldId, value: &Value) -> Tagged {
             let mut map = serde_json::Map::new();
             for (child, v) in schema.children(field).zip(children) {
                 let tagged = tag(schema, child.id, v);
-                map.insert(child.name.clone(), serde_json::to_value(tagged).unwrap_or(Json::Null));
+                map.insert(
+                    child.name.clone(),
+                    serde_json::to_value(tagged).unwrap_or(Json::Null),
+                );
             }
             Json::Object(map)
         }
         _ => return tag_scalar(value),
     };
-    Tagged { data_type: t, value: json }
+    Tagged {
+        data_type: t,
+        value: json,
+    }
 }
 
 /// Tags a non-struct value by its own kind.
@@ -86,51 +94,91 @@ pub fn tag_scalar(value: &Value) -> Tagged {
         Value::Utf8(s) => ("utf8".into(), Json::String(s.clone())),
         Value::Vector(items) => (
             format!("fixed_size_list<float32,{}>", items.len()),
-            Json::Array(items.iter().map(|x| x.map_or(Json::Null, |x| Json::String(f32_text(x)))).collect()),
+            Json::Array(
+                items
+                    .iter()
+                    .map(|x| x.map_or(Json::Null, |x| Json::String(f32_text(x))))
+                    .collect(),
+            ),
         ),
         Value::Struct(_) => ("struct".into(), Json::Object(serde_json::Map::new())),
     };
-    Tagged { data_type: t, value: json }
+    Tagged {
+        data_type: t,
+        value: json,
+    }
 }
 
 /// Decodes a tagged value.
 pub fn untag(tagged: &Tagged) -> Result<Value, TaggedError> {
-    let bad = |problem: String| TaggedError { data_type: tagged.data_type.clone(), problem };
+    let bad = |problem: String| TaggedError {
+        data_type: tagged.data_type.clone(),
+        problem,
+    };
     let data_type = parse_type_name(&tagged.data_type).ok_or_else(|| bad("unknown type".into()))?;
     let v = &tagged.value;
     if v.is_null() {
         return Ok(Value::Null);
     }
-    let text = || v.as_str().ok_or_else(|| bad(format!("expected a string, found {v}")));
+    let text = || {
+        v.as_str()
+            .ok_or_else(|| bad(format!("expected a string, found {v}")))
+    };
     Ok(match data_type {
-        DataType::Bool => Value::Bool(v.as_bool().ok_or_else(|| bad(format!("expected a boolean, found {v}")))?),
+        DataType::Bool => Value::Bool(
+            v.as_bool()
+                .ok_or_else(|| bad(format!("expected a boolean, found {v}")))?,
+        ),
         DataType::Int32 => Value::Int32(
             v.as_i64()
                 .and_then(|i| i32::try_from(i).ok())
                 .ok_or_else(|| bad(format!("expected an int32 number, found {v}")))?,
         ),
-        DataType::Int64 => Value::Int64(text()?.parse().map_err(|_| bad(format!("{v} is not an int64")))?),
-        DataType::UInt64 => Value::UInt64(text()?.parse().map_err(|_| bad(format!("{v} is not a uint64")))?),
-        DataType::Float32 => Value::Float32(parse_f32(text()?).ok_or_else(|| bad(format!("{v} is not a float32")))?),
-        DataType::Float64 => Value::Float64(text()?.parse().map_err(|_| bad(format!("{v} is not a float64")))?),
+        DataType::Int64 => Value::Int64(
+            text()?
+                .parse()
+                .map_err(|_| bad(format!("{v} is not an int64")))?,
+        ),
+        DataType::UInt64 => Value::UInt64(
+            text()?
+                .parse()
+                .map_err(|_| bad(format!("{v} is not a uint64")))?,
+        ),
+        DataType::Float32 => {
+            Value::Float32(parse_f32(text()?).ok_or_else(|| bad(format!("{v} is not a float32")))?)
+        }
+        DataType::Float64 => Value::Float64(
+            text()?
+                .parse()
+                .map_err(|_| bad(format!("{v} is not a float64")))?,
+        ),
         DataType::Utf8 => Value::Utf8(text()?.to_string()),
         DataType::FixedSizeList { dimension } => {
-            let items = v.as_array().ok_or_else(|| bad(format!("expected an array, found {v}")))?;
+            let items = v
+                .as_array()
+                .ok_or_else(|| bad(format!("expected an array, found {v}")))?;
             if items.len() as u64 != u64::from(dimension) {
-                return Err(bad(format!("{} items for dimension {dimension}", items.len())));
+                return Err(bad(format!(
+                    "{} items for dimension {dimension}",
+                    items.len()
+                )));
             }
             let mut out = Vec::with_capacity(items.len());
             for item in items {
                 out.push(match item {
                     Json::Null => None,
-                    Json::String(s) => Some(parse_f32(s).ok_or_else(|| bad(format!("item {s:?} is not a float32")))?),
+                    Json::String(s) => Some(
+                        parse_f32(s).ok_or_else(|| bad(format!("item {s:?} is not a float32")))?,
+                    ),
                     other => return Err(bad(format!("item {other} is not a float32 string"))),
                 });
             }
             Value::Vector(out)
         }
         DataType::Struct => {
-            let map = v.as_object().ok_or_else(|| bad(format!("expected an object, found {v}")))?;
+            let map = v
+                .as_object()
+                .ok_or_else(|| bad(format!("expected an object, found {v}")))?;
             let mut children = Vec::with_capacity(map.len());
             for (name, child) in map {
                 let child: Tagged = serde_json::from_value(child.clone())
@@ -145,12 +193,20 @@ pub fn untag(tagged: &Tagged) -> Result<Value, TaggedError> {
 /// Decodes a tagged value of schema field `field`, putting struct children in schema order
 /// (children missing from the object are NULL; unknown children are an error).
 pub fn untag_field(schema: &Schema, field: FieldId, tagged: &Tagged) -> Result<Value, TaggedError> {
-    let is_struct = schema.field(field).is_some_and(|f| f.data_type == DataType::Struct);
+    let is_struct = schema
+        .field(field)
+        .is_some_and(|f| f.data_type == DataType::Struct);
     if !is_struct || tagged.value.is_null() {
         return untag(tagged);
     }
-    let bad = |problem: String| TaggedError { data_type: tagged.data_type.clone(), problem };
-    let map = tagged.value.as_object().ok_or_else(|| bad("expected an object".into()))?;
+    let bad = |problem: String| TaggedError {
+        data_type: tagged.data_type.clone(),
+        problem,
+    };
+    let map = tagged
+        .value
+        .as_object()
+        .ok_or_else(|| bad("expected an object".into()))?;
     let names: Vec<&str> = schema.children(field).map(|c| c.name.as_str()).collect();
     if let Some(unknown) = map.keys().find(|k| !names.contains(&k.as_str())) {
         return Err(bad(format!("no child {unknown:?}")));
@@ -160,7 +216,8 @@ pub fn untag_field(schema: &Schema, field: FieldId, tagged: &Tagged) -> Result<V
         children.push(match map.get(&child.name) {
             None => Value::Null,
             Some(json) => {
-                let t: Tagged = serde_json::from_value(json.clone()).map_err(|e| bad(format!("child {:?}: {e}", child.name)))?;
+                let t: Tagged = serde_json::from_value(json.clone())
+                    .map_err(|e| bad(format!("child {:?}: {e}", child.name)))?;
                 untag_field(schema, child.id, &t)?
             }
         });
@@ -179,13 +236,31 @@ mod tests {
 
     #[test]
     fn spelling_is_lossless_and_exact() {
-        assert_eq!(tag_scalar(&Value::Int64(-3)).value, Json::String("-3".into()));
-        assert_eq!(tag_scalar(&Value::UInt64(u64::MAX)).value, Json::String("18446744073709551615".into()));
+        assert_eq!(
+            tag_scalar(&Value::Int64(-3)).value,
+            Json::String("-3".into())
+        );
+        assert_eq!(
+            tag_scalar(&Value::UInt64(u64::MAX)).value,
+            Json::String("18446744073709551615".into())
+        );
         assert_eq!(tag_scalar(&Value::Int32(26)).value, Json::from(26));
-        assert_eq!(tag_scalar(&Value::Float32(0.1)).value, Json::String("0.1".into()));
-        assert_eq!(tag_scalar(&Value::Float32(-0.0)).value, Json::String("-0.0".into()));
-        assert_eq!(tag_scalar(&Value::Float64(f64::NAN)).value, Json::String("NaN".into()));
-        assert_eq!(tag_scalar(&Value::Float64(f64::NEG_INFINITY)).value, Json::String("-inf".into()));
+        assert_eq!(
+            tag_scalar(&Value::Float32(0.1)).value,
+            Json::String("0.1".into())
+        );
+        assert_eq!(
+            tag_scalar(&Value::Float32(-0.0)).value,
+            Json::String("-0.0".into())
+        );
+        assert_eq!(
+            tag_scalar(&Value::Float64(f64::NAN)).value,
+            Json::String("NaN".into())
+        );
+        assert_eq!(
+            tag_scalar(&Value::Float64(f64::NEG_INFINITY)).value,
+            Json::String("-inf".into())
+        );
         let values = [
             Value::Bool(true),
             Value::Int32(i32::MIN),
@@ -237,10 +312,20 @@ mod tests {
             ("int64", Json::from(3)),
             ("int32", Json::from(3_000_000_000i64)),
             ("float32", Json::String("fast".into())),
-            ("fixed_size_list<float32,2>", Json::Array(vec![Json::String("1.0".into())])),
+            (
+                "fixed_size_list<float32,2>",
+                Json::Array(vec![Json::String("1.0".into())]),
+            ),
             ("decimal", Json::from(1)),
         ] {
-            assert!(untag(&Tagged { data_type: t.into(), value: v }).is_err(), "{t}");
+            assert!(
+                untag(&Tagged {
+                    data_type: t.into(),
+                    value: v
+                })
+                .is_err(),
+                "{t}"
+            );
         }
     }
 }

@@ -9,7 +9,9 @@
 use std::fmt::Write;
 
 use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
-use lance_reference::model::{Coverage, DataFile, FieldId, Fragment, IndexKind, LineageSequence, Schema, Snapshot};
+use lance_reference::model::{
+    Coverage, DataFile, FieldId, Fragment, IndexKind, LineageSequence, Schema, Snapshot,
+};
 use roaring::RoaringBitmap;
 
 use crate::case::Case;
@@ -61,7 +63,11 @@ pub fn ranges(bitmap: &RoaringBitmap) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut run: Option<(u32, u32)> = None;
     let flush = |run: (u32, u32), parts: &mut Vec<String>| {
-        parts.push(if run.0 == run.1 { run.0.to_string() } else { format!("{}..={}", run.0, run.1) });
+        parts.push(if run.0 == run.1 {
+            run.0.to_string()
+        } else {
+            format!("{}..={}", run.0, run.1)
+        });
     };
     for x in bitmap {
         run = match run {
@@ -76,7 +82,11 @@ pub fn ranges(bitmap: &RoaringBitmap) -> String {
     if let Some(r) = run {
         flush(r, &mut parts);
     }
-    if parts.is_empty() { "{}".into() } else { parts.join(", ") }
+    if parts.is_empty() {
+        "{}".into()
+    } else {
+        parts.join(", ")
+    }
 }
 
 fn field_label(schema: &Schema, id: FieldId) -> String {
@@ -91,7 +101,11 @@ fn field_label(schema: &Schema, id: FieldId) -> String {
 }
 
 fn file_fields(schema: &Schema, file: &DataFile) -> String {
-    file.fields.iter().map(|f| field_label(schema, *f)).collect::<Vec<_>>().join(", ")
+    file.fields
+        .iter()
+        .map(|f| field_label(schema, *f))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn lineage(fragment: &Fragment, seq: &LineageSequence, field: FieldId, row_ids: bool) -> String {
@@ -101,14 +115,18 @@ fn lineage(fragment: &Fragment, seq: &LineageSequence, field: FieldId, row_ids: 
             let bytes = if row_ids {
                 RowIdSequence::from_values(values).encode().len()
             } else {
-                RowDatasetVersionSequence::from_versions(values).encode().len()
+                RowDatasetVersionSequence::from_versions(values)
+                    .encode()
+                    .len()
             };
             format!("inline {bytes} B")
         }
-        LineageSequence::Column => match fragment.files.iter().find(|f| f.fields.contains(&field)) {
-            Some(f) => format!("column in data/{}", f.path),
-            None => "column (no file holds it)".into(),
-        },
+        LineageSequence::Column => {
+            match fragment.files.iter().find(|f| f.fields.contains(&field)) {
+                Some(f) => format!("column in data/{}", f.path),
+                None => "column (no file holds it)".into(),
+            }
+        }
     }
 }
 
@@ -119,7 +137,13 @@ pub fn version(out: &mut String, snapshot: &Snapshot) {
     for f in s.fields() {
         let indent = "  ".repeat(s.ancestry(f.id).len());
         let null = if f.nullable { "" } else { " not null" };
-        let _ = writeln!(out, "{indent}{} {}: {}{null}", f.id, f.name, type_name(&f.data_type));
+        let _ = writeln!(
+            out,
+            "{indent}{} {}: {}{null}",
+            f.id,
+            f.name,
+            type_name(&f.data_type)
+        );
     }
     let _ = writeln!(out, "reader flags: {}", flags(snapshot.reader_flags));
     let _ = writeln!(out, "writer flags: {}", flags(snapshot.writer_flags));
@@ -131,26 +155,51 @@ pub fn version(out: &mut String, snapshot: &Snapshot) {
             let _ = writeln!(out, "  {k} = {v:?}");
         }
     }
-    let _ = writeln!(out, "stable row ids: {}, next_row_id: {}", snapshot.stable_row_ids, snapshot.next_row_id);
+    let _ = writeln!(
+        out,
+        "stable row ids: {}, next_row_id: {}",
+        snapshot.stable_row_ids, snapshot.next_row_id
+    );
     for f in &snapshot.fragments {
-        let _ = writeln!(out, "fragment {}: physical_rows {}, deleted {}", f.id, f.physical_rows, ranges(&f.deletions));
+        let _ = writeln!(
+            out,
+            "fragment {}: physical_rows {}, deleted {}",
+            f.id,
+            f.physical_rows,
+            ranges(&f.deletions)
+        );
         for file in &f.files {
             let _ = writeln!(out, "  file data/{}: [{}]", file.path, file_fields(s, file));
         }
         for (i, o) in f.overlays.iter().enumerate() {
-            let _ = writeln!(out, "  overlay #{i} data/{}: committed_version {}", o.file.path, o.committed_version);
+            let _ = writeln!(
+                out,
+                "  overlay #{i} data/{}: committed_version {}",
+                o.file.path, o.committed_version
+            );
             match &o.coverage {
                 Coverage::Dense(b) => {
-                    let _ = writeln!(out, "    dense [{}] covers {}", file_fields(s, &o.file), ranges(b));
+                    let _ = writeln!(
+                        out,
+                        "    dense [{}] covers {}",
+                        file_fields(s, &o.file),
+                        ranges(b)
+                    );
                 }
                 Coverage::PerField(bs) => {
                     let _ = writeln!(out, "    sparse");
                     for (pos, field) in o.file.fields.iter().enumerate() {
-                        let cov = bs.get(pos).map_or_else(|| "(no bitmap)".to_string(), ranges);
+                        let cov = bs
+                            .get(pos)
+                            .map_or_else(|| "(no bitmap)".to_string(), ranges);
                         let _ = writeln!(out, "      {} covers {cov}", field_label(s, *field));
                     }
                     if bs.len() > o.file.fields.len() {
-                        let _ = writeln!(out, "      ({} extra bitmaps)", bs.len() - o.file.fields.len());
+                        let _ = writeln!(
+                            out,
+                            "      ({} extra bitmaps)",
+                            bs.len() - o.file.fields.len()
+                        );
                     }
                 }
             }
@@ -168,8 +217,16 @@ pub fn version(out: &mut String, snapshot: &Snapshot) {
             IndexKind::BTree => "btree",
             IndexKind::Vector => "vector",
         };
-        let fields = index.fields.iter().map(|f| field_label(s, *f)).collect::<Vec<_>>().join(", ");
-        let coverage = index.fragment_bitmap.as_ref().map_or_else(|| "all".to_string(), ranges);
+        let fields = index
+            .fields
+            .iter()
+            .map(|f| field_label(s, *f))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let coverage = index
+            .fragment_bitmap
+            .as_ref()
+            .map_or_else(|| "all".to_string(), ranges);
         let _ = writeln!(
             out,
             "index {} ({kind}): fields [{fields}], dataset_version {}, fragments {coverage}, {} entries",
@@ -184,12 +241,21 @@ pub fn version(out: &mut String, snapshot: &Snapshot) {
 pub fn case(case: &Case, records: &[StepRecord], read: &ReadBack) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "case {}: {}", case.id, case.title);
-    let _ = writeln!(out, "level {}; requirements {}", case.level.as_str(), case.requirements.join(", "));
+    let _ = writeln!(
+        out,
+        "level {}; requirements {}",
+        case.level.as_str(),
+        case.requirements.join(", ")
+    );
     let _ = writeln!(out, "steps:");
     for r in records {
         let versions = match r.versions.as_slice() {
             [] => "-".to_string(),
-            vs => vs.iter().map(|v| format!("v{v}")).collect::<Vec<_>>().join(", "),
+            vs => vs
+                .iter()
+                .map(|v| format!("v{v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
         };
         let _ = writeln!(out, "  {} {} -> {versions}: {}", r.step, r.op, r.note);
     }
@@ -206,7 +272,12 @@ pub fn case(case: &Case, records: &[StepRecord], read: &ReadBack) -> String {
         }
         version(&mut out, damaged);
         if let Some(e) = &case.expect_error {
-            let _ = writeln!(out, "a reader must fail: {} {}", e.class, e.code.as_deref().unwrap_or(""));
+            let _ = writeln!(
+                out,
+                "a reader must fail: {} {}",
+                e.class,
+                e.code.as_deref().unwrap_or("")
+            );
         }
     }
     out

@@ -12,7 +12,9 @@ use lance_reference::lineage::{AppendedFragment, PendingCommit};
 use lance_reference::model::{
     Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Snapshot, Value,
 };
-use lance_reference::overlay_write::{CellUpdates, Shape as WriteShape, build_overlay, tombstone_fields};
+use lance_reference::overlay_write::{
+    CellUpdates, Shape as WriteShape, build_overlay, tombstone_fields,
+};
 use roaring::RoaringBitmap;
 
 use super::{Failure, Outcome};
@@ -31,9 +33,16 @@ pub(super) fn schema_fields(
     let mut out: Vec<Field> = Vec::new();
     for spec in specs {
         if spec.name.is_empty() || spec.name.contains('.') {
-            return Err(format!("field name {:?} must be non-empty and without dots", spec.name).into());
+            return Err(format!(
+                "field name {:?} must be non-empty and without dots",
+                spec.name
+            )
+            .into());
         }
-        let sibling_taken = existing.iter().chain(out.iter()).any(|f| f.parent_id == parent && f.name == spec.name);
+        let sibling_taken = existing
+            .iter()
+            .chain(out.iter())
+            .any(|f| f.parent_id == parent && f.name == spec.name);
         if sibling_taken {
             return Err(format!("field name {:?} is used twice", spec.name).into());
         }
@@ -53,7 +62,13 @@ pub(super) fn schema_fields(
         if data_type != DataType::Struct && !spec.children.is_empty() {
             return Err(format!("only a struct has children ({:?})", spec.name).into());
         }
-        out.push(Field { id, parent_id: parent, name: spec.name.clone(), data_type, nullable: spec.nullable });
+        out.push(Field {
+            id,
+            parent_id: parent,
+            name: spec.name.clone(),
+            data_type,
+            nullable: spec.nullable,
+        });
         let mut seen: Vec<Field> = existing.to_vec();
         seen.extend(out.iter().cloned());
         let children = schema_fields(&spec.children, id, next_id, &seen)?;
@@ -64,42 +79,73 @@ pub(super) fn schema_fields(
 
 /// A staged fragment `id` with one base file `path` holding `rows` in every schema field
 /// (pre-order; a struct stores its validity, each child its own column).
-pub(super) fn appended(schema: &Schema, id: u64, path: &str, rows: &[Row]) -> Outcome<AppendedFragment> {
+pub(super) fn appended(
+    schema: &Schema,
+    id: u64,
+    path: &str,
+    rows: &[Row],
+) -> Outcome<AppendedFragment> {
     let mut columns: BTreeMap<FieldId, Vec<Value>> = BTreeMap::new();
     for (r, row) in rows.iter().enumerate() {
-        if let Some(unknown) = row.keys().find(|k| !schema.top_level().any(|f| &f.name == *k)) {
+        if let Some(unknown) = row
+            .keys()
+            .find(|k| !schema.top_level().any(|f| &f.name == *k))
+        {
             return Err(format!("row {r}: no top-level field {unknown:?}").into());
         }
         for field in schema.top_level() {
             let value = match row.get(&field.name) {
-                Some(cell) => cell.to_value(schema, field.id).map_err(|e| format!("row {r}: {e}"))?,
+                Some(cell) => cell
+                    .to_value(schema, field.id)
+                    .map_err(|e| format!("row {r}: {e}"))?,
                 None => Value::Null,
             };
             store(schema, field.id, value, &mut columns).map_err(|e| format!("row {r}: {e}"))?;
         }
     }
     let fields: Vec<FieldId> = schema.fields().iter().map(|f| f.id).collect();
-    let cols = fields.iter().map(|f| columns.remove(f).unwrap_or_default()).collect();
+    let cols = fields
+        .iter()
+        .map(|f| columns.remove(f).unwrap_or_default())
+        .collect();
     let mut fragment = Fragment::new(id, path, fields, cols);
     fragment.physical_rows = rows.len() as u64;
-    Ok(AppendedFragment { fragment, carried: None })
+    Ok(AppendedFragment {
+        fragment,
+        carried: None,
+    })
 }
 
 /// Appends `value` of `field` (and, for a struct, its children) to the stored columns.
-fn store(schema: &Schema, field: FieldId, value: Value, columns: &mut BTreeMap<FieldId, Vec<Value>>) -> Result<(), String> {
+fn store(
+    schema: &Schema,
+    field: FieldId,
+    value: Value,
+    columns: &mut BTreeMap<FieldId, Vec<Value>>,
+) -> Result<(), String> {
     let nullable = schema.field(field).is_none_or(|f| f.nullable);
     if value.is_null() && !nullable {
-        return Err(format!("field {:?} is not nullable", dotted_name(schema, field)));
+        return Err(format!(
+            "field {:?} is not nullable",
+            dotted_name(schema, field)
+        ));
     }
     match value {
         Value::Struct(children) => {
-            columns.entry(field).or_default().push(Value::Struct(Vec::new()));
+            columns
+                .entry(field)
+                .or_default()
+                .push(Value::Struct(Vec::new()));
             let ids: Vec<FieldId> = schema.children(field).map(|c| c.id).collect();
             for (id, child) in ids.into_iter().zip(children) {
                 store(schema, id, child, columns)?;
             }
         }
-        Value::Null if schema.field(field).is_some_and(|f| f.data_type == DataType::Struct) => {
+        Value::Null
+            if schema
+                .field(field)
+                .is_some_and(|f| f.data_type == DataType::Struct) =>
+        {
             columns.entry(field).or_default().push(Value::Null);
             let ids: Vec<FieldId> = schema.children(field).map(|c| c.id).collect();
             for id in ids {
@@ -112,8 +158,20 @@ fn store(schema: &Schema, field: FieldId, value: Value, columns: &mut BTreeMap<F
 }
 
 /// The overlays of an `overlay` step as a pending commit (grouped by fragment, in order).
-pub(super) fn overlay_commit(snapshot: &Snapshot, step: &Step, prefix: &str) -> Outcome<PendingCommit> {
-    let Step::Overlay { fragment, shape, cells, fields, tombstone, overlays } = step else {
+pub(super) fn overlay_commit(
+    snapshot: &Snapshot,
+    step: &Step,
+    prefix: &str,
+) -> Outcome<PendingCommit> {
+    let Step::Overlay {
+        fragment,
+        shape,
+        cells,
+        fields,
+        tombstone,
+        overlays,
+    } = step
+    else {
         return Err("not an overlay step".to_string().into());
     };
     let mut specs: Vec<OverlaySpec> = Vec::new();
@@ -126,18 +184,29 @@ pub(super) fn overlay_commit(snapshot: &Snapshot, step: &Step, prefix: &str) -> 
             tombstone: tombstone.clone(),
         }),
         (None, None) if fields.is_none() && tombstone.is_empty() => {}
-        _ => return Err("an inline overlay needs both `shape` and `cells`".to_string().into()),
+        _ => {
+            return Err("an inline overlay needs both `shape` and `cells`"
+                .to_string()
+                .into());
+        }
     }
     if !specs.is_empty() && !overlays.is_empty() {
-        return Err("give one inline overlay or an `overlays` list, not both".to_string().into());
+        return Err("give one inline overlay or an `overlays` list, not both"
+            .to_string()
+            .into());
     }
     specs.extend(overlays.iter().cloned());
     if specs.is_empty() {
-        return Err("an overlay step adds at least one overlay".to_string().into());
+        return Err("an overlay step adds at least one overlay"
+            .to_string()
+            .into());
     }
     let mut pending = PendingCommit::default();
     for (k, spec) in specs.iter().enumerate() {
-        let target = spec.fragment.or(*fragment).ok_or_else(|| format!("overlay {k}: which fragment?"))?;
+        let target = spec
+            .fragment
+            .or(*fragment)
+            .ok_or_else(|| format!("overlay {k}: which fragment?"))?;
         let frag = snapshot.fragment(target)?;
         let path = format!("f{target}-{prefix}-ovl{k}.lance");
         let overlay = overlay(&snapshot.schema, frag, spec, &path).map_err(|f| match f {
@@ -154,14 +223,21 @@ pub(super) fn overlay_commit(snapshot: &Snapshot, step: &Step, prefix: &str) -> 
 
 /// One staged overlay (committed_version 0), written by the reference's overlay writer, then
 /// given the requested column order, empty fields and tombstones.
-fn overlay(schema: &Schema, fragment: &Fragment, spec: &OverlaySpec, path: &str) -> Outcome<Overlay> {
+fn overlay(
+    schema: &Schema,
+    fragment: &Fragment,
+    spec: &OverlaySpec,
+    path: &str,
+) -> Outcome<Overlay> {
     let id_of = |name: &str| field_id(schema, name).ok_or_else(|| format!("no field {name:?}"));
     let mut updates: CellUpdates = BTreeMap::new();
     for (name, cells) in &spec.cells {
         let id = id_of(name)?;
         let mut by_offset = BTreeMap::new();
         for (key, cell) in cells {
-            let offset: u32 = key.parse().map_err(|_| format!("{name}: offset key {key:?} is not a number"))?;
+            let offset: u32 = key
+                .parse()
+                .map_err(|_| format!("{name}: offset key {key:?} is not a number"))?;
             let value = cell.to_value(schema, id).map_err(|e| e.to_string())?;
             if by_offset.insert(offset, value).is_some() {
                 return Err(format!("{name}: offset {offset} given twice").into());
@@ -174,14 +250,19 @@ fn overlay(schema: &Schema, fragment: &Fragment, spec: &OverlaySpec, path: &str)
         Shape::Sparse => WriteShape::Sparse,
         Shape::Auto => WriteShape::Auto,
     };
-    let mut overlay = build_overlay(schema, fragment, &updates, shape, path)?.unwrap_or_else(|| Overlay {
-        file: DataFile { path: path.to_string(), fields: Vec::new(), columns: Vec::new() },
-        coverage: match spec.shape {
-            Shape::Dense => Coverage::Dense(RoaringBitmap::new()),
-            _ => Coverage::PerField(Vec::new()),
-        },
-        committed_version: 0,
-    });
+    let mut overlay =
+        build_overlay(schema, fragment, &updates, shape, path)?.unwrap_or_else(|| Overlay {
+            file: DataFile {
+                path: path.to_string(),
+                fields: Vec::new(),
+                columns: Vec::new(),
+            },
+            coverage: match spec.shape {
+                Shape::Dense => Coverage::Dense(RoaringBitmap::new()),
+                _ => Coverage::PerField(Vec::new()),
+            },
+            committed_version: 0,
+        });
     if let Some(order) = &spec.fields {
         let mut ids = Vec::new();
         for name in order {
@@ -189,7 +270,11 @@ fn overlay(schema: &Schema, fragment: &Fragment, spec: &OverlaySpec, path: &str)
         }
         reorder(&mut overlay, &ids)?;
     }
-    let dead: Vec<FieldId> = spec.tombstone.iter().map(|n| id_of(n)).collect::<Result<_, _>>()?;
+    let dead: Vec<FieldId> = spec
+        .tombstone
+        .iter()
+        .map(|n| id_of(n))
+        .collect::<Result<_, _>>()?;
     if !dead.is_empty() {
         tombstone_fields(&mut overlay, &dead);
     }
@@ -201,7 +286,9 @@ fn overlay(schema: &Schema, fragment: &Fragment, spec: &OverlaySpec, path: &str)
 fn reorder(overlay: &mut Overlay, ids: &[FieldId]) -> Result<(), String> {
     let carried = overlay.file.fields.clone();
     if let Some(missing) = carried.iter().find(|f| !ids.contains(f)) {
-        return Err(format!("`fields` leaves out field {missing}, which has cells"));
+        return Err(format!(
+            "`fields` leaves out field {missing}, which has cells"
+        ));
     }
     let mut fields = Vec::new();
     let mut columns = Vec::new();
@@ -212,13 +299,23 @@ fn reorder(overlay: &mut Overlay, ids: &[FieldId]) -> Result<(), String> {
         }
         let pos = carried.iter().position(|f| f == id);
         fields.push(*id);
-        columns.push(pos.and_then(|p| overlay.file.columns.get(p).cloned()).unwrap_or_default());
-        bitmaps.push(pos.and_then(|p| overlay.coverage.at(p).cloned()).unwrap_or_default());
+        columns.push(
+            pos.and_then(|p| overlay.file.columns.get(p).cloned())
+                .unwrap_or_default(),
+        );
+        bitmaps.push(
+            pos.and_then(|p| overlay.coverage.at(p).cloned())
+                .unwrap_or_default(),
+        );
     }
     overlay.coverage = match &overlay.coverage {
         Coverage::PerField(_) => Coverage::PerField(bitmaps),
-        Coverage::Dense(b) if b.is_empty() || fields.len() == carried.len() => Coverage::Dense(b.clone()),
-        Coverage::Dense(_) => return Err("a dense overlay cannot have a field without cells".into()),
+        Coverage::Dense(b) if b.is_empty() || fields.len() == carried.len() => {
+            Coverage::Dense(b.clone())
+        }
+        Coverage::Dense(_) => {
+            return Err("a dense overlay cannot have a field without cells".into());
+        }
     };
     overlay.file.fields = fields;
     overlay.file.columns = columns;

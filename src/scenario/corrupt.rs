@@ -9,9 +9,9 @@
 
 use lance_reference::model::{Coverage, FieldId, Fragment, LineageSequence, Overlay, Snapshot};
 
+use crate::case::Corruption;
 use crate::case::names::field_id;
 use crate::case::step::{FlagWordSpec, SequenceSpec};
-use crate::case::Corruption;
 
 /// Why a corruption could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,7 +61,12 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
     match c {
         Corruption::ClearFlag { word, bit } => *flag_word(snapshot, *word) &= !bit,
         Corruption::SetFlag { word, bit } => *flag_word(snapshot, *word) |= bit,
-        Corruption::CoveragePastEnd { fragment, overlay, field: name, offset } => {
+        Corruption::CoveragePastEnd {
+            fragment,
+            overlay,
+            field: name,
+            offset,
+        } => {
             let id = field(name)?;
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
             let pos = position(o, id).map_err(missing)?;
@@ -70,7 +75,9 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                     b.insert(*offset);
                 }
                 Coverage::PerField(bs) => {
-                    bs.get_mut(pos).ok_or_else(|| missing("no bitmap".into()))?.insert(*offset);
+                    bs.get_mut(pos)
+                        .ok_or_else(|| missing("no bitmap".into()))?
+                        .insert(*offset);
                 }
             }
         }
@@ -83,16 +90,29 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 _ => return Err(missing("the overlay is not sparse".into())),
             }
         }
-        Corruption::DropOverlayValue { fragment, overlay, field: name } => {
+        Corruption::DropOverlayValue {
+            fragment,
+            overlay,
+            field: name,
+        } => {
             let id = field(name)?;
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
             let pos = position(o, id).map_err(missing)?;
-            let col = o.file.columns.get_mut(pos).ok_or_else(|| missing("no column".into()))?;
-            col.pop().ok_or_else(|| missing("the column is already empty".into()))?;
+            let col = o
+                .file
+                .columns
+                .get_mut(pos)
+                .ok_or_else(|| missing("no column".into()))?;
+            col.pop()
+                .ok_or_else(|| missing("the column is already empty".into()))?;
         }
         Corruption::DuplicateOverlayField { fragment, overlay } => {
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
-            let f = *o.file.fields.first().ok_or_else(|| missing("the overlay has no field".into()))?;
+            let f = *o
+                .file
+                .fields
+                .first()
+                .ok_or_else(|| missing("the overlay has no field".into()))?;
             let col = o.file.columns.first().cloned().unwrap_or_default();
             o.file.fields.push(f);
             o.file.columns.push(col);
@@ -101,13 +121,23 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 bs.push(first);
             }
         }
-        Corruption::SetCommittedVersion { fragment, overlay, committed_version } => {
-            overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?.committed_version = *committed_version;
+        Corruption::SetCommittedVersion {
+            fragment,
+            overlay,
+            committed_version,
+        } => {
+            overlay_mut(snapshot, *fragment, *overlay)
+                .map_err(missing)?
+                .committed_version = *committed_version;
         }
-        Corruption::TruncateBaseColumn { fragment, field: name } => {
+        Corruption::TruncateBaseColumn {
+            fragment,
+            field: name,
+        } => {
             let id = field(name)?;
             let f = fragment_mut(snapshot, *fragment).map_err(missing)?;
-            let (file, col) = base_position(f, id).ok_or_else(|| missing(format!("no base column for {name:?}")))?;
+            let (file, col) = base_position(f, id)
+                .ok_or_else(|| missing(format!("no base column for {name:?}")))?;
             f.files[file].columns[col].pop();
         }
         Corruption::DropLineageColumn { fragment, sequence } => {
@@ -135,7 +165,10 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             }
         }
         Corruption::DeletionPastEnd { fragment, offset } => {
-            fragment_mut(snapshot, *fragment).map_err(missing)?.deletions.insert(*offset);
+            fragment_mut(snapshot, *fragment)
+                .map_err(missing)?
+                .deletions
+                .insert(*offset);
         }
         Corruption::MalformedRoaring { .. }
         | Corruption::PathEscapesRoot { .. }
@@ -153,10 +186,18 @@ fn flag_word(snapshot: &mut Snapshot, word: FlagWordSpec) -> &mut u64 {
 }
 
 fn fragment_mut(snapshot: &mut Snapshot, id: u64) -> Result<&mut Fragment, String> {
-    snapshot.fragments.iter_mut().find(|f| f.id == id).ok_or_else(|| format!("no fragment {id}"))
+    snapshot
+        .fragments
+        .iter_mut()
+        .find(|f| f.id == id)
+        .ok_or_else(|| format!("no fragment {id}"))
 }
 
-fn overlay_mut(snapshot: &mut Snapshot, fragment: u64, position: usize) -> Result<&mut Overlay, String> {
+fn overlay_mut(
+    snapshot: &mut Snapshot,
+    fragment: u64,
+    position: usize,
+) -> Result<&mut Overlay, String> {
     fragment_mut(snapshot, fragment)?
         .overlays
         .get_mut(position)
@@ -164,11 +205,18 @@ fn overlay_mut(snapshot: &mut Snapshot, fragment: u64, position: usize) -> Resul
 }
 
 fn position(o: &Overlay, id: FieldId) -> Result<usize, String> {
-    o.file.fields.iter().position(|f| *f == id).ok_or_else(|| format!("the overlay does not carry field {id}"))
+    o.file
+        .fields
+        .iter()
+        .position(|f| *f == id)
+        .ok_or_else(|| format!("the overlay does not carry field {id}"))
 }
 
 fn base_position(f: &Fragment, id: FieldId) -> Option<(usize, usize)> {
-    f.files.iter().enumerate().find_map(|(i, file)| file.fields.iter().position(|x| *x == id).map(|p| (i, p)))
+    f.files
+        .iter()
+        .enumerate()
+        .find_map(|(i, file)| file.fields.iter().position(|x| *x == id).map(|p| (i, p)))
 }
 
 #[cfg(test)]
@@ -181,20 +229,48 @@ mod tests {
     fn each_corruption_changes_only_its_target() {
         let clean = worked_example::version_1();
         let mut s = clean.clone();
-        apply_to_snapshot(&mut s, &Corruption::SetFlag { word: FlagWordSpec::Reader, bit: 1 << 20 }).unwrap();
+        apply_to_snapshot(
+            &mut s,
+            &Corruption::SetFlag {
+                word: FlagWordSpec::Reader,
+                bit: 1 << 20,
+            },
+        )
+        .unwrap();
         assert_eq!(s.reader_flags, clean.reader_flags | 1 << 20);
         assert_eq!(s.fragments, clean.fragments);
 
         let mut s = clean.clone();
-        apply_to_snapshot(&mut s, &Corruption::TruncateBaseColumn { fragment: 0, field: "age".into() }).unwrap();
+        apply_to_snapshot(
+            &mut s,
+            &Corruption::TruncateBaseColumn {
+                fragment: 0,
+                field: "age".into(),
+            },
+        )
+        .unwrap();
         assert_eq!(s.fragments[0].files[0].columns[2].len(), 3);
         assert_eq!(s.fragments[0].files[0].columns[1].len(), 4);
-        assert!(matches!(s.fragments[0].files[0].columns[2][2], Value::Int32(40)));
+        assert!(matches!(
+            s.fragments[0].files[0].columns[2][2],
+            Value::Int32(40)
+        ));
 
         let mut s = clean.clone();
-        let e = apply_to_snapshot(&mut s, &Corruption::DropCoverageBitmap { fragment: 0, overlay: 0 });
+        let e = apply_to_snapshot(
+            &mut s,
+            &Corruption::DropCoverageBitmap {
+                fragment: 0,
+                overlay: 0,
+            },
+        );
         assert!(matches!(e, Err(CorruptError::Target { .. })));
         let e = apply_to_snapshot(&mut s, &Corruption::MixedManifestNames);
-        assert_eq!(e, Err(CorruptError::NeedsDisk { what: "mixed_manifest_names" }));
+        assert_eq!(
+            e,
+            Err(CorruptError::NeedsDisk {
+                what: "mixed_manifest_names"
+            })
+        );
     }
 }

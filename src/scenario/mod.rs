@@ -12,7 +12,6 @@
 mod build;
 pub mod corrupt;
 
-
 use lance_reference::compaction::{self, FoldPlan, IndexPolicy};
 use lance_reference::lineage::{PendingCommit, restamp};
 use lance_reference::model::{FieldId, Index, IndexKind, Schema, Snapshot};
@@ -50,7 +49,8 @@ pub struct Execution {
 impl Execution {
     /// Version `n`, if it was committed.
     pub fn version(&self, n: u64) -> Option<&Snapshot> {
-        n.checked_sub(1).and_then(|i| self.versions.get(usize::try_from(i).ok()?))
+        n.checked_sub(1)
+            .and_then(|i| self.versions.get(usize::try_from(i).ok()?))
     }
 }
 
@@ -75,7 +75,7 @@ pub enum ScenarioError {
         /// Its `op`.
         op: &'static str,
         /// The reference's error.
-        error: lance_reference::Error,
+        error: Box<lance_reference::Error>,
     },
 }
 
@@ -109,13 +109,25 @@ type Outcome<T> = Result<T, Failure>;
 
 /// Runs `steps` (see the module docs).
 pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
-    let mut run = Run { versions: Vec::new(), next_fragment_id: 0, next_field_id: 0 };
+    let mut run = Run {
+        versions: Vec::new(),
+        next_fragment_id: 0,
+        next_field_id: 0,
+    };
     let mut records = Vec::new();
     let mut corruptions = Vec::new();
     for (i, step) in steps.iter().enumerate() {
         let tag = |f: Failure| match f {
-            Failure::Problem(problem) => ScenarioError::Step { step: i, op: step.op(), problem },
-            Failure::Reference(error) => ScenarioError::Reference { step: i, op: step.op(), error },
+            Failure::Problem(problem) => ScenarioError::Step {
+                step: i,
+                op: step.op(),
+                problem,
+            },
+            Failure::Reference(error) => ScenarioError::Reference {
+                step: i,
+                op: step.op(),
+                error: Box::new(error),
+            },
         };
         let before = run.versions.len();
         let note = match step {
@@ -136,16 +148,24 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
         records.push(StepRecord {
             step: i,
             op: step.op(),
-            versions: (before + 1..=run.versions.len()).map(|v| v as u64).collect(),
+            versions: (before + 1..=run.versions.len())
+                .map(|v| v as u64)
+                .collect(),
             note,
         });
     }
-    Ok(Execution { versions: run.versions, records, corruptions })
+    Ok(Execution {
+        versions: run.versions,
+        records,
+        corruptions,
+    })
 }
 
 impl Run {
     fn current(&self) -> Outcome<&Snapshot> {
-        self.versions.last().ok_or_else(|| Failure::Problem("no version yet: start with `create`".into()))
+        self.versions
+            .last()
+            .ok_or_else(|| Failure::Problem("no version yet: start with `create`".into()))
     }
 
     fn next_version(&self) -> u64 {
@@ -170,7 +190,13 @@ impl Run {
 
     fn step(&mut self, i: usize, step: &Step) -> Outcome<String> {
         match step {
-            Step::Create { schema, rows, stable_row_ids, config, indices } => {
+            Step::Create {
+                schema,
+                rows,
+                stable_row_ids,
+                config,
+                indices,
+            } => {
                 if !self.versions.is_empty() {
                     return Err("`create` must be the first step".to_string().into());
                 }
@@ -191,7 +217,9 @@ impl Run {
                 if !rows.is_empty() {
                     let id = self.alloc_fragment();
                     let path = format!("f{id}-s{i}.lance");
-                    pending.appended.push(build::appended(&snapshot.schema, id, &path, rows)?);
+                    pending
+                        .appended
+                        .push(build::appended(&snapshot.schema, id, &path, rows)?);
                 }
                 snapshot = pending.apply(&snapshot, 1)?;
                 for spec in indices {
@@ -216,9 +244,16 @@ impl Run {
                 let current = self.current()?.clone();
                 let pending = build::overlay_commit(&current, step, &format!("s{i}"))?;
                 self.commit(pending.apply(&current, self.next_version())?)?;
-                Ok(format!("{} overlay(s)", pending.overlays.iter().map(|(_, o)| o.len()).sum::<usize>()))
+                Ok(format!(
+                    "{} overlay(s)",
+                    pending.overlays.iter().map(|(_, o)| o.len()).sum::<usize>()
+                ))
             }
-            Step::Delete { fragment, offsets, predicate } => {
+            Step::Delete {
+                fragment,
+                offsets,
+                predicate,
+            } => {
                 let current = self.current()?.clone();
                 let version = self.next_version();
                 let next = match (fragment, predicate) {
@@ -228,18 +263,33 @@ impl Run {
                     }
                     (None, Some(p)) if offsets.is_empty() => {
                         let schema = &current.schema;
-                        let predicate =
-                            p.to_predicate(schema, &|n| field_id(schema, n)).map_err(|e| e.to_string())?;
+                        let predicate = p
+                            .to_predicate(schema, &|n| field_id(schema, n))
+                            .map_err(|e| e.to_string())?;
                         delete::delete_where(&current, &predicate, version)?
                     }
-                    _ => return Err("give either `fragment` and `offsets`, or `where`".to_string().into()),
+                    _ => {
+                        return Err("give either `fragment` and `offsets`, or `where`"
+                            .to_string()
+                            .into());
+                    }
                 };
-                let live = |s: &Snapshot| s.fragments.iter().map(|f| f.physical_rows - f.deletions.len()).sum::<u64>();
+                let live = |s: &Snapshot| {
+                    s.fragments
+                        .iter()
+                        .map(|f| f.physical_rows - f.deletions.len())
+                        .sum::<u64>()
+                };
                 let count = live(&current).saturating_sub(live(&next));
                 self.commit(next)?;
                 Ok(format!("deleted {count} row(s)"))
             }
-            Step::BuildIndex { name, fields, kind, built_from } => {
+            Step::BuildIndex {
+                name,
+                fields,
+                kind,
+                built_from,
+            } => {
                 let current = self.current()?.clone();
                 let from = built_from.unwrap_or(current.version);
                 let read = from
@@ -247,12 +297,21 @@ impl Run {
                     .and_then(|k| self.versions.get(k as usize))
                     .ok_or_else(|| format!("built_from {from} is not a committed version"))?;
                 let ids = field_ids(&current.schema, fields)?;
-                let next =
-                    index_build::build_index(read, &current, name, &ids, index_kind(*kind), self.next_version())?;
+                let next = index_build::build_index(
+                    read,
+                    &current,
+                    name,
+                    &ids,
+                    index_kind(*kind),
+                    self.next_version(),
+                )?;
                 self.commit(next)?;
                 Ok(format!("index {name} built from version {from}"))
             }
-            Step::CompactOverlays { fragment, positions } => {
+            Step::CompactOverlays {
+                fragment,
+                positions,
+            } => {
                 let mut next = self.current()?.clone();
                 let path = format!("f{fragment}-s{i}-merged.lance");
                 let merged = {
@@ -265,21 +324,27 @@ impl Run {
                     }
                 }
                 self.commit(next)?;
-                Ok(format!("merged overlays {positions:?} of fragment {fragment}"))
+                Ok(format!(
+                    "merged overlays {positions:?} of fragment {fragment}"
+                ))
             }
             Step::Fold { fragment, indices } => {
                 let current = self.current()?.clone();
                 let plan: FoldPlan = indices
                     .iter()
                     .map(|(k, p)| {
-                        (k.clone(), match p {
-                            FoldPolicySpec::Rebuild => IndexPolicy::Rebuild,
-                            FoldPolicySpec::Drop => IndexPolicy::DropFragment,
-                        })
+                        (
+                            k.clone(),
+                            match p {
+                                FoldPolicySpec::Rebuild => IndexPolicy::Rebuild,
+                                FoldPolicySpec::Drop => IndexPolicy::DropFragment,
+                            },
+                        )
                     })
                     .collect();
                 let path = format!("f{fragment}-s{i}-folded.lance");
-                let next = compaction::fold(&current, *fragment, &plan, self.next_version(), &path)?;
+                let next =
+                    compaction::fold(&current, *fragment, &plan, self.next_version(), &path)?;
                 self.commit(next)?;
                 Ok(format!("folded fragment {fragment}"))
             }
@@ -287,9 +352,12 @@ impl Run {
                 let current = self.current()?.clone();
                 let id = self.alloc_fragment();
                 let path = format!("f{id}-s{i}.lance");
-                let next = compaction::rewrite_rows(&current, fragments, id, self.next_version(), &path)?;
+                let next =
+                    compaction::rewrite_rows(&current, fragments, id, self.next_version(), &path)?;
                 self.commit(next)?;
-                Ok(format!("rewrote fragments {fragments:?} into fragment {id}"))
+                Ok(format!(
+                    "rewrote fragments {fragments:?} into fragment {id}"
+                ))
             }
             Step::CommitRetry { write, conflict } => {
                 let read = self.current()?.clone();
@@ -298,18 +366,33 @@ impl Run {
                     Step::Append { rows } => PendingCommit {
                         overlays: Vec::new(),
                         // The id is a placeholder: fragment ids are assigned when the commit lands.
-                        appended: vec![build::appended(&read.schema, u64::MAX, &format!("s{i}w.lance"), rows)?],
+                        appended: vec![build::appended(
+                            &read.schema,
+                            u64::MAX,
+                            &format!("s{i}w.lance"),
+                            rows,
+                        )?],
                     },
-                    _ => return Err("`write` must be an `overlay` or `append` step".to_string().into()),
+                    _ => {
+                        return Err("`write` must be an `overlay` or `append` step"
+                            .to_string()
+                            .into());
+                    }
                 };
-                if matches!(conflict.as_ref(), Step::Corrupt(_) | Step::CommitRetry { .. } | Step::Create { .. }) {
+                if matches!(
+                    conflict.as_ref(),
+                    Step::Corrupt(_) | Step::CommitRetry { .. } | Step::Create { .. }
+                ) {
                     return Err("`conflict` must be an ordinary commit".to_string().into());
                 }
                 let attempted = self.next_version();
                 self.step(i, conflict)?;
                 for a in &mut pending.appended {
                     a.fragment.id = self.alloc_fragment();
-                    a.fragment.files.iter_mut().for_each(|f| f.path = format!("f{}-s{i}w.lance", a.fragment.id));
+                    a.fragment
+                        .files
+                        .iter_mut()
+                        .for_each(|f| f.path = format!("f{}-s{i}w.lance", a.fragment.id));
                 }
                 let newest = self.current()?.clone();
                 self.commit(restamp(&pending, &newest)?)?;
@@ -325,7 +408,8 @@ impl Run {
                 for k in unset {
                     next.config.remove(k);
                 }
-                next.config.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
+                next.config
+                    .extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
                 self.commit(next)?;
                 Ok("config changed".into())
             }
@@ -355,7 +439,8 @@ impl Run {
                     .collect();
                 let kept_ids: Vec<_> = keep.iter().map(|f| f.id).collect();
                 next.schema = Schema::new(keep)?;
-                next.indices.retain(|x| x.fields.iter().all(|f| kept_ids.contains(f)));
+                next.indices
+                    .retain(|x| x.fields.iter().all(|f| kept_ids.contains(f)));
                 self.commit(next)?;
                 Ok(format!("dropped {names:?}"))
             }
@@ -365,7 +450,10 @@ impl Run {
 }
 
 fn field_ids(schema: &Schema, names: &[String]) -> Outcome<Vec<FieldId>> {
-    names.iter().map(|n| field_id(schema, n).ok_or_else(|| Failure::Problem(format!("no field {n:?}")))).collect()
+    names
+        .iter()
+        .map(|n| field_id(schema, n).ok_or_else(|| Failure::Problem(format!("no field {n:?}"))))
+        .collect()
 }
 
 fn index_kind(kind: IndexKindSpec) -> IndexKind {
@@ -386,7 +474,13 @@ fn initial_index(snapshot: &Snapshot, spec: &IndexSpec) -> Outcome<Index> {
         name: spec.name.clone(),
         fields,
         dataset_version: snapshot.version,
-        fragment_bitmap: Some(snapshot.fragments.iter().filter_map(|f| u32::try_from(f.id).ok()).collect()),
+        fragment_bitmap: Some(
+            snapshot
+                .fragments
+                .iter()
+                .filter_map(|f| u32::try_from(f.id).ok())
+                .collect(),
+        ),
         kind: index_kind(spec.kind),
         entries: Vec::new(),
     };
