@@ -24,6 +24,14 @@ pub const GENERATED_DIRS: [&str; 2] = ["dataset", "expected"];
 /// The checksum file at the corpus root.
 pub const SUMS_FILE: &str = "SHA256SUMS";
 
+/// The corpus README, whose case table the generator maintains between [`TABLE_BEGIN`] and
+/// [`TABLE_END`].
+pub const README_FILE: &str = "README.md";
+/// Marker line opening the generated case table.
+pub const TABLE_BEGIN: &str = "<!-- generated: case table (lance-conformance generate) -->";
+/// Marker line closing the generated case table.
+pub const TABLE_END: &str = "<!-- end of generated case table -->";
+
 /// Runs the command: `root` is the corpus (`conformance-cases`), `requirements` the path of
 /// `spec/requirements.toml`, `selectors` case ids or paths (none = all). Returns the exit code:
 /// 0 on success, 1 when `--check` finds a difference.
@@ -56,6 +64,12 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
     }
     std::fs::write(root.join(SUMS_FILE), sums(root, &all)?)
         .with_context(|| format!("writing {}", root.join(SUMS_FILE).display()))?;
+    let readme = root.join(README_FILE);
+    if let Ok(text) = std::fs::read_to_string(&readme) {
+        if let Some(updated) = with_table(&text, &all) {
+            std::fs::write(&readme, updated).with_context(|| format!("writing {}", readme.display()))?;
+        }
+    }
     println!(
         "generated {} case(s); {SUMS_FILE} covers {} case(s)",
         selected.len(),
@@ -190,6 +204,11 @@ fn check_cases(root: &Path, all: &[CaseDir], selected: &[&CaseDir]) -> Result<Ve
             problems.push(format!("extra: {path}"));
         }
     }
+    if let Ok(text) = std::fs::read_to_string(root.join(README_FILE)) {
+        if with_table(&text, all).is_some_and(|t| t != text) {
+            problems.push(format!("{README_FILE}: the generated case table is stale"));
+        }
+    }
     let expected = sums(root, all)?;
     match std::fs::read_to_string(root.join(SUMS_FILE)) {
         Ok(found) if found == expected => {}
@@ -197,4 +216,48 @@ fn check_cases(root: &Path, all: &[CaseDir], selected: &[&CaseDir]) -> Result<Ve
         Err(_) => problems.push(format!("missing: {SUMS_FILE}")),
     }
     Ok(problems)
+}
+
+/// The markdown case table: counts per area, level and negative, then one row per case.
+pub fn case_table(cases: &[CaseDir]) -> String {
+    let mut by_area: BTreeMap<&str, (usize, usize, usize, usize)> = BTreeMap::new();
+    for c in cases {
+        let e = by_area.entry(c.area.as_str()).or_default();
+        e.0 += 1;
+        match c.case.level {
+            crate::case::Level::Must => e.1 += 1,
+            crate::case::Level::Should => e.2 += 1,
+        }
+        e.3 += usize::from(c.case.is_negative());
+    }
+    let mut t = String::from("| area | cases | MUST | SHOULD | negative |\n|---|---|---|---|---|\n");
+    let mut total = (0, 0, 0, 0);
+    for (area, (n, must, should, neg)) in &by_area {
+        t.push_str(&format!("| {area} | {n} | {must} | {should} | {neg} |\n"));
+        total = (total.0 + n, total.1 + must, total.2 + should, total.3 + neg);
+    }
+    t.push_str(&format!("| **all** | {} | {} | {} | {} |\n\n", total.0, total.1, total.2, total.3));
+    t.push_str("| case | level | requirements | title |\n|---|---|---|---|\n");
+    for c in cases {
+        let level = match &c.case.expect_error {
+            Some(e) => format!("{} (error: {})", c.case.level.as_str(), e.class),
+            None => c.case.level.as_str().to_string(),
+        };
+        t.push_str(&format!(
+            "| `{}/{}` | {level} | {} | {} |\n",
+            c.area,
+            c.case.id,
+            c.case.requirements.join(", "),
+            c.case.title.replace('|', "\\|")
+        ));
+    }
+    t
+}
+
+/// `text` with the part between the table markers replaced by the current table; `None` when
+/// the markers are missing.
+fn with_table(text: &str, cases: &[CaseDir]) -> Option<String> {
+    let start = text.find(TABLE_BEGIN)? + TABLE_BEGIN.len();
+    let end = start + text[start..].find(TABLE_END)?;
+    Some(format!("{}\n\n{}\n{}", &text[..start], case_table(cases), &text[end..]))
 }
