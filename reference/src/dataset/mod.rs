@@ -10,9 +10,28 @@
 //! |---|---|
 //! | [`roaring_format`] | the portable 32-bit roaring serialization (coverage, deletion vectors, fragment bitmaps) |
 //! | [`deletion`] | deletion files: `_deletions/` paths, the Arrow IPC and roaring forms |
+//! | [`manifest_file`] | the framing of `_versions/*.manifest`: sections, Manifest, footer |
+//! | [`version_names`] | V1 / V2 / detached manifest names; listing versions |
+//! | [`paths`] | confining manifest paths to the dataset root |
+//! | [`layout`] | what a manifest records beyond the model (file sizes, versions, ids) |
+//! | [`codec`] | `Manifest` protobuf <-> [`crate::model::Snapshot`] + [`Layout`] |
+//! | [`read`] | [`Dataset::open`], reading whole versions (time travel) |
+//! | [`write`] | [`write_version`]: data, overlay, deletion files and the manifest |
 
+pub mod codec;
 pub mod deletion;
+mod error;
 mod io_error;
+pub mod layout;
+pub mod manifest_file;
+pub mod paths;
+pub mod read;
 pub mod roaring_format;
+pub mod version_names;
+pub mod write;
 
+pub use error::{DatasetError, FramingProblem};
 pub use io_error::{BitmapProblem, DatasetIoError};
+pub use layout::Layout;
+pub use read::{Dataset, ReadOptions};
+pub use write::{WriteOptions, content_name, write_version};
