@@ -6,9 +6,10 @@
 //! [`Error::code`], never on message text.
 //!
 //! Each concept module owns the errors of its own domain ([`LineageError`], [`FlagError`],
-//! [`CompactionError`], [`QueryError`]); [`Error`] wraps them so callers handle one type.
+//! [`CompactionError`], [`QueryError`], [`DatasetIoError`]); [`Error`] wraps them so callers handle one type.
 
 use crate::compaction::CompactionError;
+use crate::dataset::DatasetIoError;
 use crate::flags::FlagError;
 use crate::lineage::LineageError;
 use crate::query::QueryError;
@@ -216,6 +217,9 @@ pub enum Error {
     /// Query reconciliation.
     #[error(transparent)]
     Query(#[from] QueryError),
+    /// On-disk bytes: bitmaps, deletion files, data files, manifests.
+    #[error(transparent)]
+    Dataset(#[from] DatasetIoError),
 }
 
 impl Error {
@@ -229,6 +233,7 @@ impl Error {
             Error::Flags(e) => e.class(),
             Error::Compaction(e) => e.class(),
             Error::Query(e) => e.class(),
+            Error::Dataset(e) => e.class(),
             _ => ErrorClass::Invalid,
         }
     }
@@ -253,6 +258,7 @@ impl Error {
             Error::Flags(e) => e.code(),
             Error::Compaction(e) => e.code(),
             Error::Query(e) => e.code(),
+            Error::Dataset(e) => e.code(),
         }
     }
 }

@@ -9,6 +9,9 @@
 
 use roaring::RoaringBitmap;
 
+use crate::compaction::{FoldPlan, IndexPolicy, fold};
+use crate::error::Result;
+use crate::lineage::PendingCommit;
 use crate::model::{
     Coverage, DataFile, DataType, Field, Fragment, Index, IndexEntry, IndexKind, Lineage,
     LineageSequence, Overlay, Schema, Snapshot, Value,
@@ -133,4 +136,30 @@ pub fn step_4_overlay() -> Overlay {
         ]),
         committed_version: 0,
     }
+}
+
+/// The example's four versions, each produced by the reference's own operations:
+///
+/// 1. as written (fragment 0, the age index at dataset_version 1);
+/// 2. step 1: the dense `age` overlay committed at version 2;
+/// 3. step 4: the sparse `name` / `embedding` overlay committed at version 3;
+/// 4. step 6: both overlays folded into `file1.lance` at version 4, the age index dropping
+///    fragment 0 from its coverage in the same commit.
+pub fn versions() -> Result<Vec<Snapshot>> {
+    let v1 = version_1();
+    let v2 = PendingCommit {
+        overlays: vec![(0, vec![step_1_overlay()])],
+        appended: vec![],
+    }
+    .apply(&v1, 2)?;
+    let v3 = PendingCommit {
+        overlays: vec![(0, vec![step_4_overlay()])],
+        appended: vec![],
+    }
+    .apply(&v2, 3)?;
+    let plan: FoldPlan = [(AGE_INDEX.to_string(), IndexPolicy::DropFragment)]
+        .into_iter()
+        .collect();
+    let v4 = fold(&v3, 0, &plan, 4, "file1.lance")?;
+    Ok(vec![v1, v2, v3, v4])
 }

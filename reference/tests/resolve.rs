@@ -1,5 +1,6 @@
 //! Cell resolution: precedence, rank addressing, NULL-cover versus fall-through, deletions,
 //! tombstones, structs, and a differential check against a naive dense-grid oracle.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use lance_reference::model::{
     Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Value,
@@ -455,10 +456,13 @@ fn empty_coverage_is_valid_and_covers_nothing() {
 // Differential check: the resolver against a naive oracle that replays overlays oldest to
 // newest into a dense grid (no ranks, no precedence sort, no claiming).
 
+/// Cells an overlay covers for one field: (offset, value or NULL), offsets ascending.
+type Cells = Vec<(u32, Option<i64>)>;
+
 #[derive(Debug, Clone)]
 struct Spec {
     rows: u32,
-    overlays: Vec<(u64, Vec<(u32, Option<i64>)>, Vec<(u32, Option<i64>)>)>,
+    overlays: Vec<(u64, Cells, Cells)>,
     deletions: Vec<u32>,
 }
 

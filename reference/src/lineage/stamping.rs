@@ -319,7 +319,7 @@ mod tests {
 
     #[test]
     fn retry_reassigns_every_commit_assigned_value_and_nothing_else() {
-        // covers: LIN-STAMP-1, LIN-STAMP-2, LIN-STAMP-3, LIN-PLACE-1
+        // covers: LIN-STAMP-1, LIN-STAMP-2, LIN-STAMP-3, LIN-PLACE-1, OVL-VER-2
         let mut update = overlay(vec![2], Coverage::Dense(bitmap(&[1, 3])));
         update.file.columns = vec![vec![Value::Int64(10), Value::Int64(30)]];
         let pending = PendingCommit {
