@@ -8,6 +8,7 @@
 //!
 //! | module | concept |
 //! |---|---|
+//! | [`data_file`] | Lance v2.0 data files: values <-> bytes |
 //! | [`roaring_format`] | the portable 32-bit roaring serialization (coverage, deletion vectors, fragment bitmaps) |
 //! | [`deletion`] | deletion files: `_deletions/` paths, the Arrow IPC and roaring forms |
 //! | [`manifest_file`] | the framing of `_versions/*.manifest`: sections, Manifest, footer |
@@ -19,6 +20,7 @@
 //! | [`write`] | [`write_version`]: data, overlay, deletion files and the manifest |
 
 pub mod codec;
+pub mod data_file;
 pub mod deletion;
 mod error;
 mod io_error;
