@@ -22,8 +22,10 @@
 //! - **max_fragment_id** is written as the largest fragment id (absent with no fragments).
 //!   On read, a stored value below a real fragment id is refused: a writer trusting it would
 //!   reuse that id.
-//! - **Schema fields** are written with `type` 0 and no `encoding` (v2 data files never use
-//!   it); `logical_type` uses Lance's spellings ([`crate::model::DataType::logical_type`]).
+//! - **Schema fields** are written as Lance writes them: `type` 0, the v1 `encoding` hint
+//!   (PLAIN for fixed-width types, VAR_BINARY for strings, none for structs; v2 data files
+//!   never use it), `logical_type` in Lance's spelling
+//!   ([`crate::model::DataType::logical_type`]).
 //! - **Indices**: `uuid` is derived from the index name and `dataset_version`
 //!   ([`index_uuid`]); `index_details` is `/lance.table.BTreeIndexDetails` for a BTree and
 //!   `/lance.table.VectorIndexDetails` for a vector index, both with an empty value;
@@ -101,6 +103,11 @@ pub fn schema_to_proto(schema: &Schema) -> Vec<pbf::Field> {
             parent_id: f.parent_id,
             logical_type: f.data_type.logical_type(),
             nullable: f.nullable,
+            encoding: match f.data_type {
+                DataType::Struct => pbf::Encoding::None,
+                DataType::Utf8 => pbf::Encoding::VarBinary,
+                _ => pbf::Encoding::Plain,
+            } as i32,
             ..Default::default()
         })
         .collect()
@@ -125,7 +132,7 @@ pub fn schema_from_proto(fields: &[pbf::Field], file: &str) -> Result<Schema, Da
             nullable: f.nullable,
         });
     }
-    Schema::new(out).map_err(|error| DatasetError::Model { file: file.to_string(), error })
+    Schema::new(out).map_err(|error| DatasetError::Model { file: file.to_string(), error: Box::new(error) })
 }
 
 /// Decodes a manifest file into a snapshot skeleton and its layout (see the module docs).

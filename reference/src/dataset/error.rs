@@ -234,8 +234,8 @@ pub enum DatasetError {
     Model {
         /// The manifest.
         file: String,
-        /// The model's error.
-        error: Error,
+        /// The model's error (boxed: it is large).
+        error: Box<Error>,
     },
     /// Feature flags refused.
     #[error("{file}: {error}")]

@@ -209,8 +209,13 @@ mod tests {
         *magic.last_mut().unwrap() = b'D';
         assert_eq!(code(&magic), "manifest_bad_magic");
         // Truncating from the front keeps the footer but the position now overshoots.
-        assert_eq!(code(&good[8..]), "manifest_length_mismatch");
+        assert_eq!(code(&good[8..]), "manifest_position_out_of_range");
         let n = good.len();
+        let pos = i64::from_le_bytes(good[n - 16..n - 8].try_into().unwrap()) as usize;
+        let mut lying = good.clone();
+        let declared = u32::from_le_bytes(good[pos..pos + 4].try_into().unwrap());
+        lying[pos..pos + 4].copy_from_slice(&(declared - 1).to_le_bytes());
+        assert_eq!(code(&lying), "manifest_length_mismatch");
         let mut negative = good.clone();
         negative[n - 16..n - 8].copy_from_slice(&(-1i64).to_le_bytes());
         assert_eq!(code(&negative), "manifest_position_out_of_range");

@@ -256,7 +256,7 @@ impl Dataset {
                     .map_err(|error| DatasetError::FileFormat { field, error })?;
             }
         }
-        snapshot.validate().map_err(|error| DatasetError::Model { file: file.clone(), error })?;
+        snapshot.validate().map_err(|error| DatasetError::Model { file: file.clone(), error: Box::new(error) })?;
         for n in 0..snapshot.indices.len() {
             let dataset_version = snapshot.indices[n].dataset_version;
             let entries = if dataset_version == version {
@@ -274,7 +274,7 @@ impl Dataset {
                 continue; // from the future: `validate` above refused it
             };
             snapshot.indices[n].entries =
-                entries.map_err(|error| DatasetError::Model { file: format!("{file}: indices[{n}]"), error })?;
+                entries.map_err(|error| DatasetError::Model { file: format!("{file}: indices[{n}]"), error: Box::new(error) })?;
         }
         check_for_read(&snapshot).map_err(flags)?;
         cache.insert(version, (snapshot.clone(), layout.clone()));

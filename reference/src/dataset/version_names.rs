@@ -183,7 +183,8 @@ mod tests {
         // A V1 name padded to 20 digits is taken as V2, as in Lance.
         let padded = format!("{:020}.manifest", 5);
         assert_eq!(detect_scheme(&padded), Some(NamingScheme::V2));
-        assert_eq!(parse_manifest_name(&padded).unwrap().unwrap().version, u64::MAX - 5);
+        // ... which denotes u64::MAX - 5, a version with bit 63 set: refused as attached.
+        assert_eq!(parse_manifest_name(&padded).unwrap_err().code(), "bad_version_name");
         assert_eq!(detect_scheme(".tmp_7.manifest_9c10"), None);
         assert_eq!(detect_scheme("latest_version_hint.json"), None);
     }

@@ -287,7 +287,7 @@ pub fn write_version(root: &Path, snapshot: &Snapshot, options: &WriteOptions) -
     let snapshot = with_written_flags(snapshot, options.flags);
     let manifest_path = format!("{VERSIONS_DIR}/{}", manifest_name(version));
     check_written_flags(&snapshot).map_err(|error| DatasetError::Flags { file: manifest_path.clone(), error })?;
-    snapshot.validate().map_err(|error| DatasetError::Model { file: manifest_path.clone(), error })?;
+    snapshot.validate().map_err(|error| DatasetError::Model { file: manifest_path.clone(), error: Box::new(error) })?;
     for dir in [DATA_DIR, VERSIONS_DIR] {
         create_dir(root, dir)?;
     }
