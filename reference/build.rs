@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let proto_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/protos");
+    // Read at run time: a build-script binary can be shared between checkouts of the workspace.
+    let proto_dir = Path::new(&std::env::var("CARGO_MANIFEST_DIR")?).join("../spec/protos");
     println!("cargo:rerun-if-changed={}", proto_dir.display());
     let entries = match std::fs::read_dir(&proto_dir) {
         Ok(entries) => entries.collect::<Vec<_>>(),

@@ -6,10 +6,11 @@
 //! [`Error::code`], never on message text.
 //!
 //! Each concept module owns the errors of its own domain ([`LineageError`], [`FlagError`],
-//! [`CompactionError`], [`QueryError`], [`DatasetIoError`]); [`Error`] wraps them so callers handle one type.
+//! [`CompactionError`], [`QueryError`], [`DatasetIoError`], [`DataFileError`]); [`Error`] wraps them so callers handle one type.
 
 use crate::compaction::CompactionError;
 use crate::dataset::DatasetIoError;
+use crate::dataset::data_file::DataFileError;
 use crate::flags::FlagError;
 use crate::lineage::LineageError;
 use crate::query::QueryError;
@@ -220,6 +221,9 @@ pub enum Error {
     /// On-disk bytes: bitmaps, deletion files, data files, manifests.
     #[error(transparent)]
     Dataset(#[from] DatasetIoError),
+    /// Lance data files.
+    #[error(transparent)]
+    DataFile(#[from] DataFileError),
 }
 
 impl Error {
@@ -234,6 +238,7 @@ impl Error {
             Error::Compaction(e) => e.class(),
             Error::Query(e) => e.class(),
             Error::Dataset(e) => e.class(),
+            Error::DataFile(e) => e.class(),
             _ => ErrorClass::Invalid,
         }
     }
@@ -259,6 +264,7 @@ impl Error {
             Error::Compaction(e) => e.code(),
             Error::Query(e) => e.code(),
             Error::Dataset(e) => e.code(),
+            Error::DataFile(e) => e.code(),
         }
     }
 }

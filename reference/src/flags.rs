@@ -262,6 +262,12 @@ impl FlagError {
 /// and is reported first, as Lance does; any other bit outside [`READER_FLAGS_IMPLEMENTED`] is
 /// [`ErrorClass::UnsupportedFeature`], naming every such bit.
 pub fn check_reader_flags(reader: u64) -> Result<(), FlagError> {
+    check_reader_flags_supporting(reader, READER_FLAGS_IMPLEMENTED)
+}
+
+/// [`check_reader_flags`] for a reader that implements exactly the reader bits `implemented`
+/// (for example a reader without overlay support: `READER_FLAGS_IMPLEMENTED & !64`).
+pub fn check_reader_flags_supporting(reader: u64, implemented: u64) -> Result<(), FlagError> {
     let writer_only = reader & WRITER_ONLY_FLAGS;
     if writer_only != 0 {
         return Err(FlagError::WriterOnlyFlagInReaderWord {
@@ -269,7 +275,7 @@ pub fn check_reader_flags(reader: u64) -> Result<(), FlagError> {
             reader,
         });
     }
-    let unknown = reader & !READER_FLAGS_IMPLEMENTED;
+    let unknown = reader & !implemented;
     if unknown != 0 {
         return Err(FlagError::UnknownFlags {
             word: FlagWord::Reader,
@@ -283,7 +289,12 @@ pub fn check_reader_flags(reader: u64) -> Result<(), FlagError> {
 /// Refuses a writer word this reference cannot honour: any bit outside
 /// [`WRITER_FLAGS_IMPLEMENTED`], all named at once.
 pub fn check_writer_flags(writer: u64) -> Result<(), FlagError> {
-    let unknown = writer & !WRITER_FLAGS_IMPLEMENTED;
+    check_writer_flags_supporting(writer, WRITER_FLAGS_IMPLEMENTED)
+}
+
+/// [`check_writer_flags`] for a writer that implements exactly the writer bits `implemented`.
+pub fn check_writer_flags_supporting(writer: u64, implemented: u64) -> Result<(), FlagError> {
+    let unknown = writer & !implemented;
     if unknown != 0 {
         return Err(FlagError::UnknownFlags {
             word: FlagWord::Writer,
@@ -1048,5 +1059,22 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn a_reader_or_writer_without_overlay_support_refuses_bit_64() {
+        // covers: OVL-FLAG-1, OVL-FLAG-2
+        let reader_without = READER_FLAGS_IMPLEMENTED & !FLAG_UNSTABLE_DATA_OVERLAY_FILES;
+        let writer_without = WRITER_FLAGS_IMPLEMENTED & !FLAG_UNSTABLE_DATA_OVERLAY_FILES;
+        let err = check_reader_flags_supporting(64 | 2, reader_without).unwrap_err();
+        assert_eq!(err.class(), ErrorClass::UnsupportedFeature);
+        assert_eq!(err.code(), "unknown_reader_flag");
+        let err = check_writer_flags_supporting(64 | 2, writer_without).unwrap_err();
+        assert_eq!(err.code(), "unknown_writer_flag");
+        assert!(check_reader_flags_supporting(2, reader_without).is_ok());
+        assert!(
+            check_reader_flags(64 | 2).is_ok(),
+            "the reference itself reads overlays"
+        );
     }
 }

@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 
 use super::{CompactionError, carried_value_fields, path_in_use, uncover};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{
     DataFile, FieldId, Fragment, Index, IndexEntry, Snapshot, TOMBSTONE_FIELD_ID, Value,
 };
@@ -130,35 +130,9 @@ pub fn fold(
     Ok(next)
 }
 
-/// The entries an index built over `snapshot` holds: for every live row of every fragment it
-/// covers, the resolved value of its first field (the key; for a vector index, the vector).
-/// NULL values are entries too: the index records what the row held.
+/// The entries an index built over `snapshot` holds (see [`crate::index_build::entries`]).
 pub fn rebuilt_entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
-    let Some(&key) = index.fields.first() else {
-        return Ok(Vec::new());
-    };
-    let mut entries = Vec::new();
-    for fragment in snapshot.fragments.iter().filter(|f| index.covers(f.id)) {
-        for (offset, value) in resolve_column(&snapshot.schema, fragment, key)?
-            .into_iter()
-            .enumerate()
-        {
-            let Some(value) = value else { continue };
-            let offset = u32::try_from(offset).map_err(|_| Error::OffsetOutOfRange {
-                fragment: fragment.id,
-                file: "(manifest)".into(),
-                what: "physical_rows".into(),
-                offset: fragment.physical_rows,
-                physical_rows: u64::from(u32::MAX),
-            })?;
-            entries.push(IndexEntry {
-                fragment: fragment.id,
-                offset,
-                value,
-            });
-        }
-    }
-    Ok(entries)
+    crate::index_build::entries(snapshot, index)
 }
 
 /// Every live value field carried by an overlay of `fragment`, with the newest

@@ -1,14 +1,17 @@
-//! On-disk I/O of a Lance dataset: the byte formats the manifest points at.
+//! On-disk I/O of a Lance dataset: the byte formats the manifest points at, and whole versions
+//! (manifest + every file it references) read into and written from [`crate::model`].
 //!
 //! Invariant: nothing in this tree trusts the bytes it reads. Every decoder checks each length
 //! and count against the bytes actually present before it allocates, rejects what the format
-//! does not allow with a [`DatasetIoError`] naming the file and the message field, and never
-//! panics. Every encoder writes what Lance 14 writes for the same content, so bytes produced
-//! here can be compared with bytes produced by Lance.
+//! does not allow with a typed error naming the file and the message field, and never panics.
+//! Every encoder writes what Lance 14 writes for the same content, so bytes produced here can
+//! be compared with bytes produced by Lance. Table semantics (resolution, lineage, overlays)
+//! live elsewhere: [`read`] hands finished snapshots to the model's validation and uses the
+//! model's own rules to rebuild index entries.
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`data_file`] | Lance v2.0 data files: values <-> bytes |
+//! | [`data_file`] | Lance v2.0 data files: base columns, overlay value columns, hidden lineage columns |
 //! | [`roaring_format`] | the portable 32-bit roaring serialization (coverage, deletion vectors, fragment bitmaps) |
 //! | [`deletion`] | deletion files: `_deletions/` paths, the Arrow IPC and roaring forms |
 //! | [`manifest_file`] | the framing of `_versions/*.manifest`: sections, Manifest, footer |

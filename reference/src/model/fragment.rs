@@ -75,6 +75,12 @@ pub struct Overlay {
 }
 
 impl Overlay {
+    /// The same overlay with its data file at `path`.
+    pub fn with_path(mut self, path: &str) -> Overlay {
+        self.file.path = path.to_string();
+        self
+    }
+
     /// The position and coverage of the live user field `field`, if this overlay carries it.
     pub fn coverage_of(&self, field: FieldId) -> Option<(usize, &RoaringBitmap)> {
         if field < 0 {

@@ -145,7 +145,9 @@ pub enum DataFileError {
         row: u64,
     },
     /// Writer: a NULL struct. Format v2.0 stores no struct validity (Lance 14 refuses it too).
-    #[error("column {column} (field {field}): row {row} is a NULL struct, which format v2.0 cannot store")]
+    #[error(
+        "column {column} (field {field}): row {row} is a NULL struct, which format v2.0 cannot store"
+    )]
     NullStruct {
         /// Column position in the writer's input.
         column: usize,

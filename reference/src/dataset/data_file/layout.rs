@@ -128,10 +128,12 @@ impl Layout {
     /// Parses and checks the footer and both offset tables of `bytes`.
     pub fn parse(bytes: &[u8], file: &str) -> Result<Layout, DataFileError> {
         let len = bytes.len();
-        let footer_start = len.checked_sub(FOOTER_LEN).ok_or_else(|| DataFileError::TooShort {
-            file: file.to_string(),
-            len: len as u64,
-        })?;
+        let footer_start = len
+            .checked_sub(FOOTER_LEN)
+            .ok_or_else(|| DataFileError::TooShort {
+                file: file.to_string(),
+                len: len as u64,
+            })?;
         let oob = |structure: &str, problem: String| DataFileError::OutOfBounds {
             file: file.to_string(),
             structure: structure.to_string(),
@@ -144,7 +146,10 @@ impl Layout {
             .and_then(|m| m.try_into().ok())
             .ok_or_else(truncated)?;
         if magic != MAGIC {
-            return Err(DataFileError::BadMagic { file: file.to_string(), found: magic });
+            return Err(DataFileError::BadMagic {
+                file: file.to_string(),
+                found: magic,
+            });
         }
         let version = FileVersion {
             major: le_u16(bytes, f + 32).ok_or_else(truncated)?,
@@ -152,7 +157,9 @@ impl Layout {
         };
         if !version.is_v2_0() {
             let hint = match (version.major, version.minor) {
-                (2, _) => ": format v2.1 and later use structural page layouts this reader does not decode",
+                (2, _) => {
+                    ": format v2.1 and later use structural page layouts this reader does not decode"
+                }
                 (0, 0..=2) => ": the legacy v1 format is not supported",
                 _ => ": only format v2.0, footer (0,3) or (2,0), is supported",
             };
@@ -217,23 +224,36 @@ impl Layout {
         }
         // Both tables were just checked to lie inside the file, so the counts are bounded by
         // the file length and these allocations are too.
-        let read_table = |start: u64, count: u32, name: &str| -> Result<Vec<Extent>, DataFileError> {
-            let start = usize::try_from(start).map_err(|_| truncated())?;
-            let mut out = Vec::with_capacity(count as usize);
-            for i in 0..count as usize {
-                let at = start + 16 * i;
-                let position = le_u64(bytes, at);
-                let size = le_u64(bytes, at + 8);
-                match (position, size) {
-                    (Some(position), Some(size)) => out.push(Extent { position, size }),
-                    _ => return Err(oob(&format!("{name}[{i}]"), "entry lies past the end of the file".into())),
+        let read_table =
+            |start: u64, count: u32, name: &str| -> Result<Vec<Extent>, DataFileError> {
+                let start = usize::try_from(start).map_err(|_| truncated())?;
+                let mut out = Vec::with_capacity(count as usize);
+                for i in 0..count as usize {
+                    let at = start + 16 * i;
+                    let position = le_u64(bytes, at);
+                    let size = le_u64(bytes, at + 8);
+                    match (position, size) {
+                        (Some(position), Some(size)) => out.push(Extent { position, size }),
+                        _ => {
+                            return Err(oob(
+                                &format!("{name}[{i}]"),
+                                "entry lies past the end of the file".into(),
+                            ));
+                        }
+                    }
                 }
-            }
-            Ok(out)
-        };
-        let columns = read_table(footer.cmo_table_start, footer.num_columns, "column metadata offset table")?;
-        let global_buffers =
-            read_table(footer.gbo_table_start, footer.num_global_buffers, "global buffer offset table")?;
+                Ok(out)
+            };
+        let columns = read_table(
+            footer.cmo_table_start,
+            footer.num_columns,
+            "column metadata offset table",
+        )?;
+        let global_buffers = read_table(
+            footer.gbo_table_start,
+            footer.num_global_buffers,
+            "global buffer offset table",
+        )?;
         for (i, c) in columns.iter().enumerate() {
             let inside = c.position >= footer.column_meta_start
                 && c.end().is_some_and(|end| end <= footer.cmo_table_start);
@@ -250,8 +270,12 @@ impl Layout {
         for (i, g) in global_buffers.iter().enumerate() {
             // Global buffer 0 (the schema) must precede the column metadata; Lance 14 reads
             // from its start to the end of the file and slices the metadata out of that.
-            let limit = if i == 0 { footer.column_meta_start } else { footer_pos };
-            if !g.end().is_some_and(|end| end <= limit) {
+            let limit = if i == 0 {
+                footer.column_meta_start
+            } else {
+                footer_pos
+            };
+            if g.end().is_none_or(|end| end > limit) {
                 return Err(oob(
                     &format!("global buffer offset table[{i}]"),
                     format!(
@@ -267,6 +291,10 @@ impl Layout {
                 structure: "global buffer 0 (FileDescriptor)".to_string(),
             });
         }
-        Ok(Layout { footer, columns, global_buffers })
+        Ok(Layout {
+            footer,
+            columns,
+            global_buffers,
+        })
     }
 }

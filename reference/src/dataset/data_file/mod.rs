@@ -8,7 +8,8 @@
 //! and multi-page columns included, and refuses everything else by name: v2.1+ footers with
 //! [`DataFileError::UnsupportedFileVersion`], other encodings with
 //! [`DataFileError::UnsupportedEncoding`]. Reading never panics and never allocates for a count
-//! the file has not backed with bytes or bounded by [`MAX_DECODED_VALUES`].
+//! the file has not backed with bytes or bounded by [`MAX_DECODED_VALUES`]; encoding
+//! trees deeper than [`page_decode::MAX_ENCODING_DEPTH`] are refused.
 //!
 //! ```text
 //! [page buffers, 64-byte aligned][FileDescriptor][ColumnMetadata...][CMO table][GBO table][footer]

@@ -118,7 +118,11 @@ pub fn describe(encoding: &pb::ArrayEncoding) -> String {
     let sub = |e: &Option<Box<pb::ArrayEncoding>>| e.as_deref().map_or("?".to_string(), describe);
     match &encoding.array_encoding {
         Some(Arm::Flat(f)) => {
-            let c = if f.compression.is_some() { ", compressed" } else { "" };
+            let c = if f.compression.is_some() {
+                ", compressed"
+            } else {
+                ""
+            };
             format!("flat({}{c})", f.bits_per_value)
         }
         Some(Arm::Nullable(n)) => match &n.nullability {
@@ -126,12 +130,18 @@ pub fn describe(encoding: &pb::ArrayEncoding) -> String {
                 format!("nullable.no_nulls({})", sub(&x.values))
             }
             Some(pb::nullable::Nullability::SomeNulls(x)) => {
-                format!("nullable.some_nulls({}, {})", sub(&x.validity), sub(&x.values))
+                format!(
+                    "nullable.some_nulls({}, {})",
+                    sub(&x.validity),
+                    sub(&x.values)
+                )
             }
             Some(pb::nullable::Nullability::AllNulls(_)) => "nullable.all_nulls".into(),
             None => "nullable(?)".into(),
         },
-        Some(Arm::FixedSizeList(f)) => format!("fixed_size_list({}, {})", f.dimension, sub(&f.items)),
+        Some(Arm::FixedSizeList(f)) => {
+            format!("fixed_size_list({}, {})", f.dimension, sub(&f.items))
+        }
         Some(Arm::Binary(b)) => format!(
             "binary({}, {}, null_adjustment={})",
             sub(&b.indices),
@@ -147,6 +157,27 @@ pub fn describe(encoding: &pb::ArrayEncoding) -> String {
         _ => arm_name(encoding).to_string(),
     }
 }
+
+/// The nesting depth of an encoding tree (a lone `flat` is 1). What Lance writes for the
+/// supported types is at most 4 deep; the reader refuses trees deeper than
+/// [`MAX_ENCODING_DEPTH`], which bounds the memory one page's decoding holds at once.
+pub fn depth(encoding: &pb::ArrayEncoding) -> u32 {
+    let sub = |e: &Option<Box<pb::ArrayEncoding>>| e.as_deref().map_or(0, depth);
+    1 + match &encoding.array_encoding {
+        Some(Arm::Nullable(n)) => match &n.nullability {
+            Some(pb::nullable::Nullability::NoNulls(x)) => sub(&x.values),
+            Some(pb::nullable::Nullability::SomeNulls(x)) => sub(&x.validity).max(sub(&x.values)),
+            _ => 0,
+        },
+        Some(Arm::FixedSizeList(f)) => sub(&f.items),
+        Some(Arm::Binary(b)) => sub(&b.indices).max(sub(&b.bytes)),
+        Some(Arm::Dictionary(d)) => sub(&d.indices).max(sub(&d.items)),
+        _ => 0,
+    }
+}
+
+/// The deepest encoding tree the reader decodes.
+pub const MAX_ENCODING_DEPTH: u32 = 8;
 
 /// The buffers of one page, already checked to lie inside the file.
 pub struct PageData<'a> {
@@ -251,8 +282,10 @@ impl PageData<'_> {
                 });
             }
         }
-        let extent = self.buffers.get(buffer.buffer_index as usize).ok_or_else(|| {
-            DataFileError::OutOfBounds {
+        let extent = self
+            .buffers
+            .get(buffer.buffer_index as usize)
+            .ok_or_else(|| DataFileError::OutOfBounds {
                 file: self.file.to_string(),
                 structure: path.to_string(),
                 problem: format!(
@@ -260,16 +293,23 @@ impl PageData<'_> {
                     buffer.buffer_index,
                     self.buffers.len()
                 ),
-            }
-        })?;
-        extent.slice(self.bytes).ok_or_else(|| DataFileError::OutOfBounds {
-            file: self.file.to_string(),
-            structure: path.to_string(),
-            problem: format!("buffer {} lies outside the file", buffer.buffer_index),
-        })
+            })?;
+        extent
+            .slice(self.bytes)
+            .ok_or_else(|| DataFileError::OutOfBounds {
+                file: self.file.to_string(),
+                structure: path.to_string(),
+                problem: format!("buffer {} lies outside the file", buffer.buffer_index),
+            })
     }
 
-    fn flat(&self, f: &pb::Flat, kind: Kind, rows: u64, path: &str) -> Result<Vec<Value>, DataFileError> {
+    fn flat(
+        &self,
+        f: &pb::Flat,
+        kind: Kind,
+        rows: u64,
+        path: &str,
+    ) -> Result<Vec<Value>, DataFileError> {
         if let Some(c) = &f.compression {
             return Err(self.unsupported(path, format!("flat with compression {:?}", c.scheme)));
         }
@@ -303,7 +343,13 @@ impl PageData<'_> {
         Ok(values)
     }
 
-    fn nullable(&self, n: &pb::Nullable, kind: Kind, rows: u64, path: &str) -> Result<Vec<Value>, DataFileError> {
+    fn nullable(
+        &self,
+        n: &pb::Nullable,
+        kind: Kind,
+        rows: u64,
+        path: &str,
+    ) -> Result<Vec<Value>, DataFileError> {
         use pb::nullable::Nullability;
         match &n.nullability {
             None => Err(DataFileError::MissingField {
@@ -317,13 +363,23 @@ impl PageData<'_> {
             }
             Some(Nullability::SomeNulls(x)) => {
                 let pv = format!("{path}.some_nulls.validity");
-                let validity = self.decode(required(&x.validity, self.file, &pv)?, Kind::Bool, rows, &pv)?;
+                // Kept as one byte per row while the values are decoded.
+                let validity: Vec<bool> = self
+                    .decode(
+                        required(&x.validity, self.file, &pv)?,
+                        Kind::Bool,
+                        rows,
+                        &pv,
+                    )?
+                    .into_iter()
+                    .map(|v| v == Value::Bool(true))
+                    .collect();
                 let p = format!("{path}.some_nulls.values");
                 let values = self.decode(required(&x.values, self.file, &p)?, kind, rows, &p)?;
                 Ok(validity
                     .into_iter()
                     .zip(values)
-                    .map(|(valid, v)| if valid == Value::Bool(true) { v } else { Value::Null })
+                    .map(|(valid, v)| if valid { v } else { Value::Null })
                     .collect())
             }
         }
@@ -337,10 +393,18 @@ impl PageData<'_> {
         path: &str,
     ) -> Result<Vec<Value>, DataFileError> {
         let Kind::Vector(dimension) = kind else {
-            return Err(self.mismatch(path, kind, format!("fixed_size_list of dimension {}", f.dimension)));
+            return Err(self.mismatch(
+                path,
+                kind,
+                format!("fixed_size_list of dimension {}", f.dimension),
+            ));
         };
         if f.dimension != dimension {
-            return Err(self.mismatch(path, kind, format!("fixed_size_list of dimension {}", f.dimension)));
+            return Err(self.mismatch(
+                path,
+                kind,
+                format!("fixed_size_list of dimension {}", f.dimension),
+            ));
         }
         if dimension == 0 {
             return Err(self.invalid(path, "dimension is 0".into()));
@@ -361,7 +425,13 @@ impl PageData<'_> {
                 Value::Vector(
                     chunk
                         .iter()
-                        .map(|v| if let Value::Float32(x) = v { Some(*x) } else { None })
+                        .map(|v| {
+                            if let Value::Float32(x) = v {
+                                Some(*x)
+                            } else {
+                                None
+                            }
+                        })
                         .collect(),
                 )
             })
@@ -374,7 +444,9 @@ impl PageData<'_> {
             Some(Arm::Flat(f)) => {
                 let p = format!("{path}.flat");
                 if let Some(c) = &f.compression {
-                    return Err(self.unsupported(&p, format!("flat with compression {:?}", c.scheme)));
+                    return Err(
+                        self.unsupported(&p, format!("flat with compression {:?}", c.scheme))
+                    );
                 }
                 if f.bits_per_value != 8 {
                     return Err(DataFileError::EncodingTypeMismatch {
@@ -390,7 +462,13 @@ impl PageData<'_> {
         }
     }
 
-    fn binary(&self, b: &pb::Binary, kind: Kind, rows: u64, path: &str) -> Result<Vec<Value>, DataFileError> {
+    fn binary(
+        &self,
+        b: &pb::Binary,
+        kind: Kind,
+        rows: u64,
+        path: &str,
+    ) -> Result<Vec<Value>, DataFileError> {
         if kind != Kind::Utf8 {
             return Err(self.mismatch(path, kind, "binary (strings)".into()));
         }
@@ -405,7 +483,11 @@ impl PageData<'_> {
                 return Err(self.invalid(&pi, format!("row {row}: end offset is NULL")));
             };
             let is_null = stored >= b.null_adjustment;
-            let end = if is_null { stored - b.null_adjustment } else { stored };
+            let end = if is_null {
+                stored - b.null_adjustment
+            } else {
+                stored
+            };
             if end < start || end > data.len() as u64 {
                 return Err(self.invalid(
                     &pi,
@@ -428,7 +510,13 @@ impl PageData<'_> {
         Ok(out)
     }
 
-    fn dictionary(&self, d: &pb::Dictionary, kind: Kind, rows: u64, path: &str) -> Result<Vec<Value>, DataFileError> {
+    fn dictionary(
+        &self,
+        d: &pb::Dictionary,
+        kind: Kind,
+        rows: u64,
+        path: &str,
+    ) -> Result<Vec<Value>, DataFileError> {
         if kind != Kind::Utf8 {
             return Err(self.mismatch(path, kind, "dictionary-encoded strings".into()));
         }
@@ -449,10 +537,15 @@ impl PageData<'_> {
                 Value::UInt64(k) => items.get((k - 1) as usize).cloned().ok_or_else(|| {
                     self.invalid(
                         &pc,
-                        format!("row {row}: code {k} but the dictionary has {} items", items.len()),
+                        format!(
+                            "row {row}: code {k} but the dictionary has {} items",
+                            items.len()
+                        ),
                     )
                 }),
-                other => Err(self.invalid(&pc, format!("row {row}: code {other} is not an integer"))),
+                other => {
+                    Err(self.invalid(&pc, format!("row {row}: code {other} is not an integer")))
+                }
             })
             .collect()
     }

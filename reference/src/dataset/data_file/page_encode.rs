@@ -29,8 +29,14 @@ pub struct EncodedPage {
 pub fn encode_page(data_type: &DataType, values: &[Value]) -> Option<EncodedPage> {
     let rows = values.len() as u64;
     if *data_type == DataType::Struct {
-        let encoding = arm(pb::array_encoding::ArrayEncoding::Struct(pb::SimpleStruct {}));
-        return Some(EncodedPage { rows, encoding, buffers: Vec::new() });
+        let encoding = arm(pb::array_encoding::ArrayEncoding::Struct(
+            pb::SimpleStruct {},
+        ));
+        return Some(EncodedPage {
+            rows,
+            encoding,
+            buffers: Vec::new(),
+        });
     }
     if values.is_empty() {
         return None;
@@ -50,11 +56,17 @@ pub fn encode_page(data_type: &DataType, values: &[Value]) -> Option<EncodedPage
             })
         }
     };
-    Some(EncodedPage { rows, encoding, buffers })
+    Some(EncodedPage {
+        rows,
+        encoding,
+        buffers,
+    })
 }
 
 fn arm(a: pb::array_encoding::ArrayEncoding) -> pb::ArrayEncoding {
-    pb::ArrayEncoding { array_encoding: Some(a) }
+    pb::ArrayEncoding {
+        array_encoding: Some(a),
+    }
 }
 
 fn push(buffers: &mut Vec<Vec<u8>>, data: Vec<u8>) -> u32 {
@@ -66,7 +78,10 @@ fn push(buffers: &mut Vec<Vec<u8>>, data: Vec<u8>) -> u32 {
 fn flat(bits: u64, buffer_index: u32) -> pb::ArrayEncoding {
     arm(pb::array_encoding::ArrayEncoding::Flat(pb::Flat {
         bits_per_value: bits,
-        buffer: Some(pb::Buffer { buffer_index, buffer_type: pb::buffer::BufferType::Page as i32 }),
+        buffer: Some(pb::Buffer {
+            buffer_index,
+            buffer_type: pb::buffer::BufferType::Page as i32,
+        }),
         compression: None,
     }))
 }
@@ -99,7 +114,9 @@ fn nullable(
 ) -> pb::ArrayEncoding {
     use pb::nullable::Nullability;
     let nullability = if validity.iter().all(|v| *v) {
-        Nullability::NoNulls(Box::new(pb::nullable::NoNull { values: Some(Box::new(values(buffers))) }))
+        Nullability::NoNulls(Box::new(pb::nullable::NoNull {
+            values: Some(Box::new(values(buffers))),
+        }))
     } else if validity.iter().all(|v| !*v) {
         Nullability::AllNulls(pb::nullable::AllNull {})
     } else {
@@ -109,15 +126,20 @@ fn nullable(
             values: Some(Box::new(values(buffers))),
         }))
     };
-    arm(pb::array_encoding::ArrayEncoding::Nullable(Box::new(pb::Nullable {
-        nullability: Some(nullability),
-    })))
+    arm(pb::array_encoding::ArrayEncoding::Nullable(Box::new(
+        pb::Nullable {
+            nullability: Some(nullability),
+        },
+    )))
 }
 
 /// Little-endian values (or a bitmap when `bits == 1`); a NULL slot holds zeros.
 fn fixed_width_bytes(values: &[Value], bits: u64) -> Vec<u8> {
     if bits == 1 {
-        let set: Vec<bool> = values.iter().map(|v| matches!(v, Value::Bool(true))).collect();
+        let set: Vec<bool> = values
+            .iter()
+            .map(|v| matches!(v, Value::Bool(true)))
+            .collect();
         return bitmap(&set);
     }
     let mut out = Vec::with_capacity(values.len() * (bits as usize / 8));
@@ -137,7 +159,11 @@ fn fixed_width_bytes(values: &[Value], bits: u64) -> Vec<u8> {
 
 /// `fixed_size_list{dimension, items}`. Items of a NULL row are written as valid zeros (as
 /// pyarrow hands them to Lance); a NULL item of a present row is an invalid item.
-fn fixed_size_list(dimension: u32, values: &[Value], buffers: &mut Vec<Vec<u8>>) -> pb::ArrayEncoding {
+fn fixed_size_list(
+    dimension: u32,
+    values: &[Value],
+    buffers: &mut Vec<Vec<u8>>,
+) -> pb::ArrayEncoding {
     let dim = dimension as usize;
     let mut items: Vec<Value> = Vec::with_capacity(values.len() * dim);
     for v in values {
@@ -152,11 +178,13 @@ fn fixed_size_list(dimension: u32, values: &[Value], buffers: &mut Vec<Vec<u8>>)
     let items_encoding = nullable(&item_validity, buffers, |buffers| {
         flat(32, push(buffers, fixed_width_bytes(&items, 32)))
     });
-    arm(pb::array_encoding::ArrayEncoding::FixedSizeList(Box::new(pb::FixedSizeList {
-        dimension,
-        has_validity: false,
-        items: Some(Box::new(items_encoding)),
-    })))
+    arm(pb::array_encoding::ArrayEncoding::FixedSizeList(Box::new(
+        pb::FixedSizeList {
+            dimension,
+            has_validity: false,
+            items: Some(Box::new(items_encoding)),
+        },
+    )))
 }
 
 /// `binary{indices: nullable{no_nulls{flat 64}}, bytes: flat 8, null_adjustment}`: one
@@ -174,16 +202,23 @@ fn binary(values: &[Value], buffers: &mut Vec<Vec<u8>>) -> pb::ArrayEncoding {
     let null_adjustment = bytes.len() as u64 + 1;
     let mut indices = Vec::with_capacity(values.len() * 8);
     for (end, v) in ends.iter().zip(values) {
-        let stored = if matches!(v, Value::Utf8(_)) { *end } else { end + null_adjustment };
+        let stored = if matches!(v, Value::Utf8(_)) {
+            *end
+        } else {
+            end + null_adjustment
+        };
         indices.extend_from_slice(&stored.to_le_bytes());
     }
     let all_valid = vec![true; values.len()];
-    let indices_encoding =
-        nullable(&all_valid, buffers, |buffers| flat(64, push(buffers, indices)));
+    let indices_encoding = nullable(&all_valid, buffers, |buffers| {
+        flat(64, push(buffers, indices))
+    });
     let bytes_encoding = flat(8, push(buffers, bytes));
-    arm(pb::array_encoding::ArrayEncoding::Binary(Box::new(pb::Binary {
-        indices: Some(Box::new(indices_encoding)),
-        bytes: Some(Box::new(bytes_encoding)),
-        null_adjustment,
-    })))
+    arm(pb::array_encoding::ArrayEncoding::Binary(Box::new(
+        pb::Binary {
+            indices: Some(Box::new(indices_encoding)),
+            bytes: Some(Box::new(bytes_encoding)),
+            null_adjustment,
+        },
+    )))
 }

@@ -17,7 +17,7 @@ use super::DataFileError;
 use super::MAX_DECODED_VALUES;
 use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL, names_message};
 use super::layout::{Extent, FileVersion, Layout};
-use super::page_decode::{Kind, PageData, describe};
+use super::page_decode::{Kind, MAX_ENCODING_DEPTH, PageData, depth, describe};
 use crate::model::{DataType, Value};
 use crate::proto::lance::encodings as enc;
 use crate::proto::lance::file as pbf;
@@ -123,11 +123,14 @@ impl<'a> DataFileContents<'a> {
 
     /// Decodes column `index` as values of `data_type` (the type the manifest gives its field).
     pub fn column(&self, index: usize, data_type: &DataType) -> Result<Vec<Value>, DataFileError> {
-        let column = self.columns.get(index).ok_or_else(|| DataFileError::NoSuchColumn {
-            file: self.path.clone(),
-            column: index,
-            num_columns: self.columns.len(),
-        })?;
+        let column = self
+            .columns
+            .get(index)
+            .ok_or_else(|| DataFileError::NoSuchColumn {
+                file: self.path.clone(),
+                column: index,
+                num_columns: self.columns.len(),
+            })?;
         if column.rows > MAX_DECODED_VALUES {
             return Err(DataFileError::RowLimitExceeded {
                 file: self.path.clone(),
@@ -140,7 +143,11 @@ impl<'a> DataFileContents<'a> {
         let mut out = Vec::with_capacity(column.rows as usize);
         for (p, page) in column.pages.iter().enumerate() {
             let path = format!("ColumnMetadata[{index}].pages[{p}].encoding");
-            let data = PageData { file: &self.path, bytes: self.bytes, buffers: &page.buffers };
+            let data = PageData {
+                file: &self.path,
+                bytes: self.bytes,
+                buffers: &page.buffers,
+            };
             let values = data.decode(&page.encoding, kind, page.rows, &path)?;
             if values.len() as u64 != page.rows {
                 return Err(DataFileError::InvalidPageData {
@@ -170,7 +177,10 @@ impl Ctx<'_> {
     }
 
     fn missing(&self, structure: &str) -> DataFileError {
-        DataFileError::MissingField { file: self.file.to_string(), structure: structure.to_string() }
+        DataFileError::MissingField {
+            file: self.file.to_string(),
+            structure: structure.to_string(),
+        }
     }
 
     fn unsupported(&self, structure: &str, encoding: String) -> DataFileError {
@@ -223,7 +233,9 @@ pub fn read_data_file<'a>(
     bytes: &'a [u8],
     path_for_errors: &str,
 ) -> Result<DataFileContents<'a>, DataFileError> {
-    let ctx = Ctx { file: path_for_errors };
+    let ctx = Ctx {
+        file: path_for_errors,
+    };
     let layout = Layout::parse(bytes, path_for_errors)?;
     let gb0 = "global buffer 0 (FileDescriptor)";
     let descriptor_bytes = layout
@@ -231,8 +243,11 @@ pub fn read_data_file<'a>(
         .first()
         .and_then(|g| g.slice(bytes))
         .ok_or_else(|| ctx.missing(gb0))?;
-    let descriptor = pbf::FileDescriptor::decode(descriptor_bytes).map_err(|e| ctx.protobuf(gb0, e))?;
-    let schema = descriptor.schema.ok_or_else(|| ctx.missing("FileDescriptor.schema"))?;
+    let descriptor =
+        pbf::FileDescriptor::decode(descriptor_bytes).map_err(|e| ctx.protobuf(gb0, e))?;
+    let schema = descriptor
+        .schema
+        .ok_or_else(|| ctx.missing("FileDescriptor.schema"))?;
     let fields = schema
         .fields
         .into_iter()
@@ -248,19 +263,30 @@ pub fn read_data_file<'a>(
     let mut columns = Vec::with_capacity(layout.columns.len());
     for (i, extent) in layout.columns.iter().enumerate() {
         let structure = format!("ColumnMetadata[{i}]");
-        let raw = extent.slice(bytes).ok_or_else(|| ctx.oob(&structure, "outside the file".into()))?;
+        let raw = extent
+            .slice(bytes)
+            .ok_or_else(|| ctx.oob(&structure, "outside the file".into()))?;
         let meta = pb2::ColumnMetadata::decode(raw).map_err(|e| ctx.protobuf(&structure, e))?;
-        let payload =
-            ctx.direct_payload(meta.encoding.as_ref(), COLUMN_ENCODING_URL, &format!("{structure}.encoding"))?;
+        let payload = ctx.direct_payload(
+            meta.encoding.as_ref(),
+            COLUMN_ENCODING_URL,
+            &format!("{structure}.encoding"),
+        )?;
         let column_encoding = enc::ColumnEncoding::decode(payload.as_slice())
             .map_err(|e| ctx.protobuf(&format!("{structure}.encoding (ColumnEncoding)"), e))?;
         match column_encoding.column_encoding {
             Some(enc::column_encoding::ColumnEncoding::Values(())) => {}
             Some(enc::column_encoding::ColumnEncoding::ZoneIndex(_)) => {
-                return Err(ctx.unsupported(&format!("{structure}.encoding"), "zone_index column encoding".into()));
+                return Err(ctx.unsupported(
+                    &format!("{structure}.encoding"),
+                    "zone_index column encoding".into(),
+                ));
             }
             Some(enc::column_encoding::ColumnEncoding::Blob(_)) => {
-                return Err(ctx.unsupported(&format!("{structure}.encoding"), "blob column encoding".into()));
+                return Err(ctx.unsupported(
+                    &format!("{structure}.encoding"),
+                    "blob column encoding".into(),
+                ));
             }
             None => {
                 return Err(ctx.unsupported(
@@ -294,9 +320,14 @@ pub fn read_data_file<'a>(
                 ));
             }
             let mut buffers = Vec::with_capacity(page.buffer_offsets.len());
-            for (b, (&position, &size)) in page.buffer_offsets.iter().zip(&page.buffer_sizes).enumerate() {
+            for (b, (&position, &size)) in page
+                .buffer_offsets
+                .iter()
+                .zip(&page.buffer_sizes)
+                .enumerate()
+            {
                 let e = Extent { position, size };
-                if !e.end().is_some_and(|end| end <= data_end) {
+                if e.end().is_none_or(|end| end > data_end) {
                     return Err(ctx.oob(
                         &ps,
                         format!(
@@ -310,15 +341,31 @@ pub fn read_data_file<'a>(
             let payload = ctx.direct_payload(page.encoding.as_ref(), ARRAY_ENCODING_URL, &es)?;
             let encoding = enc::ArrayEncoding::decode(payload.as_slice())
                 .map_err(|e| ctx.protobuf(&format!("{es} (ArrayEncoding)"), e))?;
-            rows = rows.checked_add(page.length).ok_or_else(|| {
-                ctx.oob(&ps, "the column's page lengths overflow u64".into())
-            })?;
-            pages.push(Page { rows: page.length, buffers, encoding });
+            let tree_depth = depth(&encoding);
+            if tree_depth > MAX_ENCODING_DEPTH {
+                return Err(ctx.unsupported(
+                    &es,
+                    format!(
+                        "an encoding tree {tree_depth} levels deep (limit {MAX_ENCODING_DEPTH})"
+                    ),
+                ));
+            }
+            rows = rows
+                .checked_add(page.length)
+                .ok_or_else(|| ctx.oob(&ps, "the column's page lengths overflow u64".into()))?;
+            pages.push(Page {
+                rows: page.length,
+                buffers,
+                encoding,
+            });
         }
         if rows > descriptor.length {
             return Err(ctx.oob(
                 &structure,
-                format!("pages hold {rows} rows but the file declares length {}", descriptor.length),
+                format!(
+                    "pages hold {rows} rows but the file declares length {}",
+                    descriptor.length
+                ),
             ));
         }
         columns.push(Column { rows, pages });

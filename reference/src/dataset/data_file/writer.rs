@@ -47,9 +47,9 @@ fn check_columns(columns: &[ColumnData]) -> Result<(), DataFileError> {
     for (column, c) in columns.iter().enumerate() {
         let field = c.field.id;
         if c.field.parent_id != -1 {
-            let parent = columns.get(..column).and_then(|earlier| {
-                earlier.iter().find(|p| p.field.id == c.field.parent_id)
-            });
+            let parent = columns
+                .get(..column)
+                .and_then(|earlier| earlier.iter().find(|p| p.field.id == c.field.parent_id));
             match parent {
                 Some(p) if p.field.data_type == DataType::Struct => {}
                 Some(_) => {
@@ -84,7 +84,9 @@ fn check_columns(columns: &[ColumnData]) -> Result<(), DataFileError> {
                 if !c.field.nullable {
                     return Err(DataFileError::NullInNonNullable { column, field, row });
                 }
-            } else if !v.fits(&c.field.data_type) || matches!(v, Value::Struct(xs) if !xs.is_empty()) {
+            } else if !v.fits(&c.field.data_type)
+                || matches!(v, Value::Struct(xs) if !xs.is_empty())
+            {
                 return Err(DataFileError::ValueTypeMismatch {
                     column,
                     field,
@@ -119,7 +121,10 @@ fn schema_field(field: &Field) -> pbf::Field {
 }
 
 fn direct(type_url: &str, value: Vec<u8>) -> pb2::Encoding {
-    let any = Any { type_url: type_url.to_string(), value };
+    let any = Any {
+        type_url: type_url.to_string(),
+        value,
+    };
     pb2::Encoding {
         location: Some(pb2::encoding::Location::Direct(pb2::DirectEncoding {
             encoding: any.encode_to_vec(),
@@ -167,7 +172,11 @@ pub fn write_data_file(columns: &[ColumnData]) -> Result<Vec<u8>, DataFileError>
             buffer_sizes: Vec::new(),
         });
     }
-    let length = columns.iter().map(|c| c.values.len() as u64).max().unwrap_or(0);
+    let length = columns
+        .iter()
+        .map(|c| c.values.len() as u64)
+        .max()
+        .unwrap_or(0);
     let descriptor = pbf::FileDescriptor {
         schema: Some(pbf::Schema {
             fields: columns.iter().map(|c| schema_field(&c.field)).collect(),
@@ -175,7 +184,10 @@ pub fn write_data_file(columns: &[ColumnData]) -> Result<Vec<u8>, DataFileError>
         }),
         length,
     };
-    let descriptor_extent = Extent { position: out.len() as u64, size: 0 };
+    let descriptor_extent = Extent {
+        position: out.len() as u64,
+        size: 0,
+    };
     out.extend_from_slice(&descriptor.encode_to_vec());
     let descriptor_extent = Extent {
         size: out.len() as u64 - descriptor_extent.position,
@@ -186,7 +198,10 @@ pub fn write_data_file(columns: &[ColumnData]) -> Result<Vec<u8>, DataFileError>
     for m in &metadata {
         let position = out.len() as u64;
         out.extend_from_slice(&m.encode_to_vec());
-        column_extents.push(Extent { position, size: out.len() as u64 - position });
+        column_extents.push(Extent {
+            position,
+            size: out.len() as u64 - position,
+        });
     }
     let cmo_table_start = out.len() as u64;
     out.extend_from_slice(&offset_table_bytes(&column_extents));
