@@ -28,7 +28,8 @@
 //!   ([`crate::model::DataType::logical_type`]).
 //! - **Indices**: `uuid` is derived from the index name and `dataset_version`
 //!   ([`index_uuid`]); `index_details` is `/lance.table.BTreeIndexDetails` for a BTree and
-//!   `/lance.table.VectorIndexDetails` for a vector index, both with an empty value;
+//!   `/lance.index.pb.VectorIndexDetails` (the message Lance 14 writes for its vector indices)
+//!   for a vector index, both with an empty value;
 //!   `index_version` is 1; `fragment_bitmap` is the optimized roaring serialization, or empty
 //!   for "unknown". Index entries are not stored: see [`super::read`].
 //! - **stable_row_ids** is reader flag bit 2 (as Lance's `uses_stable_row_ids`).
@@ -68,7 +69,7 @@ pub const DATA_FORMAT_VERSION: &str = "2.0";
 /// `index_details.type_url` of a BTree index.
 pub const BTREE_DETAILS_URL: &str = "/lance.table.BTreeIndexDetails";
 /// `index_details.type_url` of a vector index.
-pub const VECTOR_DETAILS_URL: &str = "/lance.table.VectorIndexDetails";
+pub const VECTOR_DETAILS_URL: &str = "/lance.index.pb.VectorIndexDetails";
 /// `index_version` written.
 pub const INDEX_VERSION: i32 = 1;
 /// The data file version pair written (`file_major_version`, `file_minor_version`).
@@ -418,7 +419,7 @@ pub fn index_kind(type_url: &str) -> Option<IndexKind> {
     let name = type_url.rsplit('/').next().unwrap_or(type_url);
     match name {
         "lance.table.BTreeIndexDetails" | "BTreeIndexDetails" => Some(IndexKind::BTree),
-        "lance.table.VectorIndexDetails" | "VectorIndexDetails" => Some(IndexKind::Vector),
+        "lance.index.pb.VectorIndexDetails" | "VectorIndexDetails" => Some(IndexKind::Vector),
         _ => None,
     }
 }

@@ -30,7 +30,9 @@
 //! is written top-level), `_rowid` / `_row_created_at_version` / `_row_last_updated_at_version`
 //! (non-nullable `uint64`) for −3 / −4 / −5, and for any other id (tombstone, dropped field) a
 //! nullable field named `_field{position}` whose type is taken from the first non-null value
-//! (`int32` when there is none).
+//! (`int32` when there is none). In an overlay value file, a struct position whose column is
+//! empty is written as one present struct per covered offset ([`overlay_file_bytes`]): Lance
+//! 14 reads a struct child's overlay column only through its parent's.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -51,8 +53,8 @@ use super::version_names::{
 };
 use crate::flags::{check_written_flags, required_flags};
 use crate::model::{
-    CREATED_AT_FIELD_ID, DataFile, DataType, Field, LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID, Schema,
-    Snapshot, Value,
+    CREATED_AT_FIELD_ID, DataFile, DataType, Field, LAST_UPDATED_AT_FIELD_ID, Overlay, ROW_ID_FIELD_ID,
+    Schema, Snapshot, Value,
 };
 
 /// Which flag words a written manifest carries.
@@ -165,21 +167,37 @@ pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, Data
     })
 }
 
+/// The bytes of a fresh overlay value file. A struct position carries no cell values (a read
+/// leaves it empty) but Lance 14 needs the struct's column beside its children's, so an empty
+/// struct column is written as one present struct per offset its coverage holds.
+pub fn overlay_file_bytes(schema: &Schema, overlay: &Overlay) -> Result<Vec<u8>, DatasetError> {
+    let mut file = overlay.file.clone();
+    for (pos, (&id, column)) in overlay.file.fields.iter().zip(file.columns.iter_mut()).enumerate() {
+        let is_struct = schema.field(id).is_some_and(|f| f.data_type == DataType::Struct);
+        if is_struct && column.is_empty() {
+            let covered = overlay.coverage.at(pos).map_or(0, |b| b.len());
+            *column = (0..covered).map(|_| Value::Struct(Vec::new())).collect();
+        }
+    }
+    data_file_bytes(schema, &file)
+}
+
 /// `<content_name>.lance` for the bytes [`data_file_bytes`] gives `file`.
 pub fn content_file_name(schema: &Schema, file: &DataFile) -> Result<String, DatasetError> {
     Ok(format!("{}.lance", content_name(&data_file_bytes(schema, file)?)))
 }
 
 /// Gives every data file (base, lineage, overlay) whose `path` is empty its content-derived
-/// name; named files are left alone.
+/// name (`<content_name(bytes)>.lance`, bytes from [`data_file_bytes`] or
+/// [`overlay_file_bytes`]); named files are left alone.
 pub fn name_files_by_content(snapshot: &mut Snapshot) -> Result<(), DatasetError> {
     let schema = snapshot.schema.clone();
     for fragment in &mut snapshot.fragments {
-        let files = fragment.files.iter_mut().chain(fragment.overlays.iter_mut().map(|o| &mut o.file));
-        for file in files {
-            if file.path.is_empty() {
-                file.path = content_file_name(&schema, file)?;
-            }
+        for file in fragment.files.iter_mut().filter(|f| f.path.is_empty()) {
+            file.path = content_file_name(&schema, file)?;
+        }
+        for overlay in fragment.overlays.iter_mut().filter(|o| o.file.path.is_empty()) {
+            overlay.file.path = format!("{}.lance", content_name(&overlay_file_bytes(&schema, overlay)?));
         }
     }
     Ok(())
@@ -223,12 +241,13 @@ fn write_new_or_same(root: &Path, rel: &str, bytes: &[u8]) -> Result<(), Dataset
     }
 }
 
-/// Writes (or checks) one data file and returns its layout.
+/// Writes (or checks) one data file and returns its layout; `overlay` is the overlay the file
+/// belongs to, if it is a value file.
 fn put_data_file(
     root: &Path,
     schema: &Schema,
     file: &DataFile,
-    overlay: bool,
+    overlay: Option<&Overlay>,
     field: &str,
 ) -> Result<FileLayout, DatasetError> {
     let path = data_file_path(&file.path, "(snapshot being written)", &format!("{field}.path"))?;
@@ -241,8 +260,9 @@ fn put_data_file(
     };
     match std::fs::metadata(root.join(&path)) {
         Ok(meta) => {
-            let stored = read_file_columns(root, schema, file, &layout, overlay, field, u64::MAX)?;
-            if !same_columns(&stored, &masked_columns(schema, file, overlay)) {
+            let is_overlay = overlay.is_some();
+            let stored = read_file_columns(root, schema, file, &layout, is_overlay, field, u64::MAX)?;
+            if !same_columns(&stored, &masked_columns(schema, file, is_overlay)) {
                 return Err(DatasetError::ExistingFileDiffers {
                     file: path,
                     problem: "its decoded columns differ from the snapshot's".into(),
@@ -251,7 +271,10 @@ fn put_data_file(
             layout.file_size_bytes = meta.len();
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let bytes = data_file_bytes(schema, file)?;
+            let bytes = match overlay {
+                Some(o) => overlay_file_bytes(schema, o)?,
+                None => data_file_bytes(schema, file)?,
+            };
             write_new_or_same(root, &path, &bytes)?;
             layout.file_size_bytes = bytes.len() as u64;
         }
@@ -304,11 +327,11 @@ pub fn write_version(root: &Path, snapshot: &Snapshot, options: &WriteOptions) -
         let mut fl = FragmentLayout::default();
         for (j, file) in fragment.files.iter().enumerate() {
             let field = format!("fragments[{i}].files[{j}]");
-            fl.files.push(put_data_file(root, &snapshot.schema, file, false, &field)?);
+            fl.files.push(put_data_file(root, &snapshot.schema, file, None, &field)?);
         }
         for (k, overlay) in fragment.overlays.iter().enumerate() {
             let field = format!("fragments[{i}].overlays[{k}].data_file");
-            fl.overlays.push(put_data_file(root, &snapshot.schema, &overlay.file, true, &field)?);
+            fl.overlays.push(put_data_file(root, &snapshot.schema, &overlay.file, Some(overlay), &field)?);
         }
         if !fragment.deletions.is_empty() {
             let count = fragment.deletions.len();

@@ -329,7 +329,15 @@ pub fn nested() -> Scenario {
         committed_version: 2,
     });
     let v2 = finish(v2, &[]);
-    Scenario { name: "nested", versions: vec![v1, v2], options: WriteOptions::default() }
+    let mut v3 = v2.clone();
+    v3.version = 3;
+    v3.fragments[0].overlays = vec![Overlay {
+        file: file(vec![1, 2], vec![vec![Value::Struct(vec![])], vec![Value::Int32(-2)]]),
+        coverage: Coverage::Dense(bitmap(&[2])),
+        committed_version: 3,
+    }];
+    let v3 = finish(v3, &[]);
+    Scenario { name: "nested", versions: vec![v1, v2, v3], options: WriteOptions::default() }
 }
 
 /// Every scenario.
