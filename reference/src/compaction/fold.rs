@@ -236,6 +236,7 @@ mod tests {
 
     use super::*;
     use crate::ErrorClass;
+    use crate::error::Error;
     use crate::compaction::generated;
     use crate::model::{Coverage, IndexKind, LineageSequence, Overlay};
     use crate::scan::scan;
