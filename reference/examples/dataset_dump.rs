@@ -29,7 +29,12 @@ fn to_json(schema: &Schema, field: FieldId, value: &Value) -> Json {
         Value::Float32(v) => json!(f64::from(*v)),
         Value::Float64(v) => json!(v),
         Value::Utf8(s) => json!(s),
-        Value::Vector(items) => Json::Array(items.iter().map(|x| x.map_or(Json::Null, |x| json!(f64::from(x)))).collect()),
+        Value::Vector(items) => Json::Array(
+            items
+                .iter()
+                .map(|x| x.map_or(Json::Null, |x| json!(f64::from(x))))
+                .collect(),
+        ),
         Value::Struct(children) => {
             let mut object = Map::new();
             for (child, v) in schema.children(field).zip(children) {
@@ -42,7 +47,8 @@ fn to_json(schema: &Schema, field: FieldId, value: &Value) -> Json {
 
 fn dump(snapshot: &Snapshot) -> Result<(), String> {
     let fields: Vec<_> = snapshot.schema.top_level().cloned().collect();
-    let rows = scan(snapshot, None).map_err(|e| format!("{} ({}): {e}", e.class().as_str(), e.code()))?;
+    let rows =
+        scan(snapshot, None).map_err(|e| format!("{} ({}): {e}", e.class().as_str(), e.code()))?;
     for row in rows {
         let mut values = Map::new();
         for (f, v) in fields.iter().zip(&row.values) {
@@ -65,16 +71,25 @@ fn dump(snapshot: &Snapshot) -> Result<(), String> {
 
 fn run() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
-    let root = PathBuf::from(args.next().ok_or("usage: dataset_dump <dataset dir> [version|all]")?);
+    let root = PathBuf::from(
+        args.next()
+            .ok_or("usage: dataset_dump <dataset dir> [version|all]")?,
+    );
     let which = args.next();
-    let ds = Dataset::open(&root).map_err(|e| format!("{} ({}): {e}", e.class().as_str(), e.code()))?;
+    let ds =
+        Dataset::open(&root).map_err(|e| format!("{} ({}): {e}", e.class().as_str(), e.code()))?;
     let versions = match which.as_deref() {
         Some("all") => ds.versions(),
-        Some(v) => vec![v.parse::<u64>().map_err(|e| format!("bad version {v:?}: {e}"))?],
+        Some(v) => vec![
+            v.parse::<u64>()
+                .map_err(|e| format!("bad version {v:?}: {e}"))?,
+        ],
         None => ds.latest_version().into_iter().collect(),
     };
     for v in versions {
-        let (snapshot, _) = ds.read_version(v).map_err(|e| format!("{} ({}): {e}", e.class().as_str(), e.code()))?;
+        let (snapshot, _) = ds
+            .read_version(v)
+            .map_err(|e| format!("{} ({}): {e}", e.class().as_str(), e.code()))?;
         dump(&snapshot)?;
     }
     Ok(())

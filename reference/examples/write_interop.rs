@@ -26,7 +26,13 @@ fn main() -> ExitCode {
         let root = out.join(s.name);
         for v in &s.versions {
             if let Err(e) = write_version(&root, v, &s.options) {
-                eprintln!("{} v{}: {} ({}): {e}", s.name, v.version, e.class().as_str(), e.code());
+                eprintln!(
+                    "{} v{}: {} ({}): {e}",
+                    s.name,
+                    v.version,
+                    e.class().as_str(),
+                    e.code()
+                );
                 return ExitCode::FAILURE;
             }
         }

@@ -93,7 +93,8 @@ fn probes() -> Vec<(&'static str, u64, Edit)> {
         // [OVL-DEL-3]: a deletion file naming offset 8 of an 8-row fragment.
         ("deletion_past_physical_rows", 2, |root, m| {
             let bytes = write_deletion_file(&bitmap(&[2, 8]), DeletionFileType::ArrowArray);
-            std::fs::write(root.join("_deletions/0-0-77.arrow"), bytes).map_err(|e| e.to_string())?;
+            std::fs::write(root.join("_deletions/0-0-77.arrow"), bytes)
+                .map_err(|e| e.to_string())?;
             m.fragments[0].deletion_file = Some(pb::DeletionFile {
                 file_type: 0,
                 read_version: 0,
@@ -119,7 +120,8 @@ fn edit(root: &Path, version: u64, f: Edit) -> Result<(), String> {
     let mf = decode_manifest_file(&bytes, "probe").map_err(|e: DatasetError| e.to_string())?;
     let mut manifest = mf.manifest;
     f(root, &mut manifest)?;
-    let out = encode_manifest_file(&manifest, mf.index_section.as_ref()).map_err(|e| e.to_string())?;
+    let out =
+        encode_manifest_file(&manifest, mf.index_section.as_ref()).map_err(|e| e.to_string())?;
     std::fs::write(&path, out).map_err(|e| e.to_string())
 }
 
@@ -135,8 +137,14 @@ fn main() -> ExitCode {
             .versions
             .iter()
             .take_while(|v| v.version <= version)
-            .try_for_each(|v| write_version(&root, v, &scenario.options).map(|_| ()).map_err(|e| e.to_string()))
-            .and_then(|()| std::fs::create_dir_all(root.join("_deletions")).map_err(|e| e.to_string()))
+            .try_for_each(|v| {
+                write_version(&root, v, &scenario.options)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|()| {
+                std::fs::create_dir_all(root.join("_deletions")).map_err(|e| e.to_string())
+            })
             .and_then(|()| edit(&root, version, f));
         if let Err(e) = written {
             eprintln!("{name}: {e}");

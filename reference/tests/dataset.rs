@@ -34,7 +34,10 @@ fn files_under(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                out.insert(p.strip_prefix(root).unwrap().to_path_buf(), std::fs::read(&p).unwrap());
+                out.insert(
+                    p.strip_prefix(root).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                );
             }
         }
     }
@@ -83,23 +86,52 @@ fn the_full_scenario_uses_both_deletion_forms_and_both_lineage_placements() {
     let s = scenarios::full();
     let dir = written(&s);
     let (snap, layout) = Dataset::open(dir.path()).unwrap().read_version(2).unwrap();
-    let forms: Vec<_> = layout.fragments.iter().filter_map(|f| f.deletion.as_ref().map(|d| d.form)).collect();
-    assert_eq!(forms, [DeletionFileType::ArrowArray, DeletionFileType::Bitmap]);
-    assert!(layout.fragments[0].deletion.as_ref().unwrap().path.ends_with(".arrow"));
+    let forms: Vec<_> = layout
+        .fragments
+        .iter()
+        .filter_map(|f| f.deletion.as_ref().map(|d| d.form))
+        .collect();
+    assert_eq!(
+        forms,
+        [DeletionFileType::ArrowArray, DeletionFileType::Bitmap]
+    );
+    assert!(
+        layout.fragments[0]
+            .deletion
+            .as_ref()
+            .unwrap()
+            .path
+            .ends_with(".arrow")
+    );
     // Fragment 1 holds its lineage columns in its main data file, fragment 2 in a lineage-only
     // file; fragment 1's last-updated-at came back inline after the overlay commit.
     assert_eq!(snap.fragments[1].files.len(), 1);
     assert_eq!(snap.fragments[1].lineage.row_ids, LineageSequence::Column);
-    assert_eq!(snap.fragments[1].lineage.last_updated_at, LineageSequence::Inline(vec![2, 1, 2, 1, 2]));
+    assert_eq!(
+        snap.fragments[1].lineage.last_updated_at,
+        LineageSequence::Inline(vec![2, 1, 2, 1, 2])
+    );
     assert_eq!(snap.fragments[2].files[1].fields, [-3, -4]);
-    assert_eq!(snap.fragments[2].lineage_values(-3).unwrap().unwrap(), [11, 12, 13, 14]);
+    assert_eq!(
+        snap.fragments[2].lineage_values(-3).unwrap().unwrap(),
+        [11, 12, 13, 14]
+    );
     assert_eq!(snap.reader_flags, 1 | 2 | 64 | 2048);
     assert_eq!(snap.writer_flags, 1 | 2 | 8 | 64 | 2048);
     let w = layout.writer_version.unwrap();
-    assert_eq!((w.library.as_str(), w.version.is_empty()), ("lance-conformance", false));
+    assert_eq!(
+        (w.library.as_str(), w.version.is_empty()),
+        ("lance-conformance", false)
+    );
     assert_eq!(layout.data_format.unwrap().version, "2.0");
     assert_eq!(layout.timestamp, None);
-    assert!(layout.fragments.iter().flat_map(|f| &f.files).all(|f| f.file_size_bytes > 0));
+    assert!(
+        layout
+            .fragments
+            .iter()
+            .flat_map(|f| &f.files)
+            .all(|f| f.file_size_bytes > 0)
+    );
 }
 
 #[test]
@@ -117,8 +149,15 @@ fn index_entries_are_the_values_at_dataset_version() {
     // offsets 0 and 1) and sees fragment 1's overlay vector at offset 4.
     let emb = v3.index("emb_idx").unwrap();
     assert_eq!(emb.entries.len(), 6 + 5 + 4 + 3 - 3);
-    let e = emb.entries.iter().find(|e| e.fragment == 1 && e.offset == 4).unwrap();
-    assert_eq!(e.value, Value::Vector(vec![Some(9.0), Some(9.5), Some(-1.0)]));
+    let e = emb
+        .entries
+        .iter()
+        .find(|e| e.fragment == 1 && e.offset == 4)
+        .unwrap();
+    assert_eq!(
+        e.value,
+        Value::Vector(vec![Some(9.0), Some(9.5), Some(-1.0)])
+    );
 }
 
 #[test]
@@ -143,7 +182,8 @@ fn lance_layout_details() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert!(names.contains(&"18446744073709551614.manifest".to_string()));
-    let hint = std::fs::read_to_string(dir.path().join("_versions/latest_version_hint.json")).unwrap();
+    let hint =
+        std::fs::read_to_string(dir.path().join("_versions/latest_version_hint.json")).unwrap();
     assert_eq!(hint, "{\"version\":3}");
     for name in files_under(&dir.path().join("data")).keys() {
         let n = name.to_str().unwrap();
@@ -167,7 +207,10 @@ fn writes_are_checked_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let mut v1 = s.versions[0].clone();
     v1.reader_flags = 0; // lacks the bits its content requires
-    let options = WriteOptions { flags: FlagPolicy::AsStored, ..WriteOptions::default() };
+    let options = WriteOptions {
+        flags: FlagPolicy::AsStored,
+        ..WriteOptions::default()
+    };
     let err = write_version(dir.path(), &v1, &options).unwrap_err();
     assert_eq!(err.code(), "missing_flag");
     assert!(!dir.path().join("data").exists());
@@ -183,18 +226,34 @@ fn mixing_naming_schemes_is_refused_and_v1_alone_reads() {
     let dir = written(&s);
     // Rename every manifest to its V1 name: a V1-only directory reads the same.
     for v in 1..=3u64 {
-        std::fs::rename(manifest_path(dir.path(), v), dir.path().join(VERSIONS_DIR).join(format!("{v}.manifest"))).unwrap();
+        std::fs::rename(
+            manifest_path(dir.path(), v),
+            dir.path().join(VERSIONS_DIR).join(format!("{v}.manifest")),
+        )
+        .unwrap();
     }
     let ds = Dataset::open(dir.path()).unwrap();
     assert_eq!(ds.read_version(3).unwrap().0, s.versions[2]);
     // Adding a V2 name makes the directory mixed.
-    std::fs::copy(dir.path().join("_versions/3.manifest"), manifest_path(dir.path(), 3)).unwrap();
-    assert_eq!(Dataset::open(dir.path()).unwrap_err().code(), "mixed_naming_schemes");
+    std::fs::copy(
+        dir.path().join("_versions/3.manifest"),
+        manifest_path(dir.path(), 3),
+    )
+    .unwrap();
+    assert_eq!(
+        Dataset::open(dir.path()).unwrap_err().code(),
+        "mixed_naming_schemes"
+    );
     // The writer refuses to add V2 names to a V1 directory.
     std::fs::remove_file(manifest_path(dir.path(), 3)).unwrap();
     let mut v4 = s.versions[2].clone();
     v4.version = 4;
-    assert_eq!(write_version(dir.path(), &v4, &WriteOptions::default()).unwrap_err().code(), "mixed_naming_schemes");
+    assert_eq!(
+        write_version(dir.path(), &v4, &WriteOptions::default())
+            .unwrap_err()
+            .code(),
+        "mixed_naming_schemes"
+    );
 }
 
 #[test]
@@ -202,34 +261,73 @@ fn the_inner_version_must_match_the_name() {
     let s = scenarios::plain();
     let dir = written(&s);
     edit_manifest(dir.path(), 2, |m| m.version = 7);
-    let err = Dataset::open(dir.path()).unwrap().read_version(2).unwrap_err();
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(2)
+        .unwrap_err();
     assert_eq!(err.code(), "version_mismatch");
     assert_eq!(err.class(), ErrorClass::Invalid);
 }
 
 #[test]
 fn paths_escaping_the_root_are_refused_naming_the_field() {
-    for (bad, problem) in [("../outside.lance", "path_escape"), ("/etc/passwd", "path_escape"), ("a\\b.lance", "path_escape")] {
+    for (bad, problem) in [
+        ("../outside.lance", "path_escape"),
+        ("/etc/passwd", "path_escape"),
+        ("a\\b.lance", "path_escape"),
+    ] {
         let s = scenarios::plain();
         let dir = written(&s);
         edit_manifest(dir.path(), 1, |m| m.fragments[1].files[0].path = bad.into());
-        let err = Dataset::open(dir.path()).unwrap().read_version(1).unwrap_err();
+        let err = Dataset::open(dir.path())
+            .unwrap()
+            .read_version(1)
+            .unwrap_err();
         assert_eq!(err.code(), problem);
-        assert!(err.to_string().contains("fragments[1].files[0].path"), "{err}");
+        assert!(
+            err.to_string().contains("fragments[1].files[0].path"),
+            "{err}"
+        );
     }
     let s = scenarios::plain();
     let dir = written(&s);
-    edit_manifest(dir.path(), 2, |m| m.fragments[0].overlays[0].data_file.as_mut().unwrap().path = "x/../../y".into());
-    let err = Dataset::open(dir.path()).unwrap().read_version(2).unwrap_err();
-    assert!(err.to_string().contains("fragments[0].overlays[0].data_file.path"), "{err}");
+    edit_manifest(dir.path(), 2, |m| {
+        m.fragments[0].overlays[0].data_file.as_mut().unwrap().path = "x/../../y".into()
+    });
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(2)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("fragments[0].overlays[0].data_file.path"),
+        "{err}"
+    );
     // base_id: unsupported when declared, invalid otherwise.
     edit_manifest(dir.path(), 1, |m| m.fragments[0].files[0].base_id = Some(3));
-    assert_eq!(Dataset::open(dir.path()).unwrap().read_version(1).unwrap_err().code(), "invalid_field");
+    assert_eq!(
+        Dataset::open(dir.path())
+            .unwrap()
+            .read_version(1)
+            .unwrap_err()
+            .code(),
+        "invalid_field"
+    );
     edit_manifest(dir.path(), 1, |m| {
-        m.base_paths.push(lance_reference::proto::lance::table::BasePath { id: 3, ..Default::default() })
+        m.base_paths
+            .push(lance_reference::proto::lance::table::BasePath {
+                id: 3,
+                ..Default::default()
+            })
     });
-    let err = Dataset::open(dir.path()).unwrap().read_version(1).unwrap_err();
-    assert_eq!((err.code(), err.class()), ("unsupported", ErrorClass::UnsupportedFeature));
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
+    assert_eq!(
+        (err.code(), err.class()),
+        ("unsupported", ErrorClass::UnsupportedFeature)
+    );
 }
 
 #[test]
@@ -238,20 +336,35 @@ fn overlays_without_data_file_or_coverage_are_malformed() {
     use lance_reference::proto::lance::table::data_overlay_file::Coverage;
     let s = scenarios::plain();
     for (edit, field) in [
-        (Box::new(|m: &mut Manifest| m.fragments[0].overlays[0].data_file = None) as Box<dyn Fn(&mut Manifest)>, "data_file"),
-        (Box::new(|m: &mut Manifest| m.fragments[0].overlays[0].coverage = None), "coverage"),
+        (
+            Box::new(|m: &mut Manifest| m.fragments[0].overlays[0].data_file = None)
+                as Box<dyn Fn(&mut Manifest)>,
+            "data_file",
+        ),
+        (
+            Box::new(|m: &mut Manifest| m.fragments[0].overlays[0].coverage = None),
+            "coverage",
+        ),
         (
             Box::new(|m: &mut Manifest| {
-                m.fragments[0].overlays[0].coverage = Some(Coverage::SharedOffsetBitmap(vec![1, 2, 3]))
+                m.fragments[0].overlays[0].coverage =
+                    Some(Coverage::SharedOffsetBitmap(vec![1, 2, 3]))
             }),
             "shared_offset_bitmap",
         ),
     ] {
         let dir = written(&s);
         edit_manifest(dir.path(), 2, edit);
-        let err = Dataset::open(dir.path()).unwrap().read_version(2).unwrap_err();
+        let err = Dataset::open(dir.path())
+            .unwrap()
+            .read_version(2)
+            .unwrap_err();
         assert_eq!(err.class(), ErrorClass::Malformed, "{err}");
-        assert!(err.to_string().contains(&format!("fragments[0].overlays[0].{field}")), "{err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("fragments[0].overlays[0].{field}")),
+            "{err}"
+        );
     }
 }
 
@@ -264,12 +377,18 @@ fn column_lineage_needs_exactly_one_holder_file() {
     edit_manifest(dir.path(), 1, |m| {
         m.fragments[2].files.pop();
     });
-    let err = Dataset::open(dir.path()).unwrap().read_version(1).unwrap_err();
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
     assert_eq!(err.code(), "duplicate_field", "{err}");
     // Flag 2048 cleared while column arms are present.
     let dir = written(&s);
     edit_manifest(dir.path(), 1, |m| m.reader_feature_flags &= !2048);
-    let err = Dataset::open(dir.path()).unwrap().read_version(1).unwrap_err();
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
     assert_eq!(err.code(), "missing_flag", "{err}");
 }
 
@@ -280,7 +399,10 @@ fn unknown_reader_flags_are_refused_before_files_are_read() {
     let dir = written(&s);
     edit_manifest(dir.path(), 1, |m| m.reader_feature_flags |= 1 << 18);
     std::fs::remove_dir_all(dir.path().join("data")).unwrap();
-    let err = Dataset::open(dir.path()).unwrap().read_version(1).unwrap_err();
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
     assert_eq!(err.class(), ErrorClass::UnsupportedFeature, "{err}");
 }
 
@@ -288,13 +410,25 @@ fn unknown_reader_flags_are_refused_before_files_are_read() {
 fn missing_and_oversized_files_are_typed() {
     let s = scenarios::plain();
     let dir = written(&s);
-    let small = lance_reference::dataset::ReadOptions { max_file_bytes: 64, ..Default::default() };
-    let err = Dataset::open_with(dir.path(), small).unwrap().read_version(1).unwrap_err();
+    let small = lance_reference::dataset::ReadOptions {
+        max_file_bytes: 64,
+        ..Default::default()
+    };
+    let err = Dataset::open_with(dir.path(), small)
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
     assert_eq!(err.code(), "file_too_large");
     std::fs::remove_dir_all(dir.path().join("data")).unwrap();
-    let err = Dataset::open(dir.path()).unwrap().read_version(1).unwrap_err();
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
     assert_eq!(err.code(), "missing_file");
-    assert!(err.to_string().contains("fragments[0].files[0].path"), "{err}");
+    assert!(
+        err.to_string().contains("fragments[0].files[0].path"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -305,7 +439,10 @@ fn an_index_from_a_vanished_version_is_an_error() {
     let ds = Dataset::open(dir.path()).unwrap();
     let err = ds.read_version(2).unwrap_err();
     assert_eq!(err.code(), "version_not_found");
-    assert!(err.to_string().contains("indices[0].dataset_version"), "{err}");
+    assert!(
+        err.to_string().contains("indices[0].dataset_version"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -314,7 +451,10 @@ fn a_huge_physical_rows_is_refused_before_expansion() {
     let s = scenarios::full();
     let dir = written(&s);
     edit_manifest(dir.path(), 1, |m| m.fragments[0].physical_rows = 1 << 40);
-    let err = Dataset::open(dir.path()).unwrap().read_version(1).unwrap_err();
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
     assert_eq!(err.class(), ErrorClass::UnsupportedFeature, "{err}");
 }
 

@@ -45,7 +45,9 @@ use sha2::{Digest, Sha256};
 
 use super::deletion::{DeletionFile, DeletionFileType};
 use super::error::DatasetError;
-use super::layout::{DataFormat, DeletionLayout, FileLayout, FragmentLayout, IndexLayout, Layout, WriterVersion};
+use super::layout::{
+    DataFormat, DeletionLayout, FileLayout, FragmentLayout, IndexLayout, Layout, WriterVersion,
+};
 use super::manifest_file::ManifestFile;
 use super::paths::{checked_relative, data_file_path, refuse_base_id};
 use super::roaring_format::{read_bitmap, write_bitmap};
@@ -57,7 +59,9 @@ use crate::model::{
 };
 use crate::proto::lance::file as pbf;
 use crate::proto::lance::table as pb;
-use pb::data_fragment::{CreatedAtVersionSequence, LastUpdatedAtVersionSequence, RowIdSequence as RowIdArm};
+use pb::data_fragment::{
+    CreatedAtVersionSequence, LastUpdatedAtVersionSequence, RowIdSequence as RowIdArm,
+};
 use pb::data_overlay_file::Coverage as CoverageArm;
 
 /// `writer_version.library` of manifests this kit writes.
@@ -133,7 +137,10 @@ pub fn schema_from_proto(fields: &[pbf::Field], file: &str) -> Result<Schema, Da
             nullable: f.nullable,
         });
     }
-    Schema::new(out).map_err(|error| DatasetError::Model { file: file.to_string(), error: Box::new(error) })
+    Schema::new(out).map_err(|error| DatasetError::Model {
+        file: file.to_string(),
+        error: Box::new(error),
+    })
 }
 
 /// Decodes a manifest file into a snapshot skeleton and its layout (see the module docs).
@@ -149,7 +156,13 @@ pub fn decode_manifest(
     let mut fragments = Vec::with_capacity(m.fragments.len());
     let mut fragment_layouts = Vec::with_capacity(m.fragments.len());
     for (i, f) in m.fragments.iter().enumerate() {
-        let (fragment, layout) = decode_fragment(f, &format!("fragments[{i}]"), file, &base_ids, max_fragment_rows)?;
+        let (fragment, layout) = decode_fragment(
+            f,
+            &format!("fragments[{i}]"),
+            file,
+            &base_ids,
+            max_fragment_rows,
+        )?;
         fragments.push(fragment);
         fragment_layouts.push(layout);
     }
@@ -171,7 +184,11 @@ pub fn decode_manifest(
         schema,
         fragments,
         indices,
-        config: m.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        config: m
+            .config
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
         stable_row_ids: m.reader_feature_flags & FLAG_STABLE_ROW_IDS != 0,
         next_row_id: m.next_row_id,
         reader_flags: m.reader_feature_flags,
@@ -189,7 +206,11 @@ pub fn decode_manifest(
         }),
         timestamp: m.timestamp.as_ref().map(|t| (t.seconds, t.nanos)),
         max_fragment_id: m.max_fragment_id,
-        schema_metadata: m.schema_metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        schema_metadata: m
+            .schema_metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
         fragments: fragment_layouts,
         indices: index_layouts,
     };
@@ -209,7 +230,10 @@ fn decode_data_file(
         return Err(DatasetError::Unsupported {
             file: file.to_string(),
             field: format!("{field}.file_major_version"),
-            feature: format!("data file version {}.{} (only 2.0 is read)", version.0, version.1),
+            feature: format!(
+                "data file version {}.{} (only 2.0 is read)",
+                version.0, version.1
+            ),
         });
     }
     if df.column_indices.len() < df.fields.len() {
@@ -223,7 +247,11 @@ fn decode_data_file(
             ),
         });
     }
-    let model = DataFile { path: df.path.clone(), fields: df.fields.clone(), columns: Vec::new() };
+    let model = DataFile {
+        path: df.path.clone(),
+        fields: df.fields.clone(),
+        columns: Vec::new(),
+    };
     let layout = FileLayout {
         path,
         column_indices: df.column_indices.clone(),
@@ -245,7 +273,10 @@ fn decode_fragment(
         return Err(DatasetError::Unsupported {
             file: file.to_string(),
             field: format!("{at}.physical_rows"),
-            feature: format!("{} rows (this reader's limit is {max_rows})", f.physical_rows),
+            feature: format!(
+                "{} rows (this reader's limit is {max_rows})",
+                f.physical_rows
+            ),
         });
     }
     let mut files = Vec::with_capacity(f.files.len());
@@ -259,13 +290,17 @@ fn decode_fragment(
     let mut overlay_layouts = Vec::with_capacity(f.overlays.len());
     for (k, o) in f.overlays.iter().enumerate() {
         let here = format!("{at}.overlays[{k}]");
-        let df = o.data_file.as_ref().ok_or_else(|| DatasetError::MissingField {
-            file: file.to_string(),
-            field: format!("{here}.data_file"),
-        })?;
+        let df = o
+            .data_file
+            .as_ref()
+            .ok_or_else(|| DatasetError::MissingField {
+                file: file.to_string(),
+                field: format!("{here}.data_file"),
+            })?;
         let (model, layout) = decode_data_file(df, &format!("{here}.data_file"), file, base_ids)?;
         let bitmap = |bytes: &[u8], field: String| {
-            read_bitmap(bytes, file, &field).map_err(|error| DatasetError::FileFormat { field, error })
+            read_bitmap(bytes, file, &field)
+                .map_err(|error| DatasetError::FileFormat { field, error })
         };
         let coverage = match &o.coverage {
             None => {
@@ -285,14 +320,30 @@ fn decode_fragment(
                     .collect::<Result<_, _>>()?,
             ),
         };
-        overlays.push(Overlay { file: model, coverage, committed_version: o.committed_version });
+        overlays.push(Overlay {
+            file: model,
+            coverage,
+            committed_version: o.committed_version,
+        });
         overlay_layouts.push(layout);
     }
     let deletion = match &f.deletion_file {
         None => None,
-        Some(d) => Some(decode_deletion(d, f.id, &format!("{at}.deletion_file"), file, base_ids)?),
+        Some(d) => Some(decode_deletion(
+            d,
+            f.id,
+            &format!("{at}.deletion_file"),
+            file,
+            base_ids,
+        )?),
     };
-    let lineage_err = |field: String| move |error| DatasetError::Lineage { file: file.to_string(), field, error };
+    let lineage_err = |field: String| {
+        move |error| DatasetError::Lineage {
+            file: file.to_string(),
+            field,
+            error,
+        }
+    };
     let rows = f.physical_rows;
     let row_ids = match &f.row_id_sequence {
         None => LineageSequence::Absent,
@@ -305,7 +356,9 @@ fn decode_fragment(
     };
     let versions = |bytes: &[u8], field: String| -> Result<LineageSequence, DatasetError> {
         let seq = RowDatasetVersionSequence::decode(bytes).map_err(lineage_err(field.clone()))?;
-        Ok(LineageSequence::Inline(seq.versions(rows).map_err(lineage_err(field))?))
+        Ok(LineageSequence::Inline(
+            seq.versions(rows).map_err(lineage_err(field))?,
+        ))
     };
     let created_at = match &f.created_at_version_sequence {
         None => LineageSequence::Absent,
@@ -316,7 +369,9 @@ fn decode_fragment(
     };
     let last_updated_at = match &f.last_updated_at_version_sequence {
         None => LineageSequence::Absent,
-        Some(LastUpdatedAtVersionSequence::ColumnLastUpdatedAtVersions(_)) => LineageSequence::Column,
+        Some(LastUpdatedAtVersionSequence::ColumnLastUpdatedAtVersions(_)) => {
+            LineageSequence::Column
+        }
         Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(bytes)) => {
             versions(bytes, format!("{at}.inline_last_updated_at_versions"))?
         }
@@ -327,9 +382,20 @@ fn decode_fragment(
         files,
         deletions: RoaringBitmap::new(),
         overlays,
-        lineage: Lineage { row_ids, created_at, last_updated_at },
+        lineage: Lineage {
+            row_ids,
+            created_at,
+            last_updated_at,
+        },
     };
-    Ok((fragment, FragmentLayout { files: file_layouts, overlays: overlay_layouts, deletion }))
+    Ok((
+        fragment,
+        FragmentLayout {
+            files: file_layouts,
+            overlays: overlay_layouts,
+            deletion,
+        },
+    ))
 }
 
 fn decode_deletion(
@@ -347,7 +413,10 @@ fn decode_deletion(
         num_deleted_rows: d.num_deleted_rows,
         base_id: d.base_id,
     };
-    let io = |error| DatasetError::FileFormat { field: format!("{field}.file_type"), error };
+    let io = |error| DatasetError::FileFormat {
+        field: format!("{field}.file_type"),
+        error,
+    };
     let form = stored.file_type(fragment).map_err(io)?;
     let path = stored.relative_path(fragment).map_err(io)?;
     let path = checked_relative(&path, file, field)?;
@@ -370,20 +439,31 @@ fn decode_indices(
     for (n, meta) in section.indices.iter().enumerate() {
         let at = format!("indices[{n}]");
         refuse_base_id(meta.base_id, base_ids, file, &format!("{at}.base_id"))?;
-        let uuid_bytes = meta.uuid.as_ref().ok_or_else(|| DatasetError::MissingField {
-            file: file.to_string(),
-            field: format!("{at}.uuid"),
-        })?;
-        let uuid: [u8; 16] = uuid_bytes.uuid.as_slice().try_into().map_err(|_| DatasetError::InvalidField {
-            file: file.to_string(),
-            field: format!("{at}.uuid.uuid"),
-            problem: format!("{} bytes, a uuid has 16", uuid_bytes.uuid.len()),
-        })?;
-        let details = meta.index_details.as_ref().ok_or_else(|| DatasetError::Unsupported {
-            file: file.to_string(),
-            field: format!("{at}.index_details"),
-            feature: "an index without index_details (its kind is unknown)".into(),
-        })?;
+        let uuid_bytes = meta
+            .uuid
+            .as_ref()
+            .ok_or_else(|| DatasetError::MissingField {
+                file: file.to_string(),
+                field: format!("{at}.uuid"),
+            })?;
+        let uuid: [u8; 16] =
+            uuid_bytes
+                .uuid
+                .as_slice()
+                .try_into()
+                .map_err(|_| DatasetError::InvalidField {
+                    file: file.to_string(),
+                    field: format!("{at}.uuid.uuid"),
+                    problem: format!("{} bytes, a uuid has 16", uuid_bytes.uuid.len()),
+                })?;
+        let details = meta
+            .index_details
+            .as_ref()
+            .ok_or_else(|| DatasetError::Unsupported {
+                file: file.to_string(),
+                field: format!("{at}.index_details"),
+                feature: "an index without index_details (its kind is unknown)".into(),
+            })?;
         let kind = index_kind(&details.type_url).ok_or_else(|| DatasetError::Unsupported {
             file: file.to_string(),
             field: format!("{at}.index_details.type_url"),
@@ -393,7 +473,10 @@ fn decode_indices(
             None
         } else {
             let field = format!("{at}.fragment_bitmap");
-            Some(read_bitmap(&meta.fragment_bitmap, file, &field).map_err(|error| DatasetError::FileFormat { field, error })?)
+            Some(
+                read_bitmap(&meta.fragment_bitmap, file, &field)
+                    .map_err(|error| DatasetError::FileFormat { field, error })?,
+            )
         };
         indices.push(Index {
             name: meta.name.clone(),
@@ -437,7 +520,10 @@ fn encode_data_file(file: &DataFile, layout: &FileLayout) -> pb::DataFile {
 }
 
 fn misaligned(what: String) -> DatasetError {
-    DatasetError::Unwritable { what, problem: "the layout is not aligned with the snapshot".into() }
+    DatasetError::Unwritable {
+        what,
+        problem: "the layout is not aligned with the snapshot".into(),
+    }
 }
 
 /// Encodes a snapshot and its layout as a Manifest and (when it has indices) an IndexSection.
@@ -448,11 +534,19 @@ pub fn encode_manifest(
 ) -> Result<(pb::Manifest, Option<pb::IndexSection>), DatasetError> {
     let mut fragments = Vec::with_capacity(snapshot.fragments.len());
     for (i, f) in snapshot.fragments.iter().enumerate() {
-        let fl = layout.fragments.get(i).ok_or_else(|| misaligned(format!("fragments[{i}]")))?;
+        let fl = layout
+            .fragments
+            .get(i)
+            .ok_or_else(|| misaligned(format!("fragments[{i}]")))?;
         if fl.files.len() != f.files.len() || fl.overlays.len() != f.overlays.len() {
             return Err(misaligned(format!("fragments[{i}]")));
         }
-        let files = f.files.iter().zip(&fl.files).map(|(m, l)| encode_data_file(m, l)).collect();
+        let files = f
+            .files
+            .iter()
+            .zip(&fl.files)
+            .map(|(m, l)| encode_data_file(m, l))
+            .collect();
         let overlays = f
             .overlays
             .iter()
@@ -478,25 +572,29 @@ pub fn encode_manifest(
         let row_id_sequence = match &f.lineage.row_ids {
             LineageSequence::Absent => None,
             LineageSequence::Column => Some(RowIdArm::ColumnRowIds(pb::RowLineageColumn {})),
-            LineageSequence::Inline(v) => Some(RowIdArm::InlineRowIds(RowIdSequence::from_values(v).encode())),
+            LineageSequence::Inline(v) => Some(RowIdArm::InlineRowIds(
+                RowIdSequence::from_values(v).encode(),
+            )),
         };
         let created_at_version_sequence = match &f.lineage.created_at {
             LineageSequence::Absent => None,
-            LineageSequence::Column => {
-                Some(CreatedAtVersionSequence::ColumnCreatedAtVersions(pb::RowLineageColumn {}))
-            }
+            LineageSequence::Column => Some(CreatedAtVersionSequence::ColumnCreatedAtVersions(
+                pb::RowLineageColumn {},
+            )),
             LineageSequence::Inline(v) => Some(CreatedAtVersionSequence::InlineCreatedAtVersions(
                 RowDatasetVersionSequence::from_versions(v).encode(),
             )),
         };
         let last_updated_at_version_sequence = match &f.lineage.last_updated_at {
             LineageSequence::Absent => None,
-            LineageSequence::Column => Some(LastUpdatedAtVersionSequence::ColumnLastUpdatedAtVersions(
-                pb::RowLineageColumn {},
-            )),
-            LineageSequence::Inline(v) => Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(
-                RowDatasetVersionSequence::from_versions(v).encode(),
-            )),
+            LineageSequence::Column => Some(
+                LastUpdatedAtVersionSequence::ColumnLastUpdatedAtVersions(pb::RowLineageColumn {}),
+            ),
+            LineageSequence::Inline(v) => {
+                Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(
+                    RowDatasetVersionSequence::from_versions(v).encode(),
+                ))
+            }
         };
         fragments.push(pb::DataFragment {
             id: f.id,
@@ -535,7 +633,11 @@ pub fn encode_manifest(
             file_format: FILE_FORMAT.into(),
             version: DATA_FORMAT_VERSION.into(),
         }),
-        config: snapshot.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<BTreeMap<_, _>>(),
+        config: snapshot
+            .config
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<BTreeMap<_, _>>(),
         ..Default::default()
     };
     let section = if snapshot.indices.is_empty() {
@@ -543,14 +645,26 @@ pub fn encode_manifest(
     } else {
         let mut indices = Vec::with_capacity(snapshot.indices.len());
         for (n, index) in snapshot.indices.iter().enumerate() {
-            let il = layout.indices.get(n).ok_or_else(|| misaligned(format!("indices[{n}]")))?;
+            let il = layout
+                .indices
+                .get(n)
+                .ok_or_else(|| misaligned(format!("indices[{n}]")))?;
             indices.push(pb::IndexMetadata {
-                uuid: Some(pb::Uuid { uuid: il.uuid.to_vec() }),
+                uuid: Some(pb::Uuid {
+                    uuid: il.uuid.to_vec(),
+                }),
                 fields: index.fields.clone(),
                 name: index.name.clone(),
                 dataset_version: index.dataset_version,
-                fragment_bitmap: index.fragment_bitmap.as_ref().map(write_bitmap).unwrap_or_default(),
-                index_details: Some(Any { type_url: il.details_type_url.clone(), value: Vec::new() }),
+                fragment_bitmap: index
+                    .fragment_bitmap
+                    .as_ref()
+                    .map(write_bitmap)
+                    .unwrap_or_default(),
+                index_details: Some(Any {
+                    type_url: il.details_type_url.clone(),
+                    value: Vec::new(),
+                }),
                 index_version: il.index_version,
                 created_at: il.created_at,
                 ..Default::default()
@@ -577,7 +691,12 @@ pub fn index_layout(index: &Index) -> IndexLayout {
 
 /// The deletion layout of `deleted` stored in `form` with bytes `bytes` (see [`super::write`]
 /// for how `id` is derived).
-pub fn deletion_layout(fragment: u64, form: DeletionFileType, id: u64, count: u64) -> Result<DeletionLayout, DatasetError> {
+pub fn deletion_layout(
+    fragment: u64,
+    form: DeletionFileType,
+    id: u64,
+    count: u64,
+) -> Result<DeletionLayout, DatasetError> {
     let stored = DeletionFile {
         file_type: form.proto_value(),
         read_version: 0,
@@ -587,6 +706,15 @@ pub fn deletion_layout(fragment: u64, form: DeletionFileType, id: u64, count: u6
     };
     let path = stored
         .relative_path(fragment)
-        .map_err(|error| DatasetError::FileFormat { field: format!("fragment {fragment} deletion_file"), error })?;
-    Ok(DeletionLayout { path, form, read_version: 0, id, num_deleted_rows: count })
+        .map_err(|error| DatasetError::FileFormat {
+            field: format!("fragment {fragment} deletion_file"),
+            error,
+        })?;
+    Ok(DeletionLayout {
+        path,
+        form,
+        read_version: 0,
+        id,
+        num_deleted_rows: count,
+    })
 }

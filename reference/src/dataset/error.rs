@@ -50,7 +50,9 @@ pub enum FramingProblem {
         expected: u64,
     },
     /// A section (IndexSection) offset or length points outside the bytes before the Manifest.
-    #[error("{section} at offset {offset} (length {length:?}) does not lie before the manifest at {manifest_position}")]
+    #[error(
+        "{section} at offset {offset} (length {length:?}) does not lie before the manifest at {manifest_position}"
+    )]
     SectionOutOfRange {
         /// Which section (`IndexSection`).
         section: &'static str,
@@ -214,7 +216,9 @@ pub enum DatasetError {
         context: String,
     },
     /// A file to be written exists and holds different content.
-    #[error("{file}: exists with different content ({problem}); content-derived names should make this impossible")]
+    #[error(
+        "{file}: exists with different content ({problem}); content-derived names should make this impossible"
+    )]
     ExistingFileDiffers {
         /// The file.
         file: String,

@@ -44,7 +44,10 @@ pub struct ManifestFile {
 fn frame(out: &mut Vec<u8>, message: &[u8]) -> Result<(), DatasetError> {
     let len = u32::try_from(message.len()).map_err(|_| DatasetError::Unwritable {
         what: "manifest".into(),
-        problem: format!("a message of {} bytes does not fit a u32 length prefix", message.len()),
+        problem: format!(
+            "a message of {} bytes does not fit a u32 length prefix",
+            message.len()
+        ),
     })?;
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(message);
@@ -89,18 +92,29 @@ fn read_array<const N: usize>(bytes: &[u8], at: u64) -> Option<[u8; N]> {
 
 /// Decodes a manifest file's bytes; `file` names it in errors.
 pub fn decode_manifest_file(bytes: &[u8], file: &str) -> Result<ManifestFile, DatasetError> {
-    let framing = |problem| DatasetError::Framing { file: file.to_string(), problem };
+    let framing = |problem| DatasetError::Framing {
+        file: file.to_string(),
+        problem,
+    };
     let size = bytes.len() as u64;
     if size < FOOTER_LEN {
         return Err(framing(FramingProblem::TooShort { size }));
     }
     let footer = size - FOOTER_LEN;
-    let magic: [u8; 4] = read_array(bytes, size - 4).ok_or(framing(FramingProblem::TooShort { size }))?;
+    let magic: [u8; 4] =
+        read_array(bytes, size - 4).ok_or(framing(FramingProblem::TooShort { size }))?;
     if &magic != MAGIC {
         return Err(framing(FramingProblem::BadMagic { found: magic }));
     }
-    let raw_position = i64::from_le_bytes(read_array(bytes, footer).ok_or(framing(FramingProblem::TooShort { size }))?);
-    let out_of_range = || framing(FramingProblem::PositionOutOfRange { position: raw_position, size });
+    let raw_position = i64::from_le_bytes(
+        read_array(bytes, footer).ok_or(framing(FramingProblem::TooShort { size }))?,
+    );
+    let out_of_range = || {
+        framing(FramingProblem::PositionOutOfRange {
+            position: raw_position,
+            size,
+        })
+    };
     let position = u64::try_from(raw_position).map_err(|_| out_of_range())?;
     // The length prefix itself must lie before the footer.
     if position.checked_add(4).is_none_or(|end| end > footer) {
@@ -109,9 +123,14 @@ pub fn decode_manifest_file(bytes: &[u8], file: &str) -> Result<ManifestFile, Da
     let declared = u32::from_le_bytes(read_array(bytes, position).ok_or_else(out_of_range)?);
     let expected = footer - position - 4;
     if u64::from(declared) != expected {
-        return Err(framing(FramingProblem::LengthMismatch { declared, expected }));
+        return Err(framing(FramingProblem::LengthMismatch {
+            declared,
+            expected,
+        }));
     }
-    let body = bytes.get(position as usize + 4..footer as usize).ok_or_else(out_of_range)?;
+    let body = bytes
+        .get(position as usize + 4..footer as usize)
+        .ok_or_else(out_of_range)?;
     let manifest = Manifest::decode(body).map_err(|e| DatasetError::Protobuf {
         file: file.to_string(),
         message: "lance.table.Manifest",
@@ -121,7 +140,10 @@ pub fn decode_manifest_file(bytes: &[u8], file: &str) -> Result<ManifestFile, Da
         None => None,
         Some(offset) => Some(decode_section(bytes, file, offset, position)?),
     };
-    Ok(ManifestFile { manifest, index_section })
+    Ok(ManifestFile {
+        manifest,
+        index_section,
+    })
 }
 
 /// Decodes the IndexSection framed at `offset`, which must end at or before `manifest_position`.
@@ -140,7 +162,10 @@ fn decode_section(
             manifest_position,
         },
     };
-    if offset.checked_add(4).is_none_or(|end| end > manifest_position) {
+    if offset
+        .checked_add(4)
+        .is_none_or(|end| end > manifest_position)
+    {
         return Err(bad(None));
     }
     let length = u32::from_le_bytes(read_array(bytes, offset).ok_or(bad(None))?);
@@ -148,7 +173,9 @@ fn decode_section(
     if end > manifest_position {
         return Err(bad(Some(length)));
     }
-    let body = bytes.get(offset as usize + 4..end as usize).ok_or(bad(Some(length)))?;
+    let body = bytes
+        .get(offset as usize + 4..end as usize)
+        .ok_or(bad(Some(length)))?;
     IndexSection::decode(body).map_err(|e| DatasetError::Protobuf {
         file: file.to_string(),
         message: "lance.table.IndexSection",
@@ -162,7 +189,10 @@ mod tests {
     use crate::proto::lance::table::{IndexMetadata, Uuid};
 
     fn sample() -> (Manifest, IndexSection) {
-        let manifest = Manifest { version: 3, ..Default::default() };
+        let manifest = Manifest {
+            version: 3,
+            ..Default::default()
+        };
         let section = IndexSection {
             indices: vec![IndexMetadata {
                 uuid: Some(Uuid { uuid: vec![7; 16] }),
@@ -179,10 +209,16 @@ mod tests {
         let bytes = encode_manifest_file(&manifest, Some(&section)).unwrap();
         let section_len = section.encoded_len();
         // The section's prefix is at 0, the Manifest's right after the section.
-        assert_eq!(u32::from_le_bytes(bytes[0..4].try_into().unwrap()) as usize, section_len);
+        assert_eq!(
+            u32::from_le_bytes(bytes[0..4].try_into().unwrap()) as usize,
+            section_len
+        );
         let pos = i64::from_le_bytes(bytes[bytes.len() - 16..bytes.len() - 8].try_into().unwrap());
         assert_eq!(pos as usize, 4 + section_len);
-        assert_eq!(&bytes[bytes.len() - 8..], &[0, 0, 2, 0, b'L', b'A', b'N', b'C']);
+        assert_eq!(
+            &bytes[bytes.len() - 8..],
+            &[0, 0, 2, 0, b'L', b'A', b'N', b'C']
+        );
         let read = decode_manifest_file(&bytes, "m").unwrap();
         assert_eq!(read.manifest.index_section, Some(0));
         assert_eq!(read.manifest.version, 3);
@@ -193,7 +229,10 @@ mod tests {
     fn without_section_the_manifest_starts_at_zero() {
         let (manifest, _) = sample();
         let bytes = encode_manifest_file(&manifest, None).unwrap();
-        assert_eq!(&bytes[bytes.len() - 16..bytes.len() - 8], &0i64.to_le_bytes());
+        assert_eq!(
+            &bytes[bytes.len() - 16..bytes.len() - 8],
+            &0i64.to_le_bytes()
+        );
         let read = decode_manifest_file(&bytes, "m").unwrap();
         assert_eq!(read.manifest.index_section, None);
         assert_eq!(read.index_section, None);

@@ -20,7 +20,7 @@
 //! | [`layout`] | what a manifest records beyond the model (file sizes, versions, ids) |
 //! | [`codec`] | `Manifest` protobuf <-> [`crate::model::Snapshot`] + [`Layout`] |
 //! | [`read`] | [`Dataset::open`], reading whole versions (time travel) |
-//! | [`write`] | [`write_version`]: data, overlay, deletion files and the manifest |
+//! | [`write`](mod@write) | [`write_version`]: data, overlay, deletion files and the manifest |
 
 pub mod codec;
 pub mod data_file;

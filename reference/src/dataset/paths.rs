@@ -52,7 +52,10 @@ pub fn checked_relative(path: &str, file: &str, field: &str) -> Result<String, D
 
 /// The root-relative path of a data file whose manifest `path` is relative to `data/`.
 pub fn data_file_path(path: &str, file: &str, field: &str) -> Result<String, DatasetError> {
-    Ok(format!("{DATA_DIR}/{}", checked_relative(path, file, field)?))
+    Ok(format!(
+        "{DATA_DIR}/{}",
+        checked_relative(path, file, field)?
+    ))
 }
 
 /// Refuses a `base_id`: unsupported when the manifest declares base paths (`declared` lists
@@ -85,13 +88,25 @@ mod tests {
     #[test]
     fn plain_relative_paths_pass() {
         assert_eq!(data_file_path("a.lance", "m", "f").unwrap(), "data/a.lance");
-        assert_eq!(data_file_path("sub/a.lance", "m", "f").unwrap(), "data/sub/a.lance");
+        assert_eq!(
+            data_file_path("sub/a.lance", "m", "f").unwrap(),
+            "data/sub/a.lance"
+        );
     }
 
     #[test]
     fn escapes_are_refused_naming_the_field() {
         for bad in [
-            "", "/etc/passwd", "../x", "a/../../x", "a//b", "a/", "./a", "a\\b", "a\0b", "C:x",
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a//b",
+            "a/",
+            "./a",
+            "a\\b",
+            "a\0b",
+            "C:x",
             "s3://bucket/x",
         ] {
             let err = data_file_path(bad, "_versions/1.manifest", "fragments[2].files[0].path")
@@ -104,7 +119,13 @@ mod tests {
     #[test]
     fn base_ids_are_refused() {
         assert!(refuse_base_id(None, &[], "m", "f").is_ok());
-        assert_eq!(refuse_base_id(Some(1), &[1], "m", "f").unwrap_err().code(), "unsupported");
-        assert_eq!(refuse_base_id(Some(2), &[1], "m", "f").unwrap_err().code(), "invalid_field");
+        assert_eq!(
+            refuse_base_id(Some(1), &[1], "m", "f").unwrap_err().code(),
+            "unsupported"
+        );
+        assert_eq!(
+            refuse_base_id(Some(2), &[1], "m", "f").unwrap_err().code(),
+            "invalid_field"
+        );
     }
 }

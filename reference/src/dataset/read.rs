@@ -59,7 +59,10 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { max_file_bytes: 1 << 30, max_fragment_rows: MAX_DECODED_VALUES }
+        ReadOptions {
+            max_file_bytes: 1 << 30,
+            max_fragment_rows: MAX_DECODED_VALUES,
+        }
     }
 }
 
@@ -73,24 +76,46 @@ pub struct Dataset {
 
 /// Reads `rel` (a root-relative path) whole, refusing files over `limit`. `field` names the
 /// manifest field that referenced the file.
-pub fn read_bounded(root: &Path, rel: &str, limit: u64, field: &str) -> Result<Vec<u8>, DatasetError> {
+pub fn read_bounded(
+    root: &Path,
+    rel: &str,
+    limit: u64,
+    field: &str,
+) -> Result<Vec<u8>, DatasetError> {
     let io = |operation, e: std::io::Error| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            DatasetError::MissingFile { file: rel.to_string(), field: field.to_string() }
+            DatasetError::MissingFile {
+                file: rel.to_string(),
+                field: field.to_string(),
+            }
         } else {
-            DatasetError::Io { file: rel.to_string(), operation, problem: e.to_string() }
+            DatasetError::Io {
+                file: rel.to_string(),
+                operation,
+                problem: e.to_string(),
+            }
         }
     };
     let file = std::fs::File::open(root.join(rel)).map_err(|e| io("open", e))?;
     let size = file.metadata().map_err(|e| io("stat", e))?.len();
     if size > limit {
-        return Err(DatasetError::FileTooLarge { file: rel.to_string(), size, limit });
+        return Err(DatasetError::FileTooLarge {
+            file: rel.to_string(),
+            size,
+            limit,
+        });
     }
     let mut bytes = Vec::new();
     // `take` keeps the bound even if the file grows after the size check.
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| io("read", e))?;
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| io("read", e))?;
     if bytes.len() as u64 > limit {
-        return Err(DatasetError::FileTooLarge { file: rel.to_string(), size: bytes.len() as u64, limit });
+        return Err(DatasetError::FileTooLarge {
+            file: rel.to_string(),
+            size: bytes.len() as u64,
+            limit,
+        });
     }
     Ok(bytes)
 }
@@ -99,7 +124,9 @@ pub fn read_bounded(root: &Path, rel: &str, limit: u64, field: &str) -> Result<V
 fn position_type(schema: &Schema, field: i32, overlay: bool) -> Option<Option<DataType>> {
     match field {
         TOMBSTONE_FIELD_ID => None,
-        ROW_ID_FIELD_ID | CREATED_AT_FIELD_ID | LAST_UPDATED_AT_FIELD_ID if !overlay => Some(Some(DataType::UInt64)),
+        ROW_ID_FIELD_ID | CREATED_AT_FIELD_ID | LAST_UPDATED_AT_FIELD_ID if !overlay => {
+            Some(Some(DataType::UInt64))
+        }
         f if f >= 0 => match schema.field(f) {
             Some(sf) if overlay && sf.data_type == DataType::Struct => None,
             Some(sf) => Some(Some(sf.data_type.clone())),
@@ -131,10 +158,17 @@ pub fn read_file_columns(
         return Err(DatasetError::InvalidField {
             file: layout.path.clone(),
             field: format!("{field}.file_size_bytes"),
-            problem: format!("says {} bytes, the file has {}", layout.file_size_bytes, bytes.len()),
+            problem: format!(
+                "says {} bytes, the file has {}",
+                layout.file_size_bytes,
+                bytes.len()
+            ),
         });
     }
-    let data_err = |error| DatasetError::DataFile { field: field.to_string(), error };
+    let data_err = |error| DatasetError::DataFile {
+        field: field.to_string(),
+        error,
+    };
     let contents = read_data_file(&bytes, &layout.path).map_err(data_err)?;
     let mut columns = Vec::with_capacity(file.fields.len());
     for (p, &id) in file.fields.iter().enumerate() {
@@ -147,12 +181,21 @@ pub fn read_file_columns(
             field: format!("{field}.column_indices[{p}]"),
             problem,
         };
-        let stored = layout.column_indices.get(p).copied().ok_or_else(|| bad_index("missing".into()))?;
-        let index = usize::try_from(stored).map_err(|_| bad_index(format!("{stored} is negative for field {id}")))?;
+        let stored = layout
+            .column_indices
+            .get(p)
+            .copied()
+            .ok_or_else(|| bad_index("missing".into()))?;
+        let index = usize::try_from(stored)
+            .map_err(|_| bad_index(format!("{stored} is negative for field {id}")))?;
         let data_type = match data_type {
             Some(t) => t,
             None => {
-                let logical = contents.schema().get(index).map(|f| f.logical_type.clone()).unwrap_or_default();
+                let logical = contents
+                    .schema()
+                    .get(index)
+                    .map(|f| f.logical_type.clone())
+                    .unwrap_or_default();
                 DataType::from_logical_type(&logical).ok_or_else(|| DatasetError::Unsupported {
                     file: layout.path.clone(),
                     field: format!("{field}.fields[{p}]"),
@@ -174,7 +217,11 @@ impl Dataset {
     /// Opens the dataset at `root` with `options`.
     pub fn open_with(root: &Path, options: ReadOptions) -> Result<Dataset, DatasetError> {
         let entries = list_versions(root)?;
-        Ok(Dataset { root: root.to_path_buf(), entries, options })
+        Ok(Dataset {
+            root: root.to_path_buf(),
+            entries,
+            options,
+        })
     }
 
     /// The dataset root.
@@ -189,7 +236,11 @@ impl Dataset {
 
     /// The attached versions, ascending.
     pub fn versions(&self) -> Vec<u64> {
-        self.entries.iter().filter(|e| !e.detached).map(|e| e.version).collect()
+        self.entries
+            .iter()
+            .filter(|e| !e.detached)
+            .map(|e| e.version)
+            .collect()
     }
 
     /// The newest attached version, if any.
@@ -205,7 +256,10 @@ impl Dataset {
     /// Reads every attached version, ascending.
     pub fn read_all(&self) -> Result<Vec<(Snapshot, Layout)>, DatasetError> {
         let mut cache = BTreeMap::new();
-        self.versions().into_iter().map(|v| self.read_cached(v, &mut cache)).collect()
+        self.versions()
+            .into_iter()
+            .map(|v| self.read_cached(v, &mut cache))
+            .collect()
     }
 
     fn read_cached(
@@ -216,9 +270,14 @@ impl Dataset {
         if let Some(hit) = cache.get(&version) {
             return Ok(hit.clone());
         }
-        let entry = self.entries.iter().find(|e| e.version == version).ok_or_else(|| {
-            DatasetError::VersionNotFound { version, context: format!("{} lists no such manifest", VERSIONS_DIR) }
-        })?;
+        let entry = self
+            .entries
+            .iter()
+            .find(|e| e.version == version)
+            .ok_or_else(|| DatasetError::VersionNotFound {
+                version,
+                context: format!("{} lists no such manifest", VERSIONS_DIR),
+            })?;
         let file = format!("{VERSIONS_DIR}/{}", entry.name);
         let limit = self.options.max_file_bytes;
         let bytes = read_bounded(&self.root, &file, limit, "_versions listing")?;
@@ -230,17 +289,35 @@ impl Dataset {
                 inner: manifest_file.manifest.version,
             });
         }
-        let (mut snapshot, layout) = decode_manifest(&manifest_file, &file, self.options.max_fragment_rows)?;
-        let flags = |error| DatasetError::Flags { file: file.clone(), error };
+        let (mut snapshot, layout) =
+            decode_manifest(&manifest_file, &file, self.options.max_fragment_rows)?;
+        let flags = |error| DatasetError::Flags {
+            file: file.clone(),
+            error,
+        };
         check_reader_flags(snapshot.reader_flags).map_err(flags)?;
-        for (i, (fragment, fl)) in snapshot.fragments.iter_mut().zip(&layout.fragments).enumerate() {
+        for (i, (fragment, fl)) in snapshot
+            .fragments
+            .iter_mut()
+            .zip(&layout.fragments)
+            .enumerate()
+        {
             for (j, (df, l)) in fragment.files.iter_mut().zip(&fl.files).enumerate() {
                 let field = format!("{file}: fragments[{i}].files[{j}]");
-                df.columns = read_file_columns(&self.root, &snapshot.schema, df, l, false, &field, limit)?;
+                df.columns =
+                    read_file_columns(&self.root, &snapshot.schema, df, l, false, &field, limit)?;
             }
             for (k, (o, l)) in fragment.overlays.iter_mut().zip(&fl.overlays).enumerate() {
                 let field = format!("{file}: fragments[{i}].overlays[{k}].data_file");
-                o.file.columns = read_file_columns(&self.root, &snapshot.schema, &o.file, l, true, &field, limit)?;
+                o.file.columns = read_file_columns(
+                    &self.root,
+                    &snapshot.schema,
+                    &o.file,
+                    l,
+                    true,
+                    &field,
+                    limit,
+                )?;
             }
             if let Some(d) = &fl.deletion {
                 let field = format!("{file}: fragments[{i}].deletion_file");
@@ -252,29 +329,39 @@ impl Dataset {
                     num_deleted_rows: d.num_deleted_rows,
                     base_id: None,
                 };
-                fragment.deletions = read_deletion_file(fragment.id, &stored, &bytes, fragment.physical_rows)
-                    .map_err(|error| DatasetError::FileFormat { field, error })?;
+                fragment.deletions =
+                    read_deletion_file(fragment.id, &stored, &bytes, fragment.physical_rows)
+                        .map_err(|error| DatasetError::FileFormat { field, error })?;
             }
         }
-        snapshot.validate().map_err(|error| DatasetError::Model { file: file.clone(), error: Box::new(error) })?;
+        snapshot.validate().map_err(|error| DatasetError::Model {
+            file: file.clone(),
+            error: Box::new(error),
+        })?;
         for n in 0..snapshot.indices.len() {
             let dataset_version = snapshot.indices[n].dataset_version;
             let entries = if dataset_version == version {
                 rebuilt_entries(&snapshot, &snapshot.indices[n])
             } else if dataset_version < version {
-                let (older, _) = self.read_cached(dataset_version, cache).map_err(|e| match e {
-                    DatasetError::VersionNotFound { version, .. } => DatasetError::VersionNotFound {
-                        version,
-                        context: format!("{file}: indices[{n}].dataset_version"),
-                    },
-                    other => other,
-                })?;
+                let (older, _) = self
+                    .read_cached(dataset_version, cache)
+                    .map_err(|e| match e {
+                        DatasetError::VersionNotFound { version, .. } => {
+                            DatasetError::VersionNotFound {
+                                version,
+                                context: format!("{file}: indices[{n}].dataset_version"),
+                            }
+                        }
+                        other => other,
+                    })?;
                 rebuilt_entries(&older, &snapshot.indices[n])
             } else {
                 continue; // from the future: `validate` above refused it
             };
-            snapshot.indices[n].entries =
-                entries.map_err(|error| DatasetError::Model { file: format!("{file}: indices[{n}]"), error: Box::new(error) })?;
+            snapshot.indices[n].entries = entries.map_err(|error| DatasetError::Model {
+                file: format!("{file}: indices[{n}]"),
+                error: Box::new(error),
+            })?;
         }
         check_for_read(&snapshot).map_err(flags)?;
         cache.insert(version, (snapshot.clone(), layout.clone()));

@@ -82,8 +82,13 @@ pub fn parse_manifest_name(name: &str) -> Result<Option<VersionEntry>, DatasetEr
     let Some(scheme) = detect_scheme(name) else {
         return Ok(None);
     };
-    let bad = |problem| DatasetError::BadVersionName { file: name.to_string(), problem };
-    let stem = name.strip_suffix(SUFFIX).ok_or(bad("does not end in \".manifest\""))?;
+    let bad = |problem| DatasetError::BadVersionName {
+        file: name.to_string(),
+        problem,
+    };
+    let stem = name
+        .strip_suffix(SUFFIX)
+        .ok_or(bad("does not end in \".manifest\""))?;
     let (detached, digits) = match stem.strip_prefix('d') {
         Some(rest) => (true, rest),
         None => (false, stem),
@@ -91,7 +96,9 @@ pub fn parse_manifest_name(name: &str) -> Result<Option<VersionEntry>, DatasetEr
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad("the part before \".manifest\" is not a decimal number"));
     }
-    let number: u64 = digits.parse().map_err(|_| bad("the number does not fit a u64"))?;
+    let number: u64 = digits
+        .parse()
+        .map_err(|_| bad("the number does not fit a u64"))?;
     let version = match (detached, scheme) {
         (true, _) => {
             if number & DETACHED_VERSION_MASK == 0 {
@@ -105,7 +112,12 @@ pub fn parse_manifest_name(name: &str) -> Result<Option<VersionEntry>, DatasetEr
     if !detached && version & DETACHED_VERSION_MASK != 0 {
         return Err(bad("an attached version must not have bit 63 set"));
     }
-    Ok(Some(VersionEntry { version, name: name.to_string(), scheme, detached }))
+    Ok(Some(VersionEntry {
+        version,
+        name: name.to_string(),
+        scheme,
+        detached,
+    }))
 }
 
 /// Checks a list of names (one directory's listing) and returns its manifests sorted by
@@ -174,7 +186,10 @@ mod tests {
         assert_eq!(manifest_name(1), "18446744073709551614.manifest");
         assert_eq!(manifest_name(1).len(), V2_NAME_LEN);
         let e = parse_manifest_name(&manifest_name(42)).unwrap().unwrap();
-        assert_eq!((e.version, e.scheme, e.detached), (42, NamingScheme::V2, false));
+        assert_eq!(
+            (e.version, e.scheme, e.detached),
+            (42, NamingScheme::V2, false)
+        );
     }
 
     #[test]
@@ -184,7 +199,10 @@ mod tests {
         let padded = format!("{:020}.manifest", 5);
         assert_eq!(detect_scheme(&padded), Some(NamingScheme::V2));
         // ... which denotes u64::MAX - 5, a version with bit 63 set: refused as attached.
-        assert_eq!(parse_manifest_name(&padded).unwrap_err().code(), "bad_version_name");
+        assert_eq!(
+            parse_manifest_name(&padded).unwrap_err().code(),
+            "bad_version_name"
+        );
         assert_eq!(detect_scheme(".tmp_7.manifest_9c10"), None);
         assert_eq!(detect_scheme("latest_version_hint.json"), None);
     }
@@ -192,16 +210,32 @@ mod tests {
     #[test]
     fn detached_names_need_bit_63() {
         let v = DETACHED_VERSION_MASK | 7;
-        let e = parse_manifest_name(&format!("d{v}.manifest")).unwrap().unwrap();
-        assert_eq!((e.version, e.detached, e.scheme), (v, true, NamingScheme::V2));
-        assert_eq!(parse_manifest_name("d7.manifest").unwrap_err().code(), "bad_version_name");
+        let e = parse_manifest_name(&format!("d{v}.manifest"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (e.version, e.detached, e.scheme),
+            (v, true, NamingScheme::V2)
+        );
+        assert_eq!(
+            parse_manifest_name("d7.manifest").unwrap_err().code(),
+            "bad_version_name"
+        );
     }
 
     #[test]
     fn listing_sorts_ignores_and_refuses() {
-        let names = ["3.manifest", "1.manifest", "latest_version_hint.json", "2.manifest"];
+        let names = [
+            "3.manifest",
+            "1.manifest",
+            "latest_version_hint.json",
+            "2.manifest",
+        ];
         let listed = versions_from_names("_versions", names).unwrap();
-        assert_eq!(listed.iter().map(|e| e.version).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(
+            listed.iter().map(|e| e.version).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
         let mixed = ["1.manifest".to_string(), manifest_name(2)];
         let err = versions_from_names("_versions", mixed.iter().map(String::as_str)).unwrap_err();
         assert_eq!(err.code(), "mixed_naming_schemes");

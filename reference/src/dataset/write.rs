@@ -48,13 +48,13 @@ use super::manifest_file::encode_manifest_file;
 use super::paths::{DATA_DIR, data_file_path};
 use super::read::{read_file_columns, reads_position};
 use super::version_names::{
-    DETACHED_VERSION_MASK, NamingScheme, VERSION_HINT_FILE, VERSIONS_DIR, list_versions, manifest_name,
-    version_hint,
+    DETACHED_VERSION_MASK, NamingScheme, VERSION_HINT_FILE, VERSIONS_DIR, list_versions,
+    manifest_name, version_hint,
 };
 use crate::flags::{check_written_flags, required_flags};
 use crate::model::{
-    CREATED_AT_FIELD_ID, DataFile, DataType, Field, LAST_UPDATED_AT_FIELD_ID, Overlay, ROW_ID_FIELD_ID,
-    Schema, Snapshot, Value,
+    CREATED_AT_FIELD_ID, DataFile, DataType, Field, LAST_UPDATED_AT_FIELD_ID, Overlay,
+    ROW_ID_FIELD_ID, Schema, Snapshot, Value,
 };
 
 /// Which flag words a written manifest carries.
@@ -97,7 +97,10 @@ impl Default for WriteOptions {
 
 /// The lowercase hex SHA-256 of `bytes`.
 pub fn content_name(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The first 8 bytes (little-endian) of SHA-256 over `bytes`: a deletion file's `id`.
@@ -125,7 +128,9 @@ fn inferred_type(values: &[Value]) -> DataType {
         Some(Value::Float32(_)) => DataType::Float32,
         Some(Value::Float64(_)) => DataType::Float64,
         Some(Value::Utf8(_)) => DataType::Utf8,
-        Some(Value::Vector(v)) => DataType::FixedSizeList { dimension: v.len().max(1) as u32 },
+        Some(Value::Vector(v)) => DataType::FixedSizeList {
+            dimension: v.len().max(1) as u32,
+        },
         Some(Value::Struct(_)) => DataType::Struct,
         Some(Value::Int32(_)) | Some(Value::Null) | None => DataType::Int32,
     }
@@ -141,9 +146,21 @@ fn column_field(schema: &Schema, file: &DataFile, pos: usize, id: i32, values: &
         return f;
     }
     if let Some(name) = lineage_name(id) {
-        return Field { id, parent_id: -1, name: name.into(), data_type: DataType::UInt64, nullable: false };
+        return Field {
+            id,
+            parent_id: -1,
+            name: name.into(),
+            data_type: DataType::UInt64,
+            nullable: false,
+        };
     }
-    Field { id, parent_id: -1, name: format!("_field{pos}"), data_type: inferred_type(values), nullable: true }
+    Field {
+        id,
+        parent_id: -1,
+        name: format!("_field{pos}"),
+        data_type: inferred_type(values),
+        nullable: true,
+    }
 }
 
 /// The bytes of a fresh Lance v2.0 data file holding `file`'s columns.
@@ -151,7 +168,11 @@ pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, Data
     if file.fields.len() != file.columns.len() {
         return Err(DatasetError::Unwritable {
             what: format!("data file {:?}", file.path),
-            problem: format!("{} fields but {} columns", file.fields.len(), file.columns.len()),
+            problem: format!(
+                "{} fields but {} columns",
+                file.fields.len(),
+                file.columns.len()
+            ),
         });
     }
     let columns: Vec<ColumnData> = file
@@ -159,7 +180,9 @@ pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, Data
         .iter()
         .zip(&file.columns)
         .enumerate()
-        .map(|(pos, (&id, values))| ColumnData::new(column_field(schema, file, pos, id, values), values.clone()))
+        .map(|(pos, (&id, values))| {
+            ColumnData::new(column_field(schema, file, pos, id, values), values.clone())
+        })
         .collect();
     write_data_file(&columns).map_err(|error| DatasetError::DataFile {
         field: format!("data file {:?}", file.path),
@@ -172,8 +195,16 @@ pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, Data
 /// struct column is written as one present struct per offset its coverage holds.
 pub fn overlay_file_bytes(schema: &Schema, overlay: &Overlay) -> Result<Vec<u8>, DatasetError> {
     let mut file = overlay.file.clone();
-    for (pos, (&id, column)) in overlay.file.fields.iter().zip(file.columns.iter_mut()).enumerate() {
-        let is_struct = schema.field(id).is_some_and(|f| f.data_type == DataType::Struct);
+    for (pos, (&id, column)) in overlay
+        .file
+        .fields
+        .iter()
+        .zip(file.columns.iter_mut())
+        .enumerate()
+    {
+        let is_struct = schema
+            .field(id)
+            .is_some_and(|f| f.data_type == DataType::Struct);
         if is_struct && column.is_empty() {
             let covered = overlay.coverage.at(pos).map_or(0, |b| b.len());
             *column = (0..covered).map(|_| Value::Struct(Vec::new())).collect();
@@ -184,7 +215,10 @@ pub fn overlay_file_bytes(schema: &Schema, overlay: &Overlay) -> Result<Vec<u8>,
 
 /// `<content_name>.lance` for the bytes [`data_file_bytes`] gives `file`.
 pub fn content_file_name(schema: &Schema, file: &DataFile) -> Result<String, DatasetError> {
-    Ok(format!("{}.lance", content_name(&data_file_bytes(schema, file)?)))
+    Ok(format!(
+        "{}.lance",
+        content_name(&data_file_bytes(schema, file)?)
+    ))
 }
 
 /// Gives every data file (base, lineage, overlay) whose `path` is empty its content-derived
@@ -196,8 +230,15 @@ pub fn name_files_by_content(snapshot: &mut Snapshot) -> Result<(), DatasetError
         for file in fragment.files.iter_mut().filter(|f| f.path.is_empty()) {
             file.path = content_file_name(&schema, file)?;
         }
-        for overlay in fragment.overlays.iter_mut().filter(|o| o.file.path.is_empty()) {
-            overlay.file.path = format!("{}.lance", content_name(&overlay_file_bytes(&schema, overlay)?));
+        for overlay in fragment
+            .overlays
+            .iter_mut()
+            .filter(|o| o.file.path.is_empty())
+        {
+            overlay.file.path = format!(
+                "{}.lance",
+                content_name(&overlay_file_bytes(&schema, overlay)?)
+            );
         }
     }
     Ok(())
@@ -215,7 +256,11 @@ pub fn with_written_flags(snapshot: &Snapshot, policy: FlagPolicy) -> Snapshot {
 }
 
 fn io_error(file: &str, operation: &'static str, e: std::io::Error) -> DatasetError {
-    DatasetError::Io { file: file.to_string(), operation, problem: e.to_string() }
+    DatasetError::Io {
+        file: file.to_string(),
+        operation,
+        problem: e.to_string(),
+    }
 }
 
 fn create_dir(root: &Path, rel: &str) -> Result<(), DatasetError> {
@@ -233,7 +278,8 @@ fn write_new_or_same(root: &Path, rel: &str, bytes: &[u8]) -> Result<(), Dataset
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| io_error(rel, "create directory", e))?;
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| io_error(rel, "create directory", e))?;
             }
             std::fs::write(&path, bytes).map_err(|e| io_error(rel, "write", e))
         }
@@ -250,7 +296,11 @@ fn put_data_file(
     overlay: Option<&Overlay>,
     field: &str,
 ) -> Result<FileLayout, DatasetError> {
-    let path = data_file_path(&file.path, "(snapshot being written)", &format!("{field}.path"))?;
+    let path = data_file_path(
+        &file.path,
+        "(snapshot being written)",
+        &format!("{field}.path"),
+    )?;
     let mut layout = FileLayout {
         path: path.clone(),
         column_indices: (0..file.fields.len()).map(|i| i as i32).collect(),
@@ -261,7 +311,8 @@ fn put_data_file(
     match std::fs::metadata(root.join(&path)) {
         Ok(meta) => {
             let is_overlay = overlay.is_some();
-            let stored = read_file_columns(root, schema, file, &layout, is_overlay, field, u64::MAX)?;
+            let stored =
+                read_file_columns(root, schema, file, &layout, is_overlay, field, u64::MAX)?;
             if !same_columns(&stored, &masked_columns(schema, file, is_overlay)) {
                 return Err(DatasetError::ExistingFileDiffers {
                     file: path,
@@ -288,18 +339,30 @@ fn masked_columns(schema: &Schema, file: &DataFile, overlay: bool) -> Vec<Vec<Va
     file.fields
         .iter()
         .zip(&file.columns)
-        .map(|(&id, values)| if reads_position(schema, id, overlay) { values.clone() } else { Vec::new() })
+        .map(|(&id, values)| {
+            if reads_position(schema, id, overlay) {
+                values.clone()
+            } else {
+                Vec::new()
+            }
+        })
         .collect()
 }
 
 fn same_columns(a: &[Vec<Value>], b: &[Vec<Value>]) -> bool {
     a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| x.len() == y.len() && x.iter().zip(y).all(|(u, v)| u.identical(v)))
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.len() == y.len() && x.iter().zip(y).all(|(u, v)| u.identical(v)))
 }
 
 /// Writes version `snapshot.version` of the dataset at `root` (see the module docs) and
 /// returns its layout.
-pub fn write_version(root: &Path, snapshot: &Snapshot, options: &WriteOptions) -> Result<Layout, DatasetError> {
+pub fn write_version(
+    root: &Path,
+    snapshot: &Snapshot,
+    options: &WriteOptions,
+) -> Result<Layout, DatasetError> {
     let version = snapshot.version;
     if version == 0 || version & DETACHED_VERSION_MASK != 0 {
         return Err(DatasetError::Unwritable {
@@ -309,8 +372,14 @@ pub fn write_version(root: &Path, snapshot: &Snapshot, options: &WriteOptions) -
     }
     let snapshot = with_written_flags(snapshot, options.flags);
     let manifest_path = format!("{VERSIONS_DIR}/{}", manifest_name(version));
-    check_written_flags(&snapshot).map_err(|error| DatasetError::Flags { file: manifest_path.clone(), error })?;
-    snapshot.validate().map_err(|error| DatasetError::Model { file: manifest_path.clone(), error: Box::new(error) })?;
+    check_written_flags(&snapshot).map_err(|error| DatasetError::Flags {
+        file: manifest_path.clone(),
+        error,
+    })?;
+    snapshot.validate().map_err(|error| DatasetError::Model {
+        file: manifest_path.clone(),
+        error: Box::new(error),
+    })?;
     for dir in [DATA_DIR, VERSIONS_DIR] {
         create_dir(root, dir)?;
     }
@@ -322,16 +391,26 @@ pub fn write_version(root: &Path, snapshot: &Snapshot, options: &WriteOptions) -
             v2: manifest_name(version),
         });
     }
-    let mut layout = Layout { manifest: manifest_path.clone(), ..Layout::default() };
+    let mut layout = Layout {
+        manifest: manifest_path.clone(),
+        ..Layout::default()
+    };
     for (i, fragment) in snapshot.fragments.iter().enumerate() {
         let mut fl = FragmentLayout::default();
         for (j, file) in fragment.files.iter().enumerate() {
             let field = format!("fragments[{i}].files[{j}]");
-            fl.files.push(put_data_file(root, &snapshot.schema, file, None, &field)?);
+            fl.files
+                .push(put_data_file(root, &snapshot.schema, file, None, &field)?);
         }
         for (k, overlay) in fragment.overlays.iter().enumerate() {
             let field = format!("fragments[{i}].overlays[{k}].data_file");
-            fl.overlays.push(put_data_file(root, &snapshot.schema, &overlay.file, Some(overlay), &field)?);
+            fl.overlays.push(put_data_file(
+                root,
+                &snapshot.schema,
+                &overlay.file,
+                Some(overlay),
+                &field,
+            )?);
         }
         if !fragment.deletions.is_empty() {
             let count = fragment.deletions.len();
@@ -353,7 +432,12 @@ pub fn write_version(root: &Path, snapshot: &Snapshot, options: &WriteOptions) -
     let bytes = encode_manifest_file(&manifest, section.as_ref())?;
     write_new_or_same(root, &manifest_path, &bytes)?;
     if options.version_hint {
-        let newest = existing.iter().filter(|e| !e.detached).map(|e| e.version).chain([version]).max();
+        let newest = existing
+            .iter()
+            .filter(|e| !e.detached)
+            .map(|e| e.version)
+            .chain([version])
+            .max();
         let hint = version_hint(newest.unwrap_or(version));
         let rel = format!("{VERSIONS_DIR}/{VERSION_HINT_FILE}");
         std::fs::write(root.join(&rel), hint).map_err(|e| io_error(&rel, "write", e))?;

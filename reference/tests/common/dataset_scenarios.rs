@@ -12,10 +12,10 @@
 use std::collections::BTreeMap;
 
 use lance_reference::compaction::fold::rebuilt_entries;
+use lance_reference::dataset::WriteOptions;
 use lance_reference::dataset::deletion::DeletionFileType;
 use lance_reference::dataset::read::reads_position;
 use lance_reference::dataset::write::name_files_by_content;
-use lance_reference::dataset::WriteOptions;
 use lance_reference::flags::required_flags;
 use lance_reference::model::{
     Coverage, DataFile, DataType, Field, Fragment, Index, IndexKind, Lineage, LineageSequence,
@@ -53,7 +53,13 @@ pub fn finish(mut s: Snapshot, history: &[Snapshot]) -> Snapshot {
             }
         }
         for o in &mut f.overlays {
-            for (id, col) in o.file.fields.clone().into_iter().zip(o.file.columns.iter_mut()) {
+            for (id, col) in o
+                .file
+                .fields
+                .clone()
+                .into_iter()
+                .zip(o.file.columns.iter_mut())
+            {
                 if !reads_position(&schema, id, true) {
                     col.clear();
                 }
@@ -79,13 +85,33 @@ pub fn finish(mut s: Snapshot, history: &[Snapshot]) -> Snapshot {
 fn user_columns(frag: u64, rows: u64) -> Vec<Vec<Value>> {
     let r = 0..rows;
     vec![
-        r.clone().map(|i| Value::Int64((frag * 100 + i) as i64)).collect(),
         r.clone()
-            .map(|i| if i % 3 == 2 { Value::Null } else { Value::Utf8(format!("f{frag}r{i}")) })
+            .map(|i| Value::Int64((frag * 100 + i) as i64))
             .collect(),
-        r.clone().map(|i| Value::Float64(i as f64 * 1.5 - 2.0)).collect(),
-        r.clone().map(|i| if i == 1 { Value::Null } else { Value::Bool(i % 2 == 0) }).collect(),
-        r.clone().map(|i| vector(frag as f32, i as f32, 0.25)).collect(),
+        r.clone()
+            .map(|i| {
+                if i % 3 == 2 {
+                    Value::Null
+                } else {
+                    Value::Utf8(format!("f{frag}r{i}"))
+                }
+            })
+            .collect(),
+        r.clone()
+            .map(|i| Value::Float64(i as f64 * 1.5 - 2.0))
+            .collect(),
+        r.clone()
+            .map(|i| {
+                if i == 1 {
+                    Value::Null
+                } else {
+                    Value::Bool(i % 2 == 0)
+                }
+            })
+            .collect(),
+        r.clone()
+            .map(|i| vector(frag as f32, i as f32, 0.25))
+            .collect(),
         r.map(|i| Value::Int32(i as i32 * 7 - 3)).collect(),
     ]
 }
@@ -109,14 +135,21 @@ fn u64s(v: impl IntoIterator<Item = u64>) -> Vec<Value> {
 }
 
 fn file(fields: Vec<i32>, columns: Vec<Vec<Value>>) -> DataFile {
-    DataFile { path: String::new(), fields, columns }
+    DataFile {
+        path: String::new(),
+        fields,
+        columns,
+    }
 }
 
 /// Stable row ids; every feature. Three versions.
 pub fn full() -> Scenario {
     let schema = full_schema();
     // v1
-    let mut f0 = Fragment { files: vec![file(USER.to_vec(), user_columns(0, 6))], ..Fragment::new(0, "", vec![], vec![]) };
+    let mut f0 = Fragment {
+        files: vec![file(USER.to_vec(), user_columns(0, 6))],
+        ..Fragment::new(0, "", vec![], vec![])
+    };
     f0.physical_rows = 6;
     f0.lineage = Lineage {
         row_ids: LineageSequence::Inline((0..6).collect()),
@@ -129,7 +162,10 @@ pub fn full() -> Scenario {
     cols.push(u64s([1; 5]));
     let mut fields = USER.to_vec();
     fields.extend([-3, -4, -5]);
-    let mut f1 = Fragment { files: vec![file(fields, cols)], ..Fragment::new(1, "", vec![], vec![]) };
+    let mut f1 = Fragment {
+        files: vec![file(fields, cols)],
+        ..Fragment::new(1, "", vec![], vec![])
+    };
     f1.physical_rows = 5;
     f1.lineage = Lineage {
         row_ids: LineageSequence::Column,
@@ -179,7 +215,13 @@ pub fn full() -> Scenario {
     {
         let f0 = &mut v2.fragments[0];
         f0.overlays.push(Overlay {
-            file: file(vec![2, 5], vec![vec![Value::Float64(10.5), Value::Float64(30.5)], vec![Value::Null, Value::Int32(33)]]),
+            file: file(
+                vec![2, 5],
+                vec![
+                    vec![Value::Float64(10.5), Value::Float64(30.5)],
+                    vec![Value::Null, Value::Int32(33)],
+                ],
+            ),
             coverage: Coverage::Dense(bitmap(&[1, 3])),
             committed_version: 2,
         });
@@ -189,7 +231,11 @@ pub fn full() -> Scenario {
         f1.overlays.push(Overlay {
             file: file(
                 vec![1, -2, 4],
-                vec![vec![Value::Utf8("x0".into()), Value::Utf8("x2".into())], vec![], vec![vector(9.0, 9.5, -1.0)]],
+                vec![
+                    vec![Value::Utf8("x0".into()), Value::Utf8("x2".into())],
+                    vec![],
+                    vec![vector(9.0, 9.5, -1.0)],
+                ],
             ),
             coverage: Coverage::PerField(vec![bitmap(&[0, 2]), bitmap(&[1]), bitmap(&[4])]),
             committed_version: 2,
@@ -197,7 +243,10 @@ pub fn full() -> Scenario {
         f1.deletions = bitmap(&[0, 1]);
         f1.lineage.last_updated_at = LineageSequence::Inline(vec![2, 1, 2, 1, 2]);
     }
-    let mut f3 = Fragment { files: vec![file(USER.to_vec(), user_columns(3, 3))], ..Fragment::new(3, "", vec![], vec![]) };
+    let mut f3 = Fragment {
+        files: vec![file(USER.to_vec(), user_columns(3, 3))],
+        ..Fragment::new(3, "", vec![], vec![])
+    };
     f3.physical_rows = 3;
     f3.lineage = Lineage {
         row_ids: LineageSequence::Inline((15..18).collect()),
@@ -214,21 +263,28 @@ pub fn full() -> Scenario {
         kind: IndexKind::Vector,
         entries: vec![],
     });
-    let v2 = finish(v2, &[v1.clone()]);
+    let v2 = finish(v2, std::slice::from_ref(&v1));
     // v3: score folded out of fragment 0's first file into a new file; more deletions.
     let mut v3 = v2.clone();
     v3.version = 3;
     {
         let f0 = &mut v3.fragments[0];
         f0.files[0].fields[2] = -2;
-        f0.files.push(file(vec![2], vec![(0..6).map(|i| Value::Float64(100.0 + i as f64)).collect()]));
+        f0.files.push(file(
+            vec![2],
+            vec![(0..6).map(|i| Value::Float64(100.0 + i as f64)).collect()],
+        ));
         f0.overlays.clear();
         v3.fragments[2].deletions = bitmap(&[1, 2]);
     }
     let v3 = finish(v3, &[v1.clone(), v2.clone()]);
     let mut options = WriteOptions::default();
     options.deletion_forms.insert(1, DeletionFileType::Bitmap);
-    Scenario { name: "full", versions: vec![v1, v2, v3], options }
+    Scenario {
+        name: "full",
+        versions: vec![v1, v2, v3],
+        options,
+    }
 }
 
 /// No stable row ids, no lineage: `_rowid` is the row address. Overlay precedence by version
@@ -242,13 +298,23 @@ pub fn plain() -> Scenario {
     .unwrap();
     let cols = |frag: u64, rows: u64| -> Vec<Vec<Value>> {
         vec![
-            (0..rows).map(|i| Value::Int64((frag * 1000 + i) as i64)).collect(),
+            (0..rows)
+                .map(|i| Value::Int64((frag * 1000 + i) as i64))
+                .collect(),
             (0..rows).map(|i| Value::Int32(i as i32)).collect(),
             (0..rows).map(|i| Value::Utf8(format!("r{i}"))).collect(),
         ]
     };
-    let f0 = Fragment { files: vec![file(vec![0, 1, 2], cols(0, 8))], physical_rows: 8, ..Fragment::new(0, "", vec![], vec![]) };
-    let f1 = Fragment { files: vec![file(vec![0, 1, 2], cols(1, 5))], physical_rows: 5, ..Fragment::new(1, "", vec![], vec![]) };
+    let f0 = Fragment {
+        files: vec![file(vec![0, 1, 2], cols(0, 8))],
+        physical_rows: 8,
+        ..Fragment::new(0, "", vec![], vec![])
+    };
+    let f1 = Fragment {
+        files: vec![file(vec![0, 1, 2], cols(1, 5))],
+        physical_rows: 5,
+        ..Fragment::new(1, "", vec![], vec![])
+    };
     let v1 = finish(
         Snapshot {
             version: 1,
@@ -266,20 +332,36 @@ pub fn plain() -> Scenario {
     let mut v2 = v1.clone();
     v2.version = 2;
     v2.fragments[0].overlays.push(Overlay {
-        file: file(vec![1], vec![vec![Value::Int32(-10), Value::Int32(-17), Value::Int32(-14)]]),
+        file: file(
+            vec![1],
+            vec![vec![
+                Value::Int32(-10),
+                Value::Int32(-17),
+                Value::Int32(-14),
+            ]],
+        ),
         coverage: Coverage::Dense(bitmap(&[0, 4, 7])),
         committed_version: 2,
     });
     v2.fragments[0].deletions = bitmap(&[2]);
     v2.fragments[1].overlays.push(Overlay {
-        file: file(vec![1, 2], vec![vec![Value::Int32(111)], vec![Value::Utf8("two".into()), Value::Null]]),
+        file: file(
+            vec![1, 2],
+            vec![
+                vec![Value::Int32(111)],
+                vec![Value::Utf8("two".into()), Value::Null],
+            ],
+        ),
         coverage: Coverage::PerField(vec![bitmap(&[1]), bitmap(&[2, 3])]),
         committed_version: 2,
     });
     let v2 = finish(v2, &[]);
     let mut v3 = v2.clone();
     v3.version = 3;
-    for (values, offsets) in [(vec![Value::Null, Value::Int32(40)], [0u32, 4]), (vec![Value::Int32(41), Value::Int32(71)], [4, 7])] {
+    for (values, offsets) in [
+        (vec![Value::Null, Value::Int32(40)], [0u32, 4]),
+        (vec![Value::Int32(41), Value::Int32(71)], [4, 7]),
+    ] {
         v3.fragments[0].overlays.push(Overlay {
             file: file(vec![1], vec![values]),
             coverage: Coverage::Dense(bitmap(&offsets)),
@@ -287,7 +369,11 @@ pub fn plain() -> Scenario {
         });
     }
     let v3 = finish(v3, &[]);
-    Scenario { name: "plain", versions: vec![v1, v2, v3], options: WriteOptions::default() }
+    Scenario {
+        name: "plain",
+        versions: vec![v1, v2, v3],
+        options: WriteOptions::default(),
+    }
 }
 
 /// A struct column with two children; an overlay on one child.
@@ -304,9 +390,21 @@ pub fn nested() -> Scenario {
         (0..rows).map(|i| Value::Int64(i as i64)).collect(),
         (0..rows).map(|_| Value::Struct(vec![])).collect(),
         (0..rows).map(|i| Value::Int32(i as i32 * 10)).collect(),
-        (0..rows).map(|i| if i == 2 { Value::Null } else { Value::Utf8(format!("b{i}")) }).collect(),
+        (0..rows)
+            .map(|i| {
+                if i == 2 {
+                    Value::Null
+                } else {
+                    Value::Utf8(format!("b{i}"))
+                }
+            })
+            .collect(),
     ];
-    let f0 = Fragment { files: vec![file(vec![0, 1, 2, 3], columns)], physical_rows: rows, ..Fragment::new(0, "", vec![], vec![]) };
+    let f0 = Fragment {
+        files: vec![file(vec![0, 1, 2, 3], columns)],
+        physical_rows: rows,
+        ..Fragment::new(0, "", vec![], vec![])
+    };
     let v1 = finish(
         Snapshot {
             version: 1,
@@ -332,12 +430,19 @@ pub fn nested() -> Scenario {
     let mut v3 = v2.clone();
     v3.version = 3;
     v3.fragments[0].overlays = vec![Overlay {
-        file: file(vec![1, 2], vec![vec![Value::Struct(vec![])], vec![Value::Int32(-2)]]),
+        file: file(
+            vec![1, 2],
+            vec![vec![Value::Struct(vec![])], vec![Value::Int32(-2)]],
+        ),
         coverage: Coverage::Dense(bitmap(&[2])),
         committed_version: 3,
     }];
     let v3 = finish(v3, &[]);
-    Scenario { name: "nested", versions: vec![v1, v2, v3], options: WriteOptions::default() }
+    Scenario {
+        name: "nested",
+        versions: vec![v1, v2, v3],
+        options: WriteOptions::default(),
+    }
 }
 
 /// Every scenario.
