@@ -67,7 +67,8 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
     let readme = root.join(README_FILE);
     if let Ok(text) = std::fs::read_to_string(&readme) {
         if let Some(updated) = with_table(&text, &all) {
-            std::fs::write(&readme, updated).with_context(|| format!("writing {}", readme.display()))?;
+            std::fs::write(&readme, updated)
+                .with_context(|| format!("writing {}", readme.display()))?;
         }
     }
     println!(
@@ -230,13 +231,17 @@ pub fn case_table(cases: &[CaseDir]) -> String {
         }
         e.3 += usize::from(c.case.is_negative());
     }
-    let mut t = String::from("| area | cases | MUST | SHOULD | negative |\n|---|---|---|---|---|\n");
+    let mut t =
+        String::from("| area | cases | MUST | SHOULD | negative |\n|---|---|---|---|---|\n");
     let mut total = (0, 0, 0, 0);
     for (area, (n, must, should, neg)) in &by_area {
         t.push_str(&format!("| {area} | {n} | {must} | {should} | {neg} |\n"));
         total = (total.0 + n, total.1 + must, total.2 + should, total.3 + neg);
     }
-    t.push_str(&format!("| **all** | {} | {} | {} | {} |\n\n", total.0, total.1, total.2, total.3));
+    t.push_str(&format!(
+        "| **all** | {} | {} | {} | {} |\n\n",
+        total.0, total.1, total.2, total.3
+    ));
     t.push_str("| case | level | requirements | title |\n|---|---|---|---|\n");
     for c in cases {
         let level = match &c.case.expect_error {
@@ -259,5 +264,10 @@ pub fn case_table(cases: &[CaseDir]) -> String {
 fn with_table(text: &str, cases: &[CaseDir]) -> Option<String> {
     let start = text.find(TABLE_BEGIN)? + TABLE_BEGIN.len();
     let end = start + text[start..].find(TABLE_END)?;
-    Some(format!("{}\n\n{}\n{}", &text[..start], case_table(cases), &text[end..]))
+    Some(format!(
+        "{}\n\n{}\n{}",
+        &text[..start],
+        case_table(cases),
+        &text[end..]
+    ))
 }

@@ -22,6 +22,7 @@ use crate::case::cell::type_name;
 use crate::case::names::field_id;
 use crate::case::{Case, QuerySpec};
 use crate::reader;
+use crate::store::Damaged;
 use tagged::{Tagged, tag, tag_scalar};
 
 /// One top-level column of the resolved table.
@@ -384,22 +385,26 @@ fn answer(snapshot: &Snapshot, q: &QuerySpec) -> Result<QueryResult, ExpectedFai
     })
 }
 
-/// The expected error of a negative case: reads the damaged version and checks that the
-/// reference fails with the declared class (and code, when given).
-pub fn compute_error(case: &Case, damaged: &Snapshot) -> Result<ExpectedError, ExpectedFailure> {
+/// The expected error of a negative case: what the store's reader made of the damaged
+/// version (an error, or a snapshot the scan must then refuse), checked against the declared
+/// class (and code, when given).
+pub fn compute_error(case: &Case, damaged: &Damaged) -> Result<ExpectedError, ExpectedFailure> {
     let Some(spec) = &case.expect_error else {
         return Err(ExpectedFailure::Negative(
             "the case declares no expect_error".into(),
         ));
     };
-    let error = match reader::read(damaged) {
-        Ok(_) => {
-            return Err(ExpectedFailure::Negative(format!(
-                "version {} reads without error after the corruption",
-                damaged.version
-            )));
-        }
-        Err(e) => e,
+    let error = match &damaged.read {
+        Err(e) => e.clone(),
+        Ok(snapshot) => match reader::read(snapshot) {
+            Err(e) => e,
+            Ok(_) => {
+                return Err(ExpectedFailure::Negative(format!(
+                    "version {} reads without error after the corruption",
+                    damaged.version
+                )));
+            }
+        },
     };
     let (class, code) = (error.class().as_str(), error.code());
     if class != spec.class || spec.code.as_deref().is_some_and(|c| c != code) {

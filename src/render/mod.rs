@@ -270,14 +270,27 @@ pub fn case(case: &Case, records: &[StepRecord], read: &ReadBack) -> String {
                 let _ = writeln!(out, "corruption: {} {:?}", corrupt::name(c), c);
             }
         }
-        version(&mut out, damaged);
+        if let Some(snapshot) = &damaged.snapshot {
+            version(&mut out, snapshot);
+        }
         if let Some(e) = &case.expect_error {
-            let _ = writeln!(
-                out,
-                "a reader must fail: {} {}",
-                e.class,
-                e.code.as_deref().unwrap_or("")
-            );
+            let code = e.code.as_deref().unwrap_or("");
+            let _ = writeln!(out, "a reader must fail: {} {code}", e.class);
+        }
+        match &damaged.read {
+            Err(e) => {
+                let (class, code) = (e.class().as_str(), e.code());
+                let _ = writeln!(
+                    out,
+                    "the reference's dataset reader fails: {class}/{code}: {e}"
+                );
+            }
+            Ok(_) => {
+                let _ = writeln!(
+                    out,
+                    "the reference's dataset reader decodes it; the scan must refuse it"
+                );
+            }
         }
     }
     out

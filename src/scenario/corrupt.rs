@@ -1,11 +1,11 @@
 //! Declared damage to a written version, for negative cases.
 //!
 //! Invariant: each [`Corruption`] changes exactly the one thing it names and nothing else, so
-//! the error a reader must raise is attributable to it. Corruptions that can be stated on the
-//! manifest's content are applied here to the decoded snapshot (the store writes the damaged
-//! snapshot as is); the byte-level ones (a bitmap that does not parse, a truncated file, mixed
-//! manifest names, a path outside the root) need the on-disk dataset and are refused with
-//! [`CorruptError::NeedsDisk`] until the store writes one.
+//! the error a reader must raise is attributable to it. Corruptions of the manifest's *content*
+//! ([`on_content`]) are applied here to the decoded snapshot, which the store then re-encodes
+//! over the written manifest; the byte-level ones (a bitmap that does not parse, a truncated
+//! file, mixed manifest names, a path outside the root) have no decoded form and are applied
+//! by the store to the bytes ([`crate::store`]).
 
 use lance_reference::model::{Coverage, FieldId, Fragment, LineageSequence, Overlay, Snapshot};
 
@@ -24,12 +24,23 @@ pub enum CorruptError {
         /// What is missing.
         problem: String,
     },
-    /// The corruption works on bytes, and the store has no on-disk dataset yet.
-    #[error("corruption {what} damages files on disk; it needs the dataset writer")]
-    NeedsDisk {
+    /// The corruption works on bytes, not on the decoded snapshot.
+    #[error("corruption {what} damages bytes; it has no decoded form")]
+    BytesOnly {
         /// The corruption's name.
         what: &'static str,
     },
+}
+
+/// Whether `c` is stated on the manifest's decoded content (else it edits bytes).
+pub fn on_content(c: &Corruption) -> bool {
+    !matches!(
+        c,
+        Corruption::MalformedRoaring { .. }
+            | Corruption::PathEscapesRoot { .. }
+            | Corruption::TruncateOverlayFile { .. }
+            | Corruption::MixedManifestNames
+    )
 }
 
 /// The `what` name of a corruption, as written in `case.toml`.
@@ -173,7 +184,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         Corruption::MalformedRoaring { .. }
         | Corruption::PathEscapesRoot { .. }
         | Corruption::TruncateOverlayFile { .. }
-        | Corruption::MixedManifestNames => return Err(CorruptError::NeedsDisk { what }),
+        | Corruption::MixedManifestNames => return Err(CorruptError::BytesOnly { what }),
     }
     Ok(())
 }
@@ -268,9 +279,10 @@ mod tests {
         let e = apply_to_snapshot(&mut s, &Corruption::MixedManifestNames);
         assert_eq!(
             e,
-            Err(CorruptError::NeedsDisk {
+            Err(CorruptError::BytesOnly {
                 what: "mixed_manifest_names"
             })
         );
+        assert!(!on_content(&Corruption::MixedManifestNames));
     }
 }
