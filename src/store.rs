@@ -54,7 +54,7 @@ pub enum StoreError {
     Corrupt(#[from] CorruptError),
     /// Writing or reading the dataset failed.
     #[error("dataset: {0}")]
-    Dataset(#[from] DatasetError),
+    Dataset(Box<DatasetError>),
     /// A scratch directory could not be created.
     #[error("scratch directory: {0}")]
     Scratch(std::io::Error),
@@ -70,6 +70,19 @@ pub enum StoreError {
         /// The same line read back.
         read: String,
     },
+}
+
+impl From<DatasetError> for StoreError {
+    fn from(e: DatasetError) -> Self {
+        StoreError::Dataset(Box::new(e))
+    }
+}
+
+/// Reads one version with the reference's dataset reader.
+fn read_one(root: &Path, version: u64) -> Result<Snapshot, lance_reference::Error> {
+    let dataset = Dataset::open(root)?;
+    let (snapshot, _) = dataset.read_version(version)?;
+    Ok(snapshot)
 }
 
 /// Writes `execution`'s versions into `dataset_dir` (a scratch directory when `None`),
@@ -99,10 +112,7 @@ pub fn write_and_read_back(
     {
         clean -= 1;
         let snapshot = damage(root, newest.version, &execution.corruptions)?;
-        let read = Dataset::open(root)
-            .and_then(|d| d.read_version(newest.version))
-            .map(|(s, _)| s)
-            .map_err(lance_reference::Error::from);
+        let read = read_one(root, newest.version);
         corrupted = Some(Damaged {
             version: newest.version,
             snapshot,
@@ -202,7 +212,7 @@ fn damage(
 
 fn write(root: &Path, rel: &str, bytes: &[u8]) -> Result<(), StoreError> {
     std::fs::write(root.join(rel), bytes).map_err(|e| {
-        StoreError::Dataset(DatasetError::Io {
+        StoreError::from(DatasetError::Io {
             file: rel.to_string(),
             operation: "write",
             problem: e.to_string(),
