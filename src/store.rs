@@ -4,14 +4,16 @@
 //! ([`Dataset::read_version`]) returns for the directory the reference's writer
 //! ([`write_version`]) produced, never from the scenario's memory; and the read-back of every
 //! undamaged version must equal the version the scenario committed ([`write_and_read_back`]
-//! checks it). Corruptions damage the newest version *on disk* and only it: content-level
+//! checks it, before any damage). Corruptions damage the newest version *on disk*: content-level
 //! ones re-encode its manifest (and any data file whose columns they change, under a new
 //! name) from the decoded snapshot; byte-level ones edit the manifest protobuf or the files
-//! directly. Every earlier version stays readable.
+//! directly. Earlier versions stay readable, except where the damage is to the directory as a
+//! whole (mixed manifest naming schemes).
 
 use std::path::Path;
 
-use lance_reference::dataset::codec::encode_manifest;
+use lance_reference::dataset::codec::{deletion_layout, encode_manifest};
+use lance_reference::dataset::deletion::{lance_file_type, write_deletion_file};
 use lance_reference::dataset::manifest_file::{decode_manifest_file, encode_manifest_file};
 use lance_reference::dataset::read::reads_position;
 use lance_reference::dataset::version_names::{VERSIONS_DIR, manifest_name};
@@ -19,6 +21,7 @@ use lance_reference::dataset::write::{data_file_bytes, overlay_file_bytes};
 use lance_reference::dataset::{Dataset, DatasetError, Layout, WriteOptions, write_version};
 use lance_reference::model::Snapshot;
 use lance_reference::proto::lance::table as pb;
+use sha2::{Digest, Sha256};
 
 use crate::case::Corruption;
 use crate::scenario::Execution;
@@ -103,14 +106,19 @@ pub fn write_and_read_back(
     for snapshot in &execution.versions {
         write_version(root, snapshot, &WriteOptions::default())?;
     }
+    let damaged = !execution.corruptions.is_empty();
+    let clean = execution.versions.len() - usize::from(damaged && !execution.versions.is_empty());
+    // The undamaged versions are read before the damage: some damage (mixed manifest names)
+    // makes the whole directory unreadable, which is the point of it.
+    let dataset = Dataset::open(root)?;
+    let mut versions = Vec::with_capacity(clean);
+    for committed in execution.versions.iter().take(clean) {
+        let (read, _) = dataset.read_version(committed.version)?;
+        same(committed, &read)?;
+        versions.push(read);
+    }
     let mut corrupted = None;
-    let mut clean = execution.versions.len();
-    if let Some(newest) = execution
-        .versions
-        .last()
-        .filter(|_| !execution.corruptions.is_empty())
-    {
-        clean -= 1;
+    if let Some(newest) = execution.versions.last().filter(|_| damaged) {
         let snapshot = damage(root, newest.version, &execution.corruptions)?;
         let read = read_one(root, newest.version);
         corrupted = Some(Damaged {
@@ -118,13 +126,6 @@ pub fn write_and_read_back(
             snapshot,
             read,
         });
-    }
-    let dataset = Dataset::open(root)?;
-    let mut versions = Vec::with_capacity(clean);
-    for committed in execution.versions.iter().take(clean) {
-        let (read, _) = dataset.read_version(committed.version)?;
-        same(committed, &read)?;
-        versions.push(read);
     }
     Ok(ReadBack {
         versions,
@@ -211,17 +212,24 @@ fn damage(
 }
 
 fn write(root: &Path, rel: &str, bytes: &[u8]) -> Result<(), StoreError> {
-    std::fs::write(root.join(rel), bytes).map_err(|e| {
-        StoreError::from(DatasetError::Io {
-            file: rel.to_string(),
-            operation: "write",
-            problem: e.to_string(),
+    let path = root.join(rel);
+    let made = match path.parent() {
+        Some(parent) => std::fs::create_dir_all(parent),
+        None => Ok(()),
+    };
+    made.and_then(|()| std::fs::write(&path, bytes))
+        .map_err(|e| {
+            StoreError::from(DatasetError::Io {
+                file: rel.to_string(),
+                operation: "write",
+                problem: e.to_string(),
+            })
         })
-    })
 }
 
 /// Writes every data or overlay file whose fields or columns the damage changed as a new file
-/// (`<name>-damaged.lance`) and points the snapshot and layout at it.
+/// (`<name>-damaged.lance`), and a changed deletion vector as a new deletion file (named as the
+/// writer names them), and points the snapshot and layout at them.
 fn rewrite_changed_files(
     root: &Path,
     before: &Snapshot,
@@ -236,6 +244,17 @@ fn rewrite_changed_files(
         let Some(fl) = layout.fragments.get_mut(i) else {
             continue;
         };
+        if old.deletions != fragment.deletions {
+            let count = fragment.deletions.len();
+            let form = lance_file_type(count);
+            let bytes = write_deletion_file(&fragment.deletions, form);
+            let digest = Sha256::digest(&bytes);
+            let mut id = [0u8; 8];
+            id.copy_from_slice(&digest[..8]);
+            let deletion = deletion_layout(fragment.id, form, u64::from_le_bytes(id), count)?;
+            write(root, &deletion.path, &bytes)?;
+            fl.deletion = Some(deletion);
+        }
         for (j, file) in fragment.files.iter_mut().enumerate() {
             let unchanged = old
                 .files

@@ -137,3 +137,111 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
         }
     }
 }
+
+#[test]
+fn every_corruption_makes_the_reference_refuse_the_damaged_version() {
+    // covers: OVL-FLAG-3, OVL-VER-5, OVL-LAYOUT-4, OVL-LAYOUT-5, OVL-LAYOUT-7, OVL-DEL-3
+    let base = r#"
+id = "scratch"
+title = "t"
+requirements = ["OVL-COV-3"]
+level = "MUST"
+description = "d"
+expect_error = { class = "CLASS", code = "CODE" }
+[[steps]]
+op = "create"
+schema = [{ name = "x", type = "int32" }, { name = "y", type = "int32" }]
+rows = [{ x = 1, y = 1 }, { x = 2, y = 2 }, { x = 3, y = 3 }]
+[[steps]]
+op = "overlay"
+fragment = 0
+shape = "dense"
+cells.x = { 1 = 20, 2 = 30 }
+[[steps]]
+op = "corrupt"
+CORRUPTION
+"#;
+    let cases = [
+        (
+            "what = \"clear_flag\"\nword = \"reader\"\nbit = 64",
+            "invalid",
+            "missing_flag",
+        ),
+        (
+            "what = \"set_flag\"\nword = \"reader\"\nbit = 1048576",
+            "unsupported_feature",
+            "unknown_reader_flag",
+        ),
+        (
+            "what = \"set_committed_version\"\nfragment = 0\noverlay = 0\ncommitted_version = 0",
+            "invalid",
+            "bad_committed_version",
+        ),
+        (
+            "what = \"set_committed_version\"\nfragment = 0\noverlay = 0\ncommitted_version = 9",
+            "invalid",
+            "bad_committed_version",
+        ),
+        (
+            "what = \"drop_overlay_value\"\nfragment = 0\noverlay = 0\nfield = \"x\"",
+            "invalid",
+            "value_count_mismatch",
+        ),
+        (
+            "what = \"duplicate_overlay_field\"\nfragment = 0\noverlay = 0",
+            "invalid",
+            "duplicate_field",
+        ),
+        (
+            "what = \"truncate_base_column\"\nfragment = 0\nfield = \"y\"",
+            "invalid",
+            "base_length_mismatch",
+        ),
+        (
+            "what = \"deletion_past_end\"\nfragment = 0\noffset = 7",
+            "invalid",
+            "deletion_offset_out_of_range",
+        ),
+        (
+            "what = \"path_escapes_root\"\nfragment = 0\noverlay = 0",
+            "invalid",
+            "path_escape",
+        ),
+        (
+            "what = \"mixed_manifest_names\"",
+            "invalid",
+            "mixed_naming_schemes",
+        ),
+        (
+            "what = \"truncate_overlay_file\"\nfragment = 0\noverlay = 0",
+            "invalid",
+            "invalid_field",
+        ),
+        (
+            "what = \"malformed_roaring\"\nfragment = 0\noverlay = 0",
+            "malformed",
+            "malformed_bitmap",
+        ),
+    ];
+    for (corruption, class, code) in cases {
+        let text = base
+            .replace("CORRUPTION", corruption)
+            .replace("CLASS", class)
+            .replace("CODE", code);
+        let case = lance_conformance::case::Case::parse(&text, corruption).unwrap();
+        match lance_conformance::corpus::build(&case, None) {
+            Ok(built) => {
+                let error = std::str::from_utf8(&built.files["expected/error.json"])
+                    .unwrap()
+                    .to_string();
+                assert!(error.contains(code), "{corruption}: {error}");
+                assert_eq!(
+                    built.read.versions.len(),
+                    1,
+                    "{corruption}: version 1 stays readable"
+                );
+            }
+            Err(e) => panic!("{corruption}: {e}"),
+        }
+    }
+}
