@@ -45,8 +45,9 @@ fn exclusion(c: &mut Criterion) {
                 );
                 let index = index_on(field, dataset_version);
                 group.bench_function(id, |b| {
-                    let fragment = fragment
-                        .get_or_insert_with(|| overlaid_fragment(ROWS, OVERLAYS, density, Form::Sparse));
+                    let fragment = fragment.get_or_insert_with(|| {
+                        overlaid_fragment(ROWS, OVERLAYS, density, Form::Sparse)
+                    });
                     b.iter(|| black_box(exclusion_set(&schema, &index, fragment)))
                 });
             }

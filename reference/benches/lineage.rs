@@ -10,10 +10,12 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use criterion::{
+    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
 use lance_reference::lineage::placement::{
-    EncodedLengths, INLINE_MAX_BYTES_KEY, Origin, SPILL_KEY, SequenceKind, SpillConfig,
-    placement, plan_compaction,
+    EncodedLengths, INLINE_MAX_BYTES_KEY, Origin, SPILL_KEY, SequenceKind, SpillConfig, placement,
+    plan_compaction,
 };
 use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
 
@@ -78,10 +80,11 @@ fn placement_decision(c: &mut Criterion) {
         .sample_size(20)
         .warm_up_time(Duration::from_millis(200))
         .measurement_time(Duration::from_millis(500));
-    let table_config: BTreeMap<String, String> = [(SPILL_KEY, "true"), (INLINE_MAX_BYTES_KEY, "204800")]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let table_config: BTreeMap<String, String> =
+        [(SPILL_KEY, "true"), (INLINE_MAX_BYTES_KEY, "204800")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
     let config = SpillConfig::from_table_config(&table_config).unwrap();
     group.bench_function("one_sequence", |b| {
         b.iter(|| {
@@ -117,7 +120,12 @@ fn placement_decision(c: &mut Criterion) {
     group.bench_function("encode_and_place_1m_shuffled_ids", |b| {
         b.iter(|| {
             let len = RowIdSequence::from_values(black_box(&ids)).encode().len();
-            black_box(placement(SequenceKind::RowIds, Origin::CarriedOver, len, &config))
+            black_box(placement(
+                SequenceKind::RowIds,
+                Origin::CarriedOver,
+                len,
+                &config,
+            ))
         })
     });
     group.finish();
