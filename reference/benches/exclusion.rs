@@ -1,6 +1,6 @@
 //! Exclusion sets over 100 overlays of a 1M-row fragment: the union of the coverage of every
 //! overlay newer than the index on a field the index holds.
-#![allow(missing_docs)]
+#![allow(missing_docs, clippy::unwrap_used)]
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! (inline or spilled) for one sequence and for a compaction's outputs.
 //!
 //! Each shape's encoded size is printed once to stderr (`encoded ...`), for BENCHMARKS.md.
-#![allow(missing_docs)]
+#![allow(missing_docs, clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::hint::black_box;

@@ -6,7 +6,7 @@
 //! By default sparse coverage runs for a subset of the matrix; `LANCE_BENCH_FULL=1 cargo bench
 //! --bench resolve` runs every (count, density, form).
 
-#![allow(missing_docs)]
+#![allow(missing_docs, clippy::unwrap_used)]
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! version's time over the base version's time: the same rows, the same dataset.
 //!
 //! The datasets are written once, by the reference writer, into a temporary directory.
-#![allow(missing_docs)]
+#![allow(missing_docs, clippy::unwrap_used)]
 
 use std::hint::black_box;
 use std::path::Path;

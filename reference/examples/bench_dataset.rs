@@ -90,10 +90,13 @@ fn time(dir: &Path, repeats: usize) -> Result<(), String> {
         let (mut scan_base, mut scan_overlaid) = (Duration::MAX, Duration::MAX);
         for _ in 0..repeats.max(1) {
             for (v, best) in [(base, &mut scan_base), (overlaid, &mut scan_overlaid)] {
+                let mut scanned = Ok(0);
                 let t = fastest(1, || {
-                    let snapshot = read(&root, v).unwrap_or_else(|e| panic!("{e}"));
-                    rows = scan(&snapshot, None).map(|r| r.len()).unwrap_or(0);
+                    scanned = read(&root, v)
+                        .and_then(|s| scan(&s, None).map_err(|e| e.to_string()))
+                        .map(|r| r.len());
                 });
+                rows = scanned?;
                 *best = (*best).min(t);
             }
         }
