@@ -58,7 +58,11 @@ fn the_reference_passes_every_case_in_process() {
     assert!(report.cases.len() >= 12, "the corpus has at least 12 cases");
     // Every check ran: the reference declares every capability.
     for c in &report.cases {
-        assert!(c.checks.iter().all(|k| k.verdict == Verdict::Pass), "{}", c.id);
+        assert!(
+            c.checks.iter().all(|k| k.verdict == Verdict::Pass),
+            "{}",
+            c.id
+        );
     }
 }
 
@@ -252,7 +256,9 @@ fn a_reader_declaring_nothing_runs_only_cases_needing_nothing() {
         assert!(
             c.checks
                 .iter()
-                .filter(|k| k.name.ends_with("exclusion") || k.name.contains("query") || k.name.ends_with("lineage"))
+                .filter(|k| k.name.ends_with("exclusion")
+                    || k.name.contains("query")
+                    || k.name.ends_with("lineage"))
                 .all(|k| k.verdict == Verdict::Unsupported),
             "{}",
             c.id
@@ -279,14 +285,34 @@ fn missing_check_capabilities_leave_the_scans_judged() {
             .filter(|k| k.verdict == Verdict::Unsupported)
             .map(|k| k.name.as_str())
             .collect();
-        assert!(unsupported.iter().any(|n| n.ends_with("exclusion")), "{unsupported:?}");
-        assert!(unsupported.iter().any(|n| n.ends_with("lineage")), "{unsupported:?}");
-        assert!(c.checks.iter().any(|k| k.name.ends_with("scan") && k.verdict == Verdict::Pass));
+        assert!(
+            unsupported.iter().any(|n| n.ends_with("exclusion")),
+            "{unsupported:?}"
+        );
+        assert!(
+            unsupported.iter().any(|n| n.ends_with("lineage")),
+            "{unsupported:?}"
+        );
+        assert!(
+            c.checks
+                .iter()
+                .any(|k| k.name.ends_with("scan") && k.verdict == Verdict::Pass)
+        );
     }
     // A case needing an undeclared data capability is unsupported as a whole.
-    let c = report.cases.iter().find(|c| c.id == "rewrite-lineage-spilled").unwrap();
+    let c = report
+        .cases
+        .iter()
+        .find(|c| c.id == "rewrite-lineage-spilled")
+        .unwrap();
     assert_eq!(c.verdict, Verdict::Unsupported);
-    assert!(c.checks[0].message.as_deref().unwrap().contains("spilled-lineage"));
+    assert!(
+        c.checks[0]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("spilled-lineage")
+    );
 }
 
 #[test]
@@ -308,7 +334,10 @@ fn filters_select_by_id_area_requirement_and_tag() {
         areas: vec!["lineage".into()],
         ..Filters::default()
     });
-    assert_eq!(lineage, ["rewrite-lineage-inline", "rewrite-lineage-spilled"]);
+    assert_eq!(
+        lineage,
+        ["rewrite-lineage-inline", "rewrite-lineage-spilled"]
+    );
     let cov = ids(Filters {
         requirements: vec!["OVL-COV-3".into()],
         ..Filters::default()

@@ -160,8 +160,8 @@ pub fn run_case(
         }
         // A negative case's damage can make earlier versions unreadable too (mixed manifest
         // names): those are checked only where the reference still reads them.
-        let readable = expected.error.is_none()
-            || read_checked(Path::new(&dataset), v.version).is_ok();
+        let readable =
+            expected.error.is_none() || read_checked(Path::new(&dataset), v.version).is_ok();
         if readable {
             version(&mut checks, &dataset, case, v);
         }

@@ -325,7 +325,7 @@ fn kill_group(child: &mut Child) {
     let pgid = child.id();
     let _ = Command::new("sh")
         .arg("-c")
-        .arg(format!("kill -KILL -- -{pgid} 2>/dev/null"))
+        .arg(format!("kill -KILL -{pgid} 2>/dev/null"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
