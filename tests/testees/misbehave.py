@@ -16,7 +16,9 @@ targets a dataset of case CASE it does what MODE says:
     noisy    write a megabyte to stderr, then answer correctly
 
 Each start appends "<own pid> <child pid>" to PIDFILE, so the test can check that no process
-outlives the run.
+outlives the run, and every request and response line goes to PIDFILE.log ("> " and "< "
+prefixes), so the test can validate the traffic against spec/schemas/protocol. MODE `record`
+changes nothing.
 """
 
 import json
@@ -32,7 +34,10 @@ def main():
 
     with open(pidfile, "a") as f:
         f.write(f"{os.getpid()} {child.pid}\n")
+    log = open(pidfile + ".log", "a")
     for line in sys.stdin:
+        log.write("> " + line)
+        log.flush()
         req = json.loads(line)
         target = req.get("cmd") == "scan" and f"/{case}/" in req.get("dataset", "")
         if target and mode == "crash":
@@ -54,6 +59,8 @@ def main():
         if target and mode == "noisy":
             sys.stderr.write("x" * (1 << 20) + "\n")
             sys.stderr.flush()
+        log.write("< " + json.dumps(resp) + "\n")
+        log.flush()
         print(json.dumps(resp), flush=True)
         if req.get("cmd") == "stop":
             break
