@@ -43,11 +43,16 @@ CAPABILITIES = [
     "vector-query",
 ]
 
-# Error class from Lance's message, first match wins. Lance 14 has no error classes of its own;
-# these patterns are what its messages say for each kind of damage in the corpus.
+# Error class from Lance's message, first match wins; anything else is `invalid`. Lance 14 has
+# no error classes of its own, so each pattern names the Lance message it maps and why.
 CLASSES = [
-    ("unsupported_feature", re.compile(r"unsupported|feature flag|reader flag|not supported", re.I)),
-    ("malformed", re.compile(r"decode|protobuf|roaring|bitmap|deserializ|corrupt|unexpected end|invalid (footer|magic)|parse", re.I)),
+    # "Not supported: This dataset cannot be read by this version of Lance ... Flags: N"
+    ("unsupported_feature", re.compile(r"Not supported|cannot be read by this version", re.I)),
+    # "Encountered corrupt file ...: failed to deserialize overlay coverage bitmap"
+    ("malformed", re.compile(r"corrupt file|failed to deserialize|failed to decode|protobuf", re.I)),
+    # "overlay per-field coverage has 1 bitmaps but field position 1 was requested": the
+    # coverage list is shorter than the field list, which the spec calls malformed [OVL-SHAPE-3].
+    ("malformed", re.compile(r"per-field coverage has \d+ bitmaps", re.I)),
 ]
 
 
