@@ -1,6 +1,6 @@
 //! Capabilities: the words a reader declares in the handshake, and what each check needs.
 //!
-//! Invariant: a check is sent to a reader only when every capability it [`needs`] is
+//! Invariant: a check is sent to a reader only when every capability it needs is
 //! declared; otherwise it is `unsupported` without being run. The data capabilities are the
 //! case `requires` vocabulary (`conformance-cases/README.md`): a case needing one the reader
 //! lacks is `unsupported` as a whole. The other words gate single kinds of check, so a reader

@@ -65,7 +65,7 @@ pub struct RunArgs {
     /// The corpus root.
     #[arg(long, default_value = "conformance-cases")]
     pub corpus: PathBuf,
-    /// The requirement index (default: <corpus>/../spec/requirements.toml).
+    /// The requirement index (default: `<corpus>/../spec/requirements.toml`).
     #[arg(long, value_name = "FILE")]
     pub requirements_file: Option<PathBuf>,
     /// Print only cases that did not pass, and the summary.

@@ -5,7 +5,7 @@
 //! reader only what it declared it can do ([`capability`]), compares every answer with the
 //! generated `expected/` files ([`compare`], [`execute`]), and turns verdicts into a run result
 //! by fixed rules ([`report`], [`known_failures`]). The same [`run_suite`] drives the built-in
-//! reference ([`reference`]), any Rust reader implementing [`ConformanceReader`], and a testee
+//! reference ([`mod@reference`]), any Rust reader implementing [`ConformanceReader`], and a testee
 //! process speaking the JSON-lines protocol ([`process`], specified in `spec/conformance.md`).
 //!
 //! | module | concept |
@@ -13,7 +13,7 @@
 //! | [`conformance_reader`] | the trait a reader under test implements |
 //! | [`protocol`] | the JSON-lines messages |
 //! | [`capability`] | capability words and what each check needs |
-//! | [`reference`] | the built-in reference reader |
+//! | [`mod@reference`] | the built-in reference reader |
 //! | [`process`] | a reader in another process (timeouts, restarts, process groups) |
 //! | [`serve`] | serving a reader over the protocol (`lance-conformance testee`) |
 //! | [`execute`] | one case's checks |
@@ -56,6 +56,9 @@ pub use report::{CaseResult, CheckResult, Outcome, Report, Verdict};
 use crate::case::RequirementIndex;
 use crate::corpus::{self, CaseDir};
 
+/// A progress callback: (index, count, case id), called before each case.
+pub type Progress = Box<dyn FnMut(usize, usize, &str)>;
+
 /// What to run and how.
 #[derive(Default)]
 pub struct Options {
@@ -68,7 +71,7 @@ pub struct Options {
     /// The known-failure file, if any.
     pub known_failures: Option<KnownFailures>,
     /// Called before each case with (index, count, case id): a progress indicator.
-    pub progress: Option<Box<dyn FnMut(usize, usize, &str)>>,
+    pub progress: Option<Progress>,
     /// Extra case results to include (e.g. the reference's worked-example walk).
     pub extra: Vec<CaseResult>,
 }
