@@ -3,14 +3,14 @@
 #
 #   PYLANCE_VENV=/path/to/venv adapters/pylance/run.sh [extra `lance-conformance run` args]
 #
-# PYLANCE_VENV (default: .venv-pylance at the repository root) is created when missing, with
+# PYLANCE_VENV (default: .venv at the repository root, as in .ci/run) is created when missing, with
 # pylance==14.0.2 and pyarrow. LANCE_CONFORMANCE (default: target/release/lance-conformance,
 # built when missing) is the runner binary. Exit status: the runner's (0 pass, 1 conformance
 # failure, 2 runner error).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-venv="${PYLANCE_VENV:-$root/.venv-pylance}"
+venv="${PYLANCE_VENV:-$root/.venv}"
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet pylance==14.0.2 pyarrow
