@@ -53,6 +53,10 @@ CLASSES = [
     # "overlay per-field coverage has 1 bitmaps but field position 1 was requested": the
     # coverage list is shorter than the field list, which the spec calls malformed [OVL-SHAPE-3].
     ("malformed", re.compile(r"per-field coverage has \d+ bitmaps", re.I)),
+    # "Invalid user input: DataOverlayFile is missing its data_file" (or "its coverage"): a
+    # required message field is absent from the manifest, which the spec calls malformed
+    # [OVL-LAYOUT-6].
+    ("malformed", re.compile(r"DataOverlayFile is missing its", re.I)),
 ]
 
 
