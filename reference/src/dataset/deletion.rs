@@ -200,5 +200,12 @@ pub fn write_deletion_file(deleted: &RoaringBitmap, form: DeletionFileType) -> V
     }
 }
 
+/// The Arrow form listing `offsets` exactly as given, order and repeats kept. A conforming
+/// writer writes a set ([`write_deletion_file`]); this exists to build damaged files for tests
+/// and negative conformance cases (a repeated offset, [`DatasetIoError::DuplicateDeletionOffset`]).
+pub fn write_arrow_offsets(offsets: &[u32]) -> Vec<u8> {
+    arrow_file::write_row_ids(offsets)
+}
+
 #[cfg(test)]
 mod tests;

@@ -386,3 +386,30 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn listed_offsets_are_written_as_given_and_a_repeat_is_refused() {
+    // covers: DS-DEL-3
+    let bytes = super::write_arrow_offsets(&[2, 0, 2]);
+    let f = DeletionFile {
+        file_type: 0,
+        read_version: 1,
+        id: 9,
+        num_deleted_rows: 3,
+        base_id: None,
+    };
+    let err = read_deletion_file(4, &f, &bytes, 5).unwrap_err();
+    assert_eq!(err.code(), "duplicate_deletion_offset");
+    let ok = super::write_arrow_offsets(&[2, 0]);
+    let set = read_deletion_file(
+        4,
+        &DeletionFile {
+            num_deleted_rows: 2,
+            ..f
+        },
+        &ok,
+        5,
+    )
+    .unwrap();
+    assert_eq!(set.iter().collect::<Vec<_>>(), [0, 2]);
+}
