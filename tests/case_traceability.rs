@@ -114,6 +114,8 @@ fn the_published_case_schema_knows_the_same_vocabulary() {
         "add_fields",
         "drop_fields",
         "corrupt",
+        "update_rows",
+        "reserve_row_ids",
     ]
     .into_iter()
     .collect();

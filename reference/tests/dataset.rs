@@ -556,3 +556,48 @@ fn data_files_of_other_format_versions_are_unsupported() {
         }
     }
 }
+
+#[test]
+fn a_hidden_lineage_column_stored_with_another_type_is_refused() {
+    // covers: LIN-COL-3
+    use lance_reference::dataset::data_file::{ColumnData, write_data_file};
+    use lance_reference::model::{DataType, Field};
+    let s = scenarios::full();
+    let dir = written(&s);
+    let (_, layout) = Dataset::open(dir.path()).unwrap().read_version(1).unwrap();
+    // Fragment 2's lineage-only file holds -3 (row ids 11..15) and -4; store -3 as int64.
+    let rel = layout.fragments[2].files[1].path.clone();
+    let column = |id: i32, data_type: DataType, values: Vec<Value>| {
+        let field = Field {
+            id,
+            parent_id: -1,
+            name: format!("c{id}"),
+            data_type,
+            nullable: false,
+        };
+        ColumnData::new(field, values)
+    };
+    let bytes = write_data_file(&[
+        column(-3, DataType::Int64, (11..15).map(Value::Int64).collect()),
+        column(-4, DataType::UInt64, vec![Value::UInt64(1); 4]),
+    ])
+    .unwrap();
+    std::fs::write(dir.path().join(&rel), bytes).unwrap();
+    edit_manifest(dir.path(), 1, |m| {
+        m.fragments[2].files[1].file_size_bytes = 0
+    });
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
+    assert_eq!(
+        (err.class(), err.code()),
+        (ErrorClass::Invalid, "invalid_field"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("fragments[2].files[1].fields[0]"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("int64"), "{err}");
+}

@@ -413,3 +413,22 @@ fn listed_offsets_are_written_as_given_and_a_repeat_is_refused() {
     .unwrap();
     assert_eq!(set.iter().collect::<Vec<_>>(), [0, 2]);
 }
+
+#[test]
+fn a_signed_row_id_column_is_refused() {
+    // covers: DS-DEL-5
+    let f = DeletionFile {
+        file_type: 0,
+        read_version: 1,
+        id: 9,
+        num_deleted_rows: 2,
+        base_id: None,
+    };
+    let bytes = super::write_arrow_int32_offsets(&[0, 2]);
+    let err = read_deletion_file(4, &f, &bytes, 5).unwrap_err();
+    assert_eq!(
+        (err.class(), err.code()),
+        (ErrorClass::Invalid, "wrong_deletion_schema"),
+        "{err}"
+    );
+}
