@@ -10,6 +10,8 @@
 //! directly. Earlier versions stay readable, except where the damage is to the directory as a
 //! whole (mixed manifest naming schemes).
 
+pub mod bytes;
+
 use std::path::Path;
 
 use lance_reference::dataset::codec::{deletion_layout, encode_manifest};
@@ -396,6 +398,7 @@ fn damage_bytes(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreEr
                 std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
             write(root, &format!("{VERSIONS_DIR}/{version}.manifest"), &bytes)
         }
+        other if bytes::is_byte_level(other) => bytes::damage(root, version, other),
         _ => Err(missing("not a byte-level corruption".into())),
     }
 }

@@ -116,6 +116,8 @@ fn the_published_case_schema_knows_the_same_vocabulary() {
         "corrupt",
         "reorder_overlays",
         "expect_refusal",
+        "update_rows",
+        "reserve_row_ids",
     ]
     .into_iter()
     .collect();

@@ -1,5 +1,5 @@
 //! Keeps the normative markdown (`spec/overlays.md`, `spec/row-lineage.md`,
-//! `spec/feature-flags.md`) and the machine-readable index (`spec/requirements.toml`) in
+//! `spec/feature-flags.md`, `spec/dataset.md`) and the machine-readable index (`spec/requirements.toml`) in
 //! agreement.
 //!
 //! Invariant: every requirement line `- **[ID]** LEVEL — ...` in the markdown has exactly one
@@ -16,11 +16,15 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 /// The markdown files that hold requirements, with the id prefix each one owns.
-const MARKDOWN: [(&str, &str); 3] = [
+const MARKDOWN: [(&str, &str); 4] = [
     ("overlays.md", "OVL"),
     ("row-lineage.md", "LIN"),
     ("feature-flags.md", "FLG"),
+    ("dataset.md", "DS"),
 ];
+
+/// The id prefixes, one per markdown file.
+const PREFIXES: [&str; 4] = ["OVL", "LIN", "FLG", "DS"];
 
 /// Requirement levels, longest first so that `MUST NOT` is not read as `MUST`.
 const LEVELS: [&str; 5] = ["MUST NOT", "MUST", "SHOULD NOT", "SHOULD", "MAY"];
@@ -86,13 +90,13 @@ fn slug(heading: &str) -> String {
         .collect()
 }
 
-/// `^(OVL|LIN|FLG)-[A-Z]+-[0-9]+$`
+/// `^(OVL|LIN|FLG|DS)-[A-Z]+-[0-9]+$`
 fn id_is_well_formed(id: &str) -> bool {
     let parts: Vec<&str> = id.split('-').collect();
     let [prefix, area, number] = parts.as_slice() else {
         return false;
     };
-    ["OVL", "LIN", "FLG"].contains(prefix)
+    PREFIXES.contains(prefix)
         && !area.is_empty()
         && area.chars().all(|c| c.is_ascii_uppercase())
         && !number.is_empty()
@@ -111,7 +115,7 @@ fn modal_keywords(text: &str) -> Vec<&'static str> {
     found
 }
 
-/// Every bracketed `[OVL-...]`, `[LIN-...]` or `[FLG-...]` in `line`.
+/// Every bracketed `[OVL-...]`, `[LIN-...]`, `[FLG-...]` or `[DS-...]` in `line`.
 fn bracketed_ids(line: &str) -> Vec<String> {
     let mut ids = Vec::new();
     let mut rest = line;
@@ -119,9 +123,9 @@ fn bracketed_ids(line: &str) -> Vec<String> {
         let after = &rest[open + 1..];
         let Some(close) = after.find(']') else { break };
         let inner = &after[..close];
-        if ["OVL-", "LIN-", "FLG-"]
+        if PREFIXES
             .iter()
-            .any(|p| inner.starts_with(p))
+            .any(|p| inner.strip_prefix(p).is_some_and(|r| r.starts_with('-')))
         {
             ids.push(inner.to_string());
         }
@@ -207,7 +211,7 @@ fn parse_doc(file: &str, prefix: &str, text: &str) -> Doc {
         };
         if !id_is_well_formed(&id) {
             doc.problems.push(format!(
-                "{file}:{n}: id `{id}` does not match (OVL|LIN|FLG)-[A-Z]+-[0-9]+"
+                "{file}:{n}: id `{id}` does not match (OVL|LIN|FLG|DS)-[A-Z]+-[0-9]+"
             ));
         } else if !id.starts_with(&format!("{prefix}-")) {
             doc.problems.push(format!(
@@ -516,6 +520,9 @@ fn checker_flags_malformed_ids_levels_and_prefixes() {
         ("- **[OVL-A-x]** MUST — x", "does not match"),
         ("- **[XYZ-A-1]** MUST — x", "does not match"),
         ("- **[LIN-A-1]** MUST — x", "belongs in a `OVL-` file"),
+        ("- **[DS-A-1]** MUST — x", "belongs in a `OVL-` file"),
+        ("- **[DSX-A-1]** MUST — x", "does not match"),
+        ("- **[D-A-1]** MUST — x", "does not match"),
         ("- **[OVL-A-1]** MUSTN'T — x", "the level is one of"),
         ("- **[OVL-A-1]** MUST - x", "the level is one of"),
         ("* **[OVL-A-1]** MUST — x", "starts with"),
@@ -569,4 +576,10 @@ fn checker_ignores_keywords_inside_code_fences() {
     let doc = parse_doc("s.md", "OVL", "## A\n```text\nMUST [OVL-Q-9]\n```\n");
     assert_no_problems("fenced sample", &doc.problems);
     assert!(doc.references.is_empty());
+}
+
+#[test]
+fn checker_collects_cross_references_of_every_prefix_only() {
+    let ids = bracketed_ids("see [DS-PATH-1], [FLG-READ-2], [DSL-X-1], [D-X-1] and [OVL-PREC-1]");
+    assert_eq!(ids, ["DS-PATH-1", "FLG-READ-2", "OVL-PREC-1"]);
 }

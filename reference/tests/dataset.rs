@@ -222,6 +222,7 @@ fn writes_are_checked_before_anything_is_written() {
 
 #[test]
 fn mixing_naming_schemes_is_refused_and_v1_alone_reads() {
+    // covers: DS-NAME-1
     let s = scenarios::plain();
     let dir = written(&s);
     // Rename every manifest to its V1 name: a V1-only directory reads the same.
@@ -258,6 +259,7 @@ fn mixing_naming_schemes_is_refused_and_v1_alone_reads() {
 
 #[test]
 fn the_inner_version_must_match_the_name() {
+    // covers: DS-NAME-2
     let s = scenarios::plain();
     let dir = written(&s);
     edit_manifest(dir.path(), 2, |m| m.version = 7);
@@ -271,6 +273,7 @@ fn the_inner_version_must_match_the_name() {
 
 #[test]
 fn paths_escaping_the_root_are_refused_naming_the_field() {
+    // covers: DS-PATH-1, DS-PATH-2, DS-PATH-3, DS-PATH-4
     for (bad, problem) in [
         ("../outside.lance", "path_escape"),
         ("/etc/passwd", "path_escape"),
@@ -408,6 +411,7 @@ fn unknown_reader_flags_are_refused_before_files_are_read() {
 
 #[test]
 fn missing_and_oversized_files_are_typed() {
+    // covers: DS-FILE-1, DS-FILE-2
     let s = scenarios::plain();
     let dir = written(&s);
     let small = lance_reference::dataset::ReadOptions {
@@ -492,4 +496,108 @@ mod mutation {
             }
         }
     }
+}
+
+#[test]
+fn a_data_file_whose_size_disagrees_with_the_manifest_is_refused() {
+    // covers: DS-FILE-1
+    let s = scenarios::plain();
+    let dir = written(&s);
+    let (_, layout) = Dataset::open(dir.path()).unwrap().read_version(1).unwrap();
+    let rel = layout.fragments[0].files[0].path.clone();
+    let bytes = std::fs::read(dir.path().join(&rel)).unwrap();
+    std::fs::write(dir.path().join(&rel), &bytes[..bytes.len() - 1]).unwrap();
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
+    assert_eq!(
+        (err.class(), err.code()),
+        (ErrorClass::Invalid, "invalid_field")
+    );
+    assert!(err.to_string().contains("file_size_bytes"), "{err}");
+    // With the size unknown (0), the truncated file itself is found broken.
+    edit_manifest(dir.path(), 1, |m| {
+        m.fragments[0].files[0].file_size_bytes = 0
+    });
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Malformed, "{err}");
+}
+
+#[test]
+fn data_files_of_other_format_versions_are_unsupported() {
+    // covers: DS-FILE-3
+    let s = scenarios::plain();
+    for (pair, ok) in [
+        ((2, 0), true),
+        ((0, 3), true),
+        ((2, 1), false),
+        ((3, 0), false),
+    ] {
+        let dir = written(&s);
+        edit_manifest(dir.path(), 1, |m| {
+            let f = &mut m.fragments[0].files[0];
+            (f.file_major_version, f.file_minor_version) = pair;
+        });
+        let read = Dataset::open(dir.path()).unwrap().read_version(1);
+        match read {
+            Ok((snap, _)) => assert!(ok && snap == s.versions[0], "{pair:?}"),
+            Err(err) => {
+                assert!(!ok, "{pair:?}: {err}");
+                assert_eq!(
+                    (err.class(), err.code()),
+                    (ErrorClass::UnsupportedFeature, "unsupported")
+                );
+                assert!(err.to_string().contains("file_major_version"), "{err}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_hidden_lineage_column_stored_with_another_type_is_refused() {
+    // covers: LIN-COL-3
+    use lance_reference::dataset::data_file::{ColumnData, write_data_file};
+    use lance_reference::model::{DataType, Field};
+    let s = scenarios::full();
+    let dir = written(&s);
+    let (_, layout) = Dataset::open(dir.path()).unwrap().read_version(1).unwrap();
+    // Fragment 2's lineage-only file holds -3 (row ids 11..15) and -4; store -3 as int64.
+    let rel = layout.fragments[2].files[1].path.clone();
+    let column = |id: i32, data_type: DataType, values: Vec<Value>| {
+        let field = Field {
+            id,
+            parent_id: -1,
+            name: format!("c{id}"),
+            data_type,
+            nullable: false,
+        };
+        ColumnData::new(field, values)
+    };
+    let bytes = write_data_file(&[
+        column(-3, DataType::Int64, (11..15).map(Value::Int64).collect()),
+        column(-4, DataType::UInt64, vec![Value::UInt64(1); 4]),
+    ])
+    .unwrap();
+    std::fs::write(dir.path().join(&rel), bytes).unwrap();
+    edit_manifest(dir.path(), 1, |m| {
+        m.fragments[2].files[1].file_size_bytes = 0
+    });
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
+    assert_eq!(
+        (err.class(), err.code()),
+        (ErrorClass::Invalid, "invalid_field"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("fragments[2].files[1].fields[0]"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("int64"), "{err}");
 }

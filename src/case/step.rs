@@ -278,6 +278,137 @@ pub enum Corruption {
         /// The replacement bytes, hex (spaces allowed).
         hex: String,
     },
+    /// Rewrite the file holding a spilled sequence's hidden column with that column damaged
+    /// (a NULL, the wrong type, or one value short). Needs the on-disk dataset.
+    DamageLineageColumn {
+        /// Fragment id.
+        fragment: u64,
+        /// Which (spilled) sequence.
+        sequence: SequenceSpec,
+        /// What is wrong with the column.
+        damage: LineageColumnDamage,
+    },
+    /// List, in the manifest, a second entry of the fragment's files holding the spilled
+    /// sequence's reserved id (the holder file again, every other position tombstoned).
+    DuplicateLineageColumn {
+        /// Fragment id.
+        fragment: u64,
+        /// Which (spilled) sequence.
+        sequence: SequenceSpec,
+    },
+    /// Replace an inline lineage sequence's bytes by a sequence of `physical_rows` values
+    /// whose encoding breaks one decoding rule.
+    MalformedLineage {
+        /// Fragment id.
+        fragment: u64,
+        /// Which (inline) sequence.
+        sequence: SequenceSpec,
+        /// The broken rule.
+        problem: LineageProblem,
+    },
+    /// Overwrite `fragments[..].files[file].path` in the manifest.
+    SetDataFilePath {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's files.
+        file: usize,
+        /// The new path.
+        path: String,
+    },
+    /// Give `fragments[..].files[file]` a `base_id` (the manifest declares no base paths).
+    SetBaseId {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's files.
+        file: usize,
+        /// The id.
+        base_id: u32,
+    },
+    /// Overwrite a base data file's version pair in the manifest (e.g. 2.1).
+    SetDataFileVersion {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's files.
+        file: usize,
+        /// `file_major_version`.
+        major: u32,
+        /// `file_minor_version`.
+        minor: u32,
+    },
+    /// Overwrite `Manifest.version` (the file name keeps the real version).
+    SetManifestVersion {
+        /// The inner version to store.
+        version: u64,
+    },
+    /// Keep only the first `keep` bytes of the newest manifest file.
+    TruncateManifest {
+        /// Bytes kept.
+        keep: usize,
+    },
+    /// Add one to the Manifest message's u32 length prefix.
+    BadManifestLength,
+    /// Overwrite a fragment's `deletion_file.file_type` (e.g. 2, which names no form).
+    SetDeletionFileType {
+        /// Fragment id.
+        fragment: u64,
+        /// The stored value.
+        file_type: i32,
+    },
+    /// Write a new Arrow deletion file for the fragment listing its first deleted offset twice
+    /// (`num_deleted_rows` counts the listed offsets, repeat included).
+    DuplicateDeletionOffset {
+        /// Fragment id.
+        fragment: u64,
+    },
+    /// Overwrite a fragment's `deletion_file.num_deleted_rows`.
+    SetNumDeletedRows {
+        /// Fragment id.
+        fragment: u64,
+        /// The stored count.
+        count: u64,
+    },
+    /// Make the IndexSection's u32 length prefix (at `Manifest.index_section`) claim
+    /// u32::MAX bytes. The version needs an index.
+    BadIndexSectionLength,
+    /// Write a new Arrow deletion file for the fragment with the same offsets but the `row_id`
+    /// column declared as signed `int32`.
+    SignedDeletionOffsets {
+        /// Fragment id.
+        fragment: u64,
+    },
+}
+
+/// How [`Corruption::DamageLineageColumn`] damages a hidden column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineageColumnDamage {
+    /// The column becomes nullable and its first value NULL.
+    Null,
+    /// The column is stored as `int64` (same numbers).
+    WrongType,
+    /// The column loses its last value.
+    Short,
+}
+
+/// Which decoding rule [`Corruption::MalformedLineage`] breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineageProblem {
+    /// A `RangeWithBitmap` over `0..n` with every bit set and a padding bit set too.
+    BitmapPadding,
+    /// A `RangeWithHoles` over `0..n+2` whose two holes are listed in decreasing order.
+    UnsortedHoles,
+    /// An `Array` of `u16` offsets whose byte length is odd.
+    BadArrayWidth,
+    /// One `Range` (or one run) of `n + 1` values.
+    LengthMismatch,
+    /// A `Range` whose start (`n + 1`) is greater than its end (`1`).
+    ReversedRange,
+    /// A segment with no encoding set.
+    MissingKind,
+    /// One `Range` of 2^60 values: the length must be checked against `physical_rows` before
+    /// anything is allocated.
+    HugeRange,
 }
 
 /// One step of a scenario. Each is a commit (one new version) unless stated otherwise.
@@ -377,6 +508,9 @@ pub enum Step {
     RewriteRows {
         /// Fragment ids, adjacent in the manifest.
         fragments: Vec<u64>,
+        /// Cut the rows into new fragments of at most this many rows (default: one fragment).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rows_per_fragment: Option<u64>,
     },
     /// `write` (an `overlay` or `append`) loses a race to `conflict`, which commits first;
     /// `write` is retried and re-stamped at the next version. Two versions.
@@ -423,6 +557,23 @@ pub enum Step {
         /// The reference's error code (`non_contiguous_merge`, `stale_index`, ...).
         code: String,
     },
+    /// A row-moving update: the rows at `offsets` of `fragment` are deleted there and written,
+    /// with `set` applied, to one new fragment that carries their row ids and created-at.
+    UpdateRows {
+        /// The fragment holding the rows.
+        fragment: u64,
+        /// Their physical offsets, in the order they are written.
+        offsets: Vec<u32>,
+        /// New values of top-level fields, the same for every moved row.
+        #[serde(default)]
+        set: BTreeMap<String, Cell>,
+    },
+    /// A commit that advances `next_row_id` by `count` and changes nothing else. It stands for
+    /// rows appended and deleted since (their fragments left the manifest).
+    ReserveRowIds {
+        /// How many row ids are used up.
+        count: u64,
+    },
 }
 
 impl Step {
@@ -444,6 +595,8 @@ impl Step {
             Step::Corrupt(_) => "corrupt",
             Step::ReorderOverlays { .. } => "reorder_overlays",
             Step::ExpectRefusal { .. } => "expect_refusal",
+            Step::UpdateRows { .. } => "update_rows",
+            Step::ReserveRowIds { .. } => "reserve_row_ids",
         }
     }
 }

@@ -3,12 +3,15 @@
 //! Invariant: the rendering is a deterministic function of the versions as read back (plus
 //! the step records and the declared corruptions), shows every manifest fact a reader acts on
 //! (fragments, files with field ids, overlays with coverage as ranges, committed versions,
-//! deletions, lineage placement and inline sizes, indices, flags by name, config), and never
+//! deletions, lineage placement and inline sizes, the encoding of a row-id sequence that is not
+//! a plain range, indices, flags by name, config), and never
 //! validates: a damaged version renders as faithfully as a sound one.
 
 use std::fmt::Write;
 
-use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
+use lance_reference::lineage::{
+    ArrayWidth, EncodedU64Array, RowDatasetVersionSequence, RowIdSequence, U64Segment,
+};
 use lance_reference::model::{
     Coverage, DataFile, FieldId, Fragment, IndexKind, LineageSequence, Schema, Snapshot,
 };
@@ -113,7 +116,11 @@ fn lineage(fragment: &Fragment, seq: &LineageSequence, field: FieldId, row_ids: 
         LineageSequence::Absent => "absent".into(),
         LineageSequence::Inline(values) => {
             let bytes = if row_ids {
-                RowIdSequence::from_values(values).encode().len()
+                let seq = RowIdSequence::from_values(values);
+                if let Some(kind) = seq.segments.iter().find_map(segment_kind) {
+                    return format!("inline {} B, {kind}", seq.encode().len());
+                }
+                seq.encode().len()
             } else {
                 RowDatasetVersionSequence::from_versions(values)
                     .encode()
@@ -127,6 +134,25 @@ fn lineage(fragment: &Fragment, seq: &LineageSequence, field: FieldId, row_ids: 
                 None => "column (no file holds it)".into(),
             }
         }
+    }
+}
+
+/// The encoding of a row-id segment that is not a plain `range` (those are left unnamed):
+/// its kind, and the width of its array if it has one.
+fn segment_kind(segment: &U64Segment) -> Option<String> {
+    let width = |a: &EncodedU64Array| match a.width() {
+        ArrayWidth::U16 => "u16",
+        ArrayWidth::U32 => "u32",
+        ArrayWidth::U64 => "u64",
+    };
+    match segment {
+        U64Segment::Range { .. } => None,
+        U64Segment::RangeWithHoles { holes, .. } => {
+            Some(format!("range_with_holes ({} holes)", width(holes)))
+        }
+        U64Segment::RangeWithBitmap { .. } => Some("range_with_bitmap".into()),
+        U64Segment::SortedArray(a) => Some(format!("sorted_array ({})", width(a))),
+        U64Segment::Array(a) => Some(format!("array ({})", width(a))),
     }
 }
 

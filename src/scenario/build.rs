@@ -358,3 +358,32 @@ fn reorder(overlay: &mut Overlay, ids: &[FieldId], schema: &Schema) -> Result<()
     overlay.file.columns = columns;
     Ok(())
 }
+
+/// A staged fragment `id` with one base file `path` holding `rows`, each given as resolved
+/// top-level values in schema order (a row-moving update writes the rows it moves this way).
+pub(super) fn moved(
+    schema: &Schema,
+    id: u64,
+    path: &str,
+    rows: &[Vec<Value>],
+) -> Outcome<Fragment> {
+    let mut columns: BTreeMap<FieldId, Vec<Value>> = BTreeMap::new();
+    let top: Vec<FieldId> = schema.top_level().map(|f| f.id).collect();
+    for (r, row) in rows.iter().enumerate() {
+        if row.len() != top.len() {
+            return Err(format!("row {r}: {} values for {} fields", row.len(), top.len()).into());
+        }
+        for (&field, value) in top.iter().zip(row) {
+            store(schema, field, value.clone(), &mut columns)
+                .map_err(|e| format!("row {r}: {e}"))?;
+        }
+    }
+    let fields: Vec<FieldId> = schema.fields().iter().map(|f| f.id).collect();
+    let cols = fields
+        .iter()
+        .map(|f| columns.remove(f).unwrap_or_default())
+        .collect();
+    let mut fragment = Fragment::new(id, path, fields, cols);
+    fragment.physical_rows = rows.len() as u64;
+    Ok(fragment)
+}

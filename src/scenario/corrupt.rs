@@ -4,8 +4,9 @@
 //! the error a reader must raise is attributable to it. Corruptions of the manifest's *content*
 //! ([`on_content`]) are applied here to the decoded snapshot, which the store then re-encodes
 //! over the written manifest; the byte-level ones (a bitmap that does not parse, a truncated
-//! file, mixed manifest names, a path outside the root) have no decoded form and are applied
-//! by the store to the bytes ([`crate::store`]).
+//! file, mixed manifest names, a path outside the root, and the dataset-level and lineage
+//! damage of [`crate::store::bytes`]) have no decoded form and are applied by the store to the
+//! bytes ([`crate::store`]).
 
 use lance_reference::model::{Coverage, FieldId, Fragment, LineageSequence, Overlay, Snapshot};
 
@@ -43,7 +44,7 @@ pub fn on_content(c: &Corruption) -> bool {
             | Corruption::DropOverlayDataFile { .. }
             | Corruption::DropOverlayCoverage { .. }
             | Corruption::CoverageBytes { .. }
-    )
+    ) && !crate::store::bytes::is_byte_level(c)
 }
 
 /// The `what` name of a corruption, as written in `case.toml`.
@@ -67,6 +68,20 @@ pub fn name(c: &Corruption) -> &'static str {
         Corruption::DropOverlayDataFile { .. } => "drop_overlay_data_file",
         Corruption::DropOverlayCoverage { .. } => "drop_overlay_coverage",
         Corruption::CoverageBytes { .. } => "coverage_bytes",
+        Corruption::DamageLineageColumn { .. } => "damage_lineage_column",
+        Corruption::DuplicateLineageColumn { .. } => "duplicate_lineage_column",
+        Corruption::MalformedLineage { .. } => "malformed_lineage",
+        Corruption::SetDataFilePath { .. } => "set_data_file_path",
+        Corruption::SetBaseId { .. } => "set_base_id",
+        Corruption::SetDataFileVersion { .. } => "set_data_file_version",
+        Corruption::SetManifestVersion { .. } => "set_manifest_version",
+        Corruption::TruncateManifest { .. } => "truncate_manifest",
+        Corruption::BadManifestLength => "bad_manifest_length",
+        Corruption::SetDeletionFileType { .. } => "set_deletion_file_type",
+        Corruption::DuplicateDeletionOffset { .. } => "duplicate_deletion_offset",
+        Corruption::SetNumDeletedRows { .. } => "set_num_deleted_rows",
+        Corruption::BadIndexSectionLength => "bad_index_section_length",
+        Corruption::SignedDeletionOffsets { .. } => "signed_deletion_offsets",
     }
 }
 
@@ -202,6 +217,8 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             let id = field(name)?;
             duplicate_base_field(snapshot, *fragment, id).map_err(missing)?;
         }
+        // Every other corruption edits bytes (see `on_content`).
+        _ => return Err(CorruptError::BytesOnly { what }),
     }
     Ok(())
 }

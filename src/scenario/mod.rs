@@ -4,13 +4,15 @@
 //! every version has feature flags equal to what its content requires
 //! ([`lance_reference::flags::set_commit_flags`]), passes [`Snapshot::validate`] and the written-flag
 //! check, and was produced by the reference's own operations (overlay writer, stamping,
-//! delete, index build, merge, fold, row rewrite), except the few manifest edits that have no
-//! reference operation (config and schema changes, indices built in the `create` commit). File names are derived from the step number, so
+//! delete, index build, merge, fold, row rewrite, row-moving update), except the few manifest
+//! edits that have no reference operation (config and schema changes, indices built in the
+//! `create` commit, reserving row ids). File names are derived from the step number, so
 //! they are stable across runs. `corrupt` steps do not touch the versions: they are returned
 //! for the store to apply to the written dataset.
 
 mod build;
 pub mod corrupt;
+mod rows;
 
 use lance_reference::compaction::{self, FoldPlan, IndexPolicy};
 use lance_reference::lineage::{PendingCommit, restamp};
@@ -348,17 +350,10 @@ impl Run {
                 self.commit(next)?;
                 Ok(format!("folded fragment {fragment}"))
             }
-            Step::RewriteRows { fragments } => {
-                let current = self.current()?.clone();
-                let id = self.alloc_fragment();
-                let path = format!("f{id}-s{i}.lance");
-                let next =
-                    compaction::rewrite_rows(&current, fragments, id, self.next_version(), &path)?;
-                self.commit(next)?;
-                Ok(format!(
-                    "rewrote fragments {fragments:?} into fragment {id}"
-                ))
-            }
+            Step::RewriteRows {
+                fragments,
+                rows_per_fragment,
+            } => self.rewrite(i, fragments, *rows_per_fragment),
             Step::CommitRetry { write, conflict } => {
                 let read = self.current()?.clone();
                 let mut pending = match write.as_ref() {
@@ -457,6 +452,12 @@ impl Run {
                 ))
             }
             Step::ExpectRefusal { attempt, code } => self.expect_refusal(i, attempt, code),
+            Step::UpdateRows {
+                fragment,
+                offsets,
+                set,
+            } => self.update_rows(i, *fragment, offsets, set),
+            Step::ReserveRowIds { count } => self.reserve_row_ids(*count),
         }
     }
 

@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | overlay → overlay | [`merge`](mod@merge) | one fragment's overlay list; base, deletions, lineage untouched |
 //! | overlay → base | [`fold`](mod@fold) | a new base file + tombstones, overlays cleared; a commit |
-//! | row rewrite | [`rewrite`](mod@rewrite) | whole fragments replaced by one new fragment; a commit |
+//! | row rewrite | [`rewrite`](mod@rewrite) | whole fragments replaced by new fragments of their live rows; a commit |
 //!
 //! Every requested operation the specification forbids (a non-contiguous merge, a fold that
 //! would leave an index stale, a malformed request) is a [`CompactionError`] of class
@@ -27,7 +27,9 @@ pub mod rewrite;
 
 pub use fold::{FoldPlan, IndexPolicy, fold};
 pub use merge::merge_overlays;
-pub use rewrite::{CarriedLineage, place_carried_lineage, rewrite_rows};
+pub use rewrite::{
+    CarriedLineage, RewriteOutput, place_carried_lineage, rewrite_rows, rewrite_rows_into,
+};
 
 use crate::ErrorClass;
 use crate::model::FieldId;
@@ -153,6 +155,19 @@ pub enum CompactionError {
         /// The requested id.
         fragment: u64,
     },
+    /// A row rewrite's output fragments do not hold exactly the live rows of its inputs, or one
+    /// of several outputs would be empty.
+    #[error(
+        "the output fragments hold {outputs} rows (one of them {smallest}); the inputs have {live} live rows"
+    )]
+    OutputRowsMismatch {
+        /// Rows the outputs were asked to hold, summed.
+        outputs: u64,
+        /// The smallest output.
+        smallest: u64,
+        /// Live rows of the inputs.
+        live: u64,
+    },
 }
 
 impl CompactionError {
@@ -177,6 +192,7 @@ impl CompactionError {
             CompactionError::DuplicateFragment { .. } => "duplicate_fragment",
             CompactionError::NotAdjacent { .. } => "not_adjacent",
             CompactionError::FragmentIdInUse { .. } => "fragment_id_in_use",
+            CompactionError::OutputRowsMismatch { .. } => "output_rows_mismatch",
         }
     }
 }

@@ -1,23 +1,25 @@
-//! Row rewrite (RewriteRows): adjacent fragments become one new fragment of their live rows.
+//! Row rewrite (RewriteRows): adjacent fragments become new fragments of their live rows.
 //!
 //! Invariant: the new snapshot's scan lists the same rows, in the same order, with the same
 //! values, the same stable row ids and the same created-at / last-updated-at versions. Only
 //! physical placement changes: row addresses are new, deleted rows are gone, overlays are folded
 //! into the new base, and lineage is carried over row by row.
 //!
-//! The new fragment holds every live row of the inputs, fragments in manifest order and rows in
-//! physical order, so the inputs must be adjacent in the fragment list (otherwise a fragment in
-//! between would change places with their rows, which readers would see). It has ONE base file
-//! holding every schema field that has data in any input (a base column, or a live overlay
-//! column), in schema order; a struct keeps its validity column (present or NULL). No
-//! overlays, no deletions.
+//! The new fragments hold every live row of the inputs, fragments in manifest order and rows in
+//! physical order, cut into consecutive pieces ([`rewrite_rows`] makes one piece,
+//! [`rewrite_rows_into`] as many as asked), so the inputs must be adjacent in the fragment list
+//! (otherwise a fragment in between would change places with their rows, which readers would
+//! see). Each new fragment has ONE base file holding every schema field that has data in any
+//! input (a base column, or a live overlay column), in schema order; a struct keeps its validity column (present or NULL), plus a
+//! lineage-only file when spilled lineage is placed per fragment. No overlays, no deletions.
 //!
 //! Lineage is carried over, never reassigned: row ids come from the inputs' sequences (and stay
 //! absent when stable row ids are off), and an absent version sequence reads as version 1, the
 //! value [`crate::scan`] reports for it. Lance's compaction defaults a missing last-updated-at
 //! to the row's created-at instead; the kit follows the scan so the rewrite stays invisible.
 //! Because carried values are fixed before the commit, this is the one writer that may spill
-//! lineage out of the manifest; [`place_carried_lineage`] is where that decision is made.
+//! lineage out of the manifest; [`place_carried_lineage`] (one output) and
+//! `place_carried_lineage_over` (several) are where that decision is made.
 //!
 //! Indices: rows moved to new addresses are no longer where any index recorded them. Every
 //! index therefore loses the input fragments from its coverage (an absent bitmap becomes an
@@ -30,7 +32,8 @@ use std::collections::BTreeMap;
 use super::{CompactionError, carried_value_fields, path_in_use, uncover};
 use crate::error::{Error, Result};
 use crate::lineage::{
-    EncodedLengths, RowDatasetVersionSequence, RowIdSequence, SpillConfig, plan_compaction,
+    CompactionPlacement, EncodedLengths, RowDatasetVersionSequence, RowIdSequence, SpillConfig,
+    plan_compaction,
 };
 use crate::model::{
     CREATED_AT_FIELD_ID, DataFile, DataType, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, Lineage,
@@ -50,18 +53,67 @@ pub struct CarriedLineage {
     pub last_updated_at: Vec<u64>,
 }
 
+/// One output fragment of a row rewrite: its id, the path of its main data file, and how many
+/// of the inputs' live rows (taken in scan order) it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewriteOutput {
+    /// The new fragment's id.
+    pub fragment_id: u64,
+    /// Its main data file's path (relative to `data/`).
+    pub path: String,
+    /// How many rows it holds.
+    pub rows: u64,
+}
+
+impl RewriteOutput {
+    /// The path of the output's lineage-only file, used when the placement plan gives each
+    /// output its own file ([`crate::lineage::CompactionPlacement::PerFragment`]).
+    pub fn lineage_path(&self) -> String {
+        let stem = self.path.strip_suffix(".lance").unwrap_or(&self.path);
+        format!("{stem}-lineage.lance")
+    }
+}
+
 /// Rewrites the live rows of `fragment_ids` into one new fragment `new_fragment_id` with base
-/// file `new_file_path`, as the commit of version `new_version`.
-///
-/// Refused ([`CompactionError`]): no fragments, a repeated fragment, inputs that are not
-/// adjacent in the fragment list, a new id or path already in use, and a version that is not
-/// newer. An unknown fragment or an invalid snapshot is the corresponding [`Error`].
+/// file `new_file_path`, as the commit of version `new_version` ([`rewrite_rows_into`] with
+/// one output holding every live row).
 pub fn rewrite_rows(
     snapshot: &Snapshot,
     fragment_ids: &[u64],
     new_fragment_id: u64,
     new_version: u64,
     new_file_path: &str,
+) -> Result<Snapshot> {
+    let live = snapshot
+        .fragments
+        .iter()
+        .filter(|f| fragment_ids.contains(&f.id))
+        .map(|f| f.physical_rows.saturating_sub(f.deletions.len()))
+        .sum();
+    let output = RewriteOutput {
+        fragment_id: new_fragment_id,
+        path: new_file_path.to_string(),
+        rows: live,
+    };
+    rewrite_rows_into(snapshot, fragment_ids, &[output], new_version)
+}
+
+/// Rewrites the live rows of `fragment_ids` into the fragments `outputs`, in order, as the
+/// commit of version `new_version`: the first output takes the first `rows` live rows in scan
+/// order, the next one the following rows, and so on. The outputs replace the inputs at their
+/// place in the fragment list. Carried lineage is placed over all outputs at once
+/// ([`crate::lineage::plan_compaction`]).
+///
+/// Refused ([`CompactionError`]): no fragments, a repeated fragment, inputs that are not
+/// adjacent in the fragment list, an output id or path already in use (or used twice), outputs
+/// whose rows do not add up to the live rows (or, with several outputs, an empty one), and a
+/// version that is not newer. An unknown fragment or an invalid snapshot is the corresponding
+/// [`Error`].
+pub fn rewrite_rows_into(
+    snapshot: &Snapshot,
+    fragment_ids: &[u64],
+    outputs: &[RewriteOutput],
+    new_version: u64,
 ) -> Result<Snapshot> {
     if new_version <= snapshot.version {
         let version = snapshot.version;
@@ -73,18 +125,7 @@ pub fn rewrite_rows(
     }
     snapshot.validate()?;
     let span = input_span(snapshot, fragment_ids)?;
-    if snapshot.fragments.iter().any(|f| f.id == new_fragment_id) {
-        return Err(CompactionError::FragmentIdInUse {
-            fragment: new_fragment_id,
-        }
-        .into());
-    }
-    if path_in_use(snapshot.fragments.iter(), new_file_path) {
-        return Err(CompactionError::PathInUse {
-            path: new_file_path.to_string(),
-        }
-        .into());
-    }
+    check_outputs(snapshot, outputs)?;
     let inputs = snapshot.fragments.get(span.clone()).unwrap_or(&[]);
     let fields = fields_with_data(snapshot, inputs);
 
@@ -145,28 +186,57 @@ pub fn rewrite_rows(
             )?);
         }
     }
+    let live = carried.created_at.len() as u64;
+    let total = outputs.iter().map(|o| o.rows).sum::<u64>();
+    let smallest = outputs.iter().map(|o| o.rows).min().unwrap_or(0);
+    if total != live || (outputs.len() > 1 && smallest == 0) {
+        return Err(CompactionError::OutputRowsMismatch {
+            outputs: total,
+            smallest,
+            live,
+        }
+        .into());
+    }
 
-    let mut file = DataFile {
-        path: new_file_path.to_string(),
-        fields,
-        columns,
-    };
-    let physical_rows = carried.created_at.len() as u64;
-    let lineage = place_carried_lineage(&snapshot.config, carried, &mut file)?;
-    let new_fragment = Fragment {
-        id: new_fragment_id,
-        physical_rows,
-        files: vec![file],
-        deletions: Default::default(),
-        overlays: Vec::new(),
-        lineage,
-    };
+    // Cut the rows into the outputs, in order.
+    let mut pieces = Vec::with_capacity(outputs.len());
+    let mut rest_columns = columns;
+    let mut rest_carried = carried;
+    for output in outputs {
+        let n = output.rows as usize; // <= live, which is a Vec length
+        let tail_columns: Vec<Vec<Value>> =
+            rest_columns.iter_mut().map(|c| c.split_off(n)).collect();
+        let tail_carried = CarriedLineage {
+            row_ids: rest_carried.row_ids.as_mut().map(|ids| ids.split_off(n)),
+            created_at: rest_carried.created_at.split_off(n),
+            last_updated_at: rest_carried.last_updated_at.split_off(n),
+        };
+        let file = DataFile {
+            path: output.path.clone(),
+            fields: fields.clone(),
+            columns: std::mem::replace(&mut rest_columns, tail_columns),
+        };
+        pieces.push((file, std::mem::replace(&mut rest_carried, tail_carried)));
+    }
+    let placed = place_carried_lineage_over(&snapshot.config, pieces, outputs)?;
+    let new_fragments: Vec<Fragment> = outputs
+        .iter()
+        .zip(placed)
+        .map(|(output, (files, lineage))| Fragment {
+            id: output.fragment_id,
+            physical_rows: output.rows,
+            files,
+            deletions: Default::default(),
+            overlays: Vec::new(),
+            lineage,
+        })
+        .collect();
 
     let mut next = snapshot.clone();
     next.version = new_version;
     let old_ids: Vec<u64> = snapshot.fragments.iter().map(|f| f.id).collect();
     let removed: Vec<u64> = inputs.iter().map(|f| f.id).collect();
-    next.fragments.splice(span, std::iter::once(new_fragment));
+    next.fragments.splice(span, new_fragments);
     for index in &mut next.indices {
         uncover(index, &old_ids, &removed);
     }
@@ -174,23 +244,37 @@ pub fn rewrite_rows(
     Ok(next)
 }
 
-/// Decides where each carried lineage sequence of a rewritten fragment lives: inline in the
-/// manifest, or (spilled) as a hidden `uint64` column appended to `file`, the fragment's main
-/// data file, with the arm set to [`LineageSequence::Column`].
-///
-/// Compaction is the one writer that may spill: every value here was fixed before the commit.
-/// The rule is the lineage module's ([`crate::lineage::plan_compaction`]): with
-/// `lance.row_lineage.spill` on, a sequence spills iff its inline encoding is strictly longer
-/// than the budget. A rewrite has one output fragment, so the plan always puts the spilled
-/// columns in that fragment's main data file, in the order -3, -4, -5. Row ids are only
-/// placed when stable row ids are on (otherwise there is no row id sequence to place).
-pub fn place_carried_lineage(
-    config: &BTreeMap<String, String>,
-    carried: CarriedLineage,
-    file: &mut DataFile,
-) -> Result<Lineage> {
-    let spill = SpillConfig::from_table_config(config)?;
-    let lengths = EncodedLengths {
+/// Refuses output ids or paths (main or lineage-only) already used by the snapshot or used
+/// twice among the outputs.
+fn check_outputs(snapshot: &Snapshot, outputs: &[RewriteOutput]) -> Result<()> {
+    for (i, output) in outputs.iter().enumerate() {
+        let earlier = outputs.get(..i).unwrap_or(&[]);
+        if snapshot
+            .fragments
+            .iter()
+            .any(|f| f.id == output.fragment_id)
+            || earlier.iter().any(|o| o.fragment_id == output.fragment_id)
+        {
+            return Err(CompactionError::FragmentIdInUse {
+                fragment: output.fragment_id,
+            }
+            .into());
+        }
+        for path in [output.path.clone(), output.lineage_path()] {
+            let used_earlier = earlier
+                .iter()
+                .any(|o| o.path == path || o.lineage_path() == path);
+            if used_earlier || path_in_use(snapshot.fragments.iter(), &path) {
+                return Err(CompactionError::PathInUse { path }.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The encoded inline lengths of one output's carried sequences.
+fn encoded_lengths(carried: &CarriedLineage) -> EncodedLengths {
+    EncodedLengths {
         row_ids: carried
             .row_ids
             .as_deref()
@@ -201,8 +285,49 @@ pub fn place_carried_lineage(
         last_updated_at: RowDatasetVersionSequence::from_versions(&carried.last_updated_at)
             .encode()
             .len(),
-    };
-    let spilled = plan_compaction(&spill, &[lengths]).lineage_fields(0);
+    }
+}
+
+/// Places the carried lineage of every output at once (see [`place_carried_lineage`] for the
+/// rule): the plan either appends the spilled columns to every output's main data file, or
+/// gives each output with an over-budget sequence a lineage-only file
+/// ([`RewriteOutput::lineage_path`]) holding just those columns. Returns each output's files
+/// and lineage.
+fn place_carried_lineage_over(
+    config: &BTreeMap<String, String>,
+    pieces: Vec<(DataFile, CarriedLineage)>,
+    outputs: &[RewriteOutput],
+) -> Result<Vec<(Vec<DataFile>, Lineage)>> {
+    let spill = SpillConfig::from_table_config(config)?;
+    let lengths: Vec<EncodedLengths> = pieces.iter().map(|(_, c)| encoded_lengths(c)).collect();
+    let plan = plan_compaction(&spill, &lengths);
+    let separate = matches!(plan, CompactionPlacement::PerFragment { .. });
+    let mut placed = Vec::with_capacity(pieces.len());
+    for (i, ((mut main, carried), output)) in pieces.into_iter().zip(outputs).enumerate() {
+        let spilled = plan.lineage_fields(i);
+        let mut lineage_file = DataFile {
+            path: output.lineage_path(),
+            fields: Vec::new(),
+            columns: Vec::new(),
+        };
+        let target = if separate {
+            &mut lineage_file
+        } else {
+            &mut main
+        };
+        let lineage = place_sequences(carried, &spilled, target);
+        let mut files = vec![main];
+        if !lineage_file.fields.is_empty() {
+            files.push(lineage_file);
+        }
+        placed.push((files, lineage));
+    }
+    Ok(placed)
+}
+
+/// Puts each carried sequence inline, or (when its reserved id is in `spilled`) as a hidden
+/// `uint64` column appended to `file` with the arm set to [`LineageSequence::Column`].
+fn place_sequences(carried: CarriedLineage, spilled: &[FieldId], file: &mut DataFile) -> Lineage {
     let mut place = |field: FieldId, values: Vec<u64>| {
         if spilled.contains(&field) {
             file.fields.push(field);
@@ -219,11 +344,31 @@ pub fn place_carried_lineage(
     };
     let created_at = place(CREATED_AT_FIELD_ID, carried.created_at);
     let last_updated_at = place(LAST_UPDATED_AT_FIELD_ID, carried.last_updated_at);
-    Ok(Lineage {
+    Lineage {
         row_ids,
         created_at,
         last_updated_at,
-    })
+    }
+}
+
+/// Decides where each carried lineage sequence of a rewritten fragment lives: inline in the
+/// manifest, or (spilled) as a hidden `uint64` column appended to `file`, the fragment's main
+/// data file, with the arm set to [`LineageSequence::Column`].
+///
+/// Compaction is the one writer that may spill: every value here was fixed before the commit.
+/// The rule is the lineage module's ([`crate::lineage::plan_compaction`]): with
+/// `lance.row_lineage.spill` on, a sequence spills iff its inline encoding is strictly longer
+/// than the budget. For one output fragment the plan always puts the spilled columns in that
+/// fragment's main data file, in the order -3, -4, -5. Row ids are only placed when stable row
+/// ids are on (otherwise there is no row id sequence to place).
+pub fn place_carried_lineage(
+    config: &BTreeMap<String, String>,
+    carried: CarriedLineage,
+    file: &mut DataFile,
+) -> Result<Lineage> {
+    let spill = SpillConfig::from_table_config(config)?;
+    let spilled = plan_compaction(&spill, &[encoded_lengths(&carried)]).lineage_fields(0);
+    Ok(place_sequences(carried, &spilled, file))
 }
 
 /// The positions of the inputs in the fragment list, as one range; refuses an empty, repeated,
@@ -423,6 +568,99 @@ mod tests {
         let a = rewrite_rows(&s, &[1, 0], 9, 6, "n.lance").unwrap();
         let b = rewrite_rows(&s, &[0, 1], 9, 6, "n.lance").unwrap();
         assert_eq!(a, b);
+    }
+
+    /// Six rows with ids 0..6 in one fragment, rows 1 and 4 deleted, spilling on at `budget`.
+    fn six_rows(budget: &str) -> Snapshot {
+        let mut s = version_1();
+        let f = &mut s.fragments[0];
+        let extra = 6 - f.physical_rows as usize;
+        for file in &mut f.files {
+            for column in &mut file.columns {
+                let last = column.last().cloned().unwrap();
+                column.extend(std::iter::repeat_n(last, extra));
+            }
+        }
+        f.physical_rows = 6;
+        f.lineage.row_ids = LineageSequence::Inline((0..6).collect());
+        f.lineage.created_at = LineageSequence::Inline(vec![1; 6]);
+        f.lineage.last_updated_at = LineageSequence::Inline(vec![1; 6]);
+        f.deletions = [1u32, 4].into_iter().collect();
+        s.next_row_id = 6;
+        s.config
+            .insert(crate::lineage::SPILL_KEY.into(), "true".into());
+        s.config
+            .insert(crate::lineage::INLINE_MAX_BYTES_KEY.into(), budget.into());
+        crate::flags::set_commit_flags(&mut s);
+        s.validate().unwrap();
+        s
+    }
+
+    fn out(id: u64, rows: u64) -> RewriteOutput {
+        RewriteOutput {
+            fragment_id: id,
+            path: format!("out{id}.lance"),
+            rows,
+        }
+    }
+
+    #[test]
+    fn several_outputs_split_rows_and_place_lineage_per_fragment_or_in_file() {
+        // covers: LIN-PLACE-3, LIN-COL-5, LIN-STAMP-5
+        // Live ids [0, 2, 3, 5] cut into [0] and [2, 3, 5]. The first piece's row ids are one
+        // range (6 bytes), the second a range with a bitmap (11 bytes), and every version
+        // sequence is one run (10 bytes): with a 10-byte budget only the second row id sequence
+        // spills, so the plan is per fragment and only the second output gets a lineage-only
+        // file.
+        let s = six_rows("10");
+        let next = rewrite_rows_into(&s, &[0], &[out(7, 1), out(8, 3)], 2).unwrap();
+        next.validate().unwrap();
+        let [a, b] = [&next.fragments[0], &next.fragments[1]];
+        assert_eq!((a.id, a.physical_rows, b.id, b.physical_rows), (7, 1, 8, 3));
+        assert_eq!(a.files.len(), 1);
+        assert_eq!(a.lineage.row_ids, LineageSequence::Inline(vec![0]));
+        assert_eq!(b.files.len(), 2);
+        assert_eq!(b.files[1].path, "out8-lineage.lance");
+        assert_eq!(b.files[1].fields, vec![ROW_ID_FIELD_ID]);
+        assert_eq!(b.lineage.row_ids, LineageSequence::Column);
+        assert_eq!(
+            b.lineage_values(ROW_ID_FIELD_ID).unwrap().unwrap(),
+            [2, 3, 5]
+        );
+        assert_eq!(b.lineage.created_at, LineageSequence::Inline(vec![1; 3]));
+        assert_eq!(
+            kept(scan(&next, None).unwrap(), true),
+            kept(scan(&s, None).unwrap(), true)
+        );
+        // A budget of 0 puts every sequence of every output over: one plan for all, in file.
+        let s = six_rows("0");
+        let next = rewrite_rows_into(&s, &[0], &[out(7, 3), out(8, 1)], 2).unwrap();
+        for f in &next.fragments {
+            assert_eq!(f.files.len(), 1);
+            assert_eq!(
+                f.files[0].fields[f.files[0].fields.len() - 3..],
+                [-3, -4, -5]
+            );
+        }
+    }
+
+    #[test]
+    fn outputs_must_hold_exactly_the_live_rows() {
+        let s = six_rows("10");
+        for outputs in [
+            vec![out(7, 3)],
+            vec![out(7, 4), out(8, 1)],
+            vec![out(7, 4), out(8, 0)],
+        ] {
+            let err = rewrite_rows_into(&s, &[0], &outputs, 2).unwrap_err();
+            assert_eq!(err.code(), "output_rows_mismatch", "{outputs:?}");
+        }
+        let err = rewrite_rows_into(&s, &[0], &[out(7, 2), out(7, 2)], 2).unwrap_err();
+        assert_eq!(err.code(), "fragment_id_in_use");
+        let mut clash = out(8, 2);
+        clash.path = "out7-lineage.lance".into();
+        let err = rewrite_rows_into(&s, &[0], &[out(7, 2), clash], 2).unwrap_err();
+        assert_eq!(err.code(), "path_in_use");
     }
 
     proptest! {

@@ -200,5 +200,23 @@ pub fn write_deletion_file(deleted: &RoaringBitmap, form: DeletionFileType) -> V
     }
 }
 
+/// The Arrow form listing `offsets` exactly as given, order and repeats kept. A conforming
+/// writer writes a set ([`write_deletion_file`]); this exists to build damaged files for tests
+/// and negative conformance cases (a repeated offset, [`DatasetIoError::DuplicateDeletionOffset`]).
+pub fn write_arrow_offsets(offsets: &[u32]) -> Vec<u8> {
+    arrow_file::write_row_ids(offsets)
+}
+
+/// The Arrow form with the `row_id` column declared as signed `int32` instead of `uint32`: a
+/// file a reader must refuse ([`DatasetIoError::WrongDeletionSchema`]; Lance 14 refuses it
+/// too). For tests and negative conformance cases only.
+pub fn write_arrow_int32_offsets(offsets: &[u32]) -> Vec<u8> {
+    let mut layout = arrow_file::Layout::deletion(offsets.len());
+    for column in &mut layout.columns {
+        column.signed = true;
+    }
+    arrow_file::write_file(&layout, offsets)
+}
+
 #[cfg(test)]
 mod tests;

@@ -240,6 +240,7 @@ mod tests {
 
     #[test]
     fn framing_errors_are_typed() {
+        // covers: DS-FRAME-1, DS-FRAME-2, DS-FRAME-3
         let (manifest, section) = sample();
         let good = encode_manifest_file(&manifest, Some(&section)).unwrap();
         let code = |b: &[u8]| decode_manifest_file(b, "m").unwrap_err().code();

@@ -87,6 +87,7 @@ mod tests {
 
     #[test]
     fn plain_relative_paths_pass() {
+        // covers: DS-PATH-1
         assert_eq!(data_file_path("a.lance", "m", "f").unwrap(), "data/a.lance");
         assert_eq!(
             data_file_path("sub/a.lance", "m", "f").unwrap(),
@@ -96,6 +97,7 @@ mod tests {
 
     #[test]
     fn escapes_are_refused_naming_the_field() {
+        // covers: DS-PATH-2, DS-PATH-3
         for bad in [
             "",
             "/etc/passwd",
@@ -118,6 +120,7 @@ mod tests {
 
     #[test]
     fn base_ids_are_refused() {
+        // covers: DS-PATH-4
         assert!(refuse_base_id(None, &[], "m", "f").is_ok());
         assert_eq!(
             refuse_base_id(Some(1), &[1], "m", "f").unwrap_err().code(),

@@ -15,7 +15,7 @@
 //! | field id at `p` | base file | overlay file |
 //! |---|---|---|
 //! | a schema field | decoded with the schema's type | decoded (struct fields: empty) |
-//! | −3 / −4 / −5 (lineage) | decoded as `uint64` | empty |
+//! | −3 / −4 / −5 (lineage) | decoded as `uint64`; the file must store `uint64` | empty |
 //! | −2 (tombstone) | empty: never read | empty |
 //! | other (dropped field, other reserved id) | decoded with the file schema's type | empty |
 //!
@@ -138,6 +138,14 @@ fn position_type(schema: &Schema, field: i32, overlay: bool) -> Option<Option<Da
     }
 }
 
+/// Whether `field` is one of the reserved lineage ids (-3, -4, -5).
+fn is_lineage(field: i32) -> bool {
+    matches!(
+        field,
+        ROW_ID_FIELD_ID | CREATED_AT_FIELD_ID | LAST_UPDATED_AT_FIELD_ID
+    )
+}
+
 /// Whether a read decodes the column at a position holding `field` (see the module docs).
 pub fn reads_position(schema: &Schema, field: i32, overlay: bool) -> bool {
     position_type(schema, field, overlay).is_some()
@@ -189,6 +197,26 @@ pub fn read_file_columns(
         let index = usize::try_from(stored)
             .map_err(|_| bad_index(format!("{stored} is negative for field {id}")))?;
         let data_type = match data_type {
+            Some(t) if is_lineage(id) => {
+                // [LIN-COL-3]: a hidden lineage column is uint64 in the file itself; decoding
+                // an int64 column as uint64 would silently reinterpret its bytes.
+                let stored = contents
+                    .schema()
+                    .get(index)
+                    .map(|f| f.logical_type.as_str());
+                if stored != Some(t.logical_type().as_str()) {
+                    return Err(DatasetError::InvalidField {
+                        file: layout.path.clone(),
+                        field: format!("{field}.fields[{p}]"),
+                        problem: format!(
+                            "hidden lineage column {id} is stored as {:?}, not {:?}",
+                            stored.unwrap_or("(no such column)"),
+                            t.logical_type()
+                        ),
+                    });
+                }
+                t
+            }
             Some(t) => t,
             None => {
                 let logical = contents

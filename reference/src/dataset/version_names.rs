@@ -183,6 +183,7 @@ mod tests {
 
     #[test]
     fn v2_name_of_version_one_matches_lance() {
+        // covers: DS-NAME-1
         assert_eq!(manifest_name(1), "18446744073709551614.manifest");
         assert_eq!(manifest_name(1).len(), V2_NAME_LEN);
         let e = parse_manifest_name(&manifest_name(42)).unwrap().unwrap();
@@ -225,6 +226,7 @@ mod tests {
 
     #[test]
     fn listing_sorts_ignores_and_refuses() {
+        // covers: DS-NAME-1
         let names = [
             "3.manifest",
             "1.manifest",

@@ -552,6 +552,7 @@ fn reads_pylance_multi_page_columns() {
 
 #[test]
 fn refuses_pylance_v2_1_file() {
+    // covers: DS-FILE-3
     let bytes = golden("v2_1.lance");
     let err = read_data_file(&bytes, "v2_1.lance").unwrap_err();
     assert_eq!(err.code(), "unsupported_file_version");
@@ -723,6 +724,7 @@ fn huge_row_claims_are_errors_not_allocations() {
 
 #[test]
 fn refuses_later_footer_versions_and_bad_magic() {
+    // covers: DS-FILE-3
     let ok = file_with_page(&7i32.to_le_bytes(), 1, flat_page(32));
     for (major, minor) in [(2u16, 1u16), (2, 2), (0, 2), (3, 0)] {
         let mut bytes = ok.clone();

@@ -37,6 +37,7 @@ const BITMAP: DeletionFileType = DeletionFileType::Bitmap;
 
 #[test]
 fn paths_are_rebuilt_from_the_message_fields() {
+    // covers: DS-DEL-1
     let mut f = DeletionFile {
         file_type: 0,
         read_version: 7,
@@ -153,6 +154,7 @@ fn lance_written_index_fragment_bitmaps_decode_and_reencode() {
 
 #[test]
 fn num_deleted_rows_zero_is_unknown_and_nonzero_must_match() {
+    // covers: DS-DEL-4
     let set: RoaringBitmap = [1u32, 4].into_iter().collect();
     for form in [ARROW, BITMAP] {
         let bytes = write_deletion_file(&set, form);
@@ -173,7 +175,7 @@ fn num_deleted_rows_zero_is_unknown_and_nonzero_must_match() {
 
 #[test]
 fn offsets_must_be_below_physical_rows() {
-    // covers: OVL-DEL-3
+    // covers: OVL-DEL-3, DS-DEL-2
     let set: RoaringBitmap = [3u32, 10].into_iter().collect();
     for form in [ARROW, BITMAP] {
         let err = read(form, &write_deletion_file(&set, form), 10).unwrap_err();
@@ -194,6 +196,7 @@ fn offsets_must_be_below_physical_rows() {
 
 #[test]
 fn duplicate_arrow_offsets_are_refused() {
+    // covers: DS-DEL-3
     let bytes = write_file(&Layout::deletion(3), &[4, 1, 4]);
     let err = read(ARROW, &bytes, 10).unwrap_err();
     assert!(
@@ -225,6 +228,7 @@ fn column(name: &'static str, bit_width: i32, signed: bool, nullable: bool) -> C
 
 #[test]
 fn wrong_schemas_are_refused() {
+    // covers: DS-DEL-5
     let row_id = column(ROW_ID, 32, false, false);
     let cases: Vec<(Vec<Column>, &str)> = vec![
         (vec![column(ROW_ID, 32, true, false)], "Int32"),
@@ -250,6 +254,7 @@ fn wrong_schemas_are_refused() {
 
 #[test]
 fn exactly_one_batch_is_required() {
+    // covers: DS-DEL-5
     for blocks in [0, 2] {
         let layout = Layout {
             footer_blocks: blocks,
@@ -299,6 +304,7 @@ fn huge_or_lying_row_counts_are_refused_before_allocation() {
 
 #[test]
 fn nulls_are_refused() {
+    // covers: DS-DEL-5
     // Lance's file carries an all-valid validity buffer for its 11 rows: ffff at body start.
     let mut bytes = golden("arrow_scattered.arrow");
     assert_eq!(&bytes[0x180..0x18a], &[0xff; 10]);
@@ -379,4 +385,50 @@ proptest! {
             prop_assert!(set.max().is_none_or(|m| m < 150_000));
         }
     }
+}
+
+#[test]
+fn listed_offsets_are_written_as_given_and_a_repeat_is_refused() {
+    // covers: DS-DEL-3
+    let bytes = super::write_arrow_offsets(&[2, 0, 2]);
+    let f = DeletionFile {
+        file_type: 0,
+        read_version: 1,
+        id: 9,
+        num_deleted_rows: 3,
+        base_id: None,
+    };
+    let err = read_deletion_file(4, &f, &bytes, 5).unwrap_err();
+    assert_eq!(err.code(), "duplicate_deletion_offset");
+    let ok = super::write_arrow_offsets(&[2, 0]);
+    let set = read_deletion_file(
+        4,
+        &DeletionFile {
+            num_deleted_rows: 2,
+            ..f
+        },
+        &ok,
+        5,
+    )
+    .unwrap();
+    assert_eq!(set.iter().collect::<Vec<_>>(), [0, 2]);
+}
+
+#[test]
+fn a_signed_row_id_column_is_refused() {
+    // covers: DS-DEL-5
+    let f = DeletionFile {
+        file_type: 0,
+        read_version: 1,
+        id: 9,
+        num_deleted_rows: 2,
+        base_id: None,
+    };
+    let bytes = super::write_arrow_int32_offsets(&[0, 2]);
+    let err = read_deletion_file(4, &f, &bytes, 5).unwrap_err();
+    assert_eq!(
+        (err.class(), err.code()),
+        (ErrorClass::Invalid, "wrong_deletion_schema"),
+        "{err}"
+    );
 }

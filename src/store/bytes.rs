@@ -1,0 +1,526 @@
+//! Byte-level damage for the dataset-level and lineage negative cases: edits of the newest
+//! manifest's protobuf or framing, and damaged copies of files it references.
+//!
+//! Invariant: only the newest version's manifest is rewritten, and a damaged file is always
+//! written under a new name (`<name>-damaged.lance`, or a deletion file with a new id), never
+//! over a file an earlier version reads, so every earlier version stays readable and the
+//! refusal is attributable to the one thing the corruption names.
+
+use std::path::Path;
+
+use lance_reference::dataset::data_file::{ColumnData, read_data_file, write_data_file};
+use lance_reference::dataset::deletion::{
+    DeletionFile, write_arrow_int32_offsets, write_arrow_offsets,
+};
+use lance_reference::dataset::manifest_file::{decode_manifest_file, encode_manifest_file};
+use lance_reference::dataset::version_names::{VERSIONS_DIR, manifest_name};
+use lance_reference::dataset::{Dataset, DatasetError};
+use lance_reference::model::{DataType, Field, FieldId, Value};
+use lance_reference::proto::lance::table as pb;
+use pb::data_fragment::{
+    CreatedAtVersionSequence, LastUpdatedAtVersionSequence, RowIdSequence as RowIdArm,
+};
+use pb::encoded_u64_array::{Array as PbArray, U16Array};
+use pb::u64_segment::{Range, RangeWithBitmap, RangeWithHoles, Segment};
+use prost::Message;
+use sha2::{Digest, Sha256};
+
+use super::{StoreError, write};
+use crate::case::Corruption;
+use crate::case::step::{LineageColumnDamage, LineageProblem, SequenceSpec};
+use crate::scenario::corrupt::{self, CorruptError};
+
+/// Whether `c` is one of this module's corruptions.
+pub fn is_byte_level(c: &Corruption) -> bool {
+    matches!(
+        c,
+        Corruption::DamageLineageColumn { .. }
+            | Corruption::DuplicateLineageColumn { .. }
+            | Corruption::MalformedLineage { .. }
+            | Corruption::SetDataFilePath { .. }
+            | Corruption::SetBaseId { .. }
+            | Corruption::SetDataFileVersion { .. }
+            | Corruption::SetManifestVersion { .. }
+            | Corruption::TruncateManifest { .. }
+            | Corruption::BadManifestLength
+            | Corruption::SetDeletionFileType { .. }
+            | Corruption::DuplicateDeletionOffset { .. }
+            | Corruption::SetNumDeletedRows { .. }
+            | Corruption::BadIndexSectionLength
+            | Corruption::SignedDeletionOffsets { .. }
+    )
+}
+
+/// The reserved field id of a sequence's hidden column.
+fn reserved_id(sequence: SequenceSpec) -> FieldId {
+    match sequence {
+        SequenceSpec::RowIds => -3,
+        SequenceSpec::CreatedAt => -4,
+        SequenceSpec::LastUpdatedAt => -5,
+    }
+}
+
+/// Applies one of this module's corruptions to version `version` under `root`.
+pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreError> {
+    let what = corrupt::name(c);
+    let missing = |problem: String| StoreError::Corrupt(CorruptError::Target { what, problem });
+    let rel = format!("{VERSIONS_DIR}/{}", manifest_name(version));
+    let bytes = std::fs::read(root.join(&rel)).map_err(|e| missing(e.to_string()))?;
+    match c {
+        Corruption::TruncateManifest { keep } => {
+            return write(root, &rel, bytes.get(..*keep).unwrap_or(&bytes));
+        }
+        Corruption::BadManifestLength => {
+            let mut bytes = bytes;
+            let n = bytes.len();
+            let position = bytes
+                .get(n.saturating_sub(16)..n.saturating_sub(8))
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(i64::from_le_bytes)
+                .and_then(|p| usize::try_from(p).ok())
+                .ok_or_else(|| missing("no footer".into()))?;
+            let prefix = bytes
+                .get_mut(position..position + 4)
+                .ok_or_else(|| missing("no length prefix".into()))?;
+            let declared = u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
+            prefix.copy_from_slice(&declared.wrapping_add(1).to_le_bytes());
+            return write(root, &rel, &bytes);
+        }
+        Corruption::BadIndexSectionLength => {
+            let file = decode_manifest_file(&bytes, &rel)?;
+            let at = file
+                .manifest
+                .index_section
+                .filter(|_| file.index_section.is_some())
+                .and_then(|p| usize::try_from(p).ok())
+                .ok_or_else(|| missing("the manifest has no index section".into()))?;
+            let mut bytes = bytes;
+            bytes
+                .get_mut(at..at + 4)
+                .ok_or_else(|| missing("no section length prefix".into()))?
+                .copy_from_slice(&u32::MAX.to_le_bytes());
+            return write(root, &rel, &bytes);
+        }
+        _ => {}
+    }
+    let mut file = decode_manifest_file(&bytes, &rel)?;
+    let m = &mut file.manifest;
+    let fragment_position = |m: &pb::Manifest, id: u64| {
+        m.fragments
+            .iter()
+            .position(|f| f.id == id)
+            .ok_or_else(|| missing(format!("no fragment {id}")))
+    };
+    match c {
+        Corruption::SetManifestVersion { version } => m.version = *version,
+        Corruption::SetDataFilePath {
+            fragment,
+            file,
+            path,
+        } => data_file(m, fragment_position(m, *fragment)?, *file, &missing)?.path = path.clone(),
+        Corruption::SetBaseId {
+            fragment,
+            file,
+            base_id,
+        } => {
+            data_file(m, fragment_position(m, *fragment)?, *file, &missing)?.base_id =
+                Some(*base_id)
+        }
+        Corruption::SetDataFileVersion {
+            fragment,
+            file,
+            major,
+            minor,
+        } => {
+            let df = data_file(m, fragment_position(m, *fragment)?, *file, &missing)?;
+            df.file_major_version = *major;
+            df.file_minor_version = *minor;
+        }
+        Corruption::SetDeletionFileType {
+            fragment,
+            file_type,
+        } => deletion(m, fragment_position(m, *fragment)?, &missing)?.file_type = *file_type,
+        Corruption::SetNumDeletedRows { fragment, count } => {
+            deletion(m, fragment_position(m, *fragment)?, &missing)?.num_deleted_rows = *count
+        }
+        Corruption::DuplicateDeletionOffset { fragment }
+        | Corruption::SignedDeletionOffsets { fragment } => {
+            let (snapshot, _) = Dataset::open(root)?.read_version(version)?;
+            let mut offsets: Vec<u32> = snapshot
+                .fragment(*fragment)
+                .map_err(|e| missing(e.to_string()))?
+                .deletions
+                .iter()
+                .collect();
+            let first = *offsets
+                .first()
+                .ok_or_else(|| missing("the fragment has no deleted rows".into()))?;
+            let bytes = if matches!(c, Corruption::SignedDeletionOffsets { .. }) {
+                write_arrow_int32_offsets(&offsets)
+            } else {
+                offsets.push(first);
+                write_arrow_offsets(&offsets)
+            };
+            let d = deletion(m, fragment_position(m, *fragment)?, &missing)?;
+            let path = replace_deletion_file(d, *fragment, &bytes, offsets.len() as u64)
+                .map_err(|e| missing(e.to_string()))?;
+            write(root, &path, &bytes)?;
+        }
+        Corruption::DuplicateLineageColumn { fragment, sequence } => {
+            let id = reserved_id(*sequence);
+            let position = fragment_position(m, *fragment)?;
+            let f = &mut m.fragments[position];
+            let holder = f
+                .files
+                .iter()
+                .find(|df| df.fields.contains(&id))
+                .ok_or_else(|| missing(format!("no file holds field {id}")))?;
+            let mut copy = holder.clone();
+            for field in &mut copy.fields {
+                if *field != id {
+                    *field = -2;
+                }
+            }
+            f.files.push(copy);
+        }
+        Corruption::MalformedLineage {
+            fragment,
+            sequence,
+            problem,
+        } => {
+            let position = fragment_position(m, *fragment)?;
+            let f = &mut m.fragments[position];
+            let bytes = malformed_sequence(*sequence, *problem, f.physical_rows)
+                .map_err(|p| missing(p.into()))?;
+            let inline = match sequence {
+                SequenceSpec::RowIds => matches!(
+                    f.row_id_sequence.replace(RowIdArm::InlineRowIds(bytes)),
+                    Some(RowIdArm::InlineRowIds(_))
+                ),
+                SequenceSpec::CreatedAt => matches!(
+                    f.created_at_version_sequence
+                        .replace(CreatedAtVersionSequence::InlineCreatedAtVersions(bytes)),
+                    Some(CreatedAtVersionSequence::InlineCreatedAtVersions(_))
+                ),
+                SequenceSpec::LastUpdatedAt => matches!(
+                    f.last_updated_at_version_sequence.replace(
+                        LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(bytes)
+                    ),
+                    Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(_))
+                ),
+            };
+            if !inline {
+                return Err(missing("that sequence is not stored inline".into()));
+            }
+        }
+        Corruption::DamageLineageColumn {
+            fragment,
+            sequence,
+            damage,
+        } => {
+            let position = fragment_position(m, *fragment)?;
+            let id = reserved_id(*sequence);
+            let df = m.fragments[position]
+                .files
+                .iter_mut()
+                .find(|df| df.fields.contains(&id))
+                .ok_or_else(|| missing(format!("no file holds field {id}")))?;
+            let old = format!("data/{}", df.path);
+            let good = std::fs::read(root.join(&old)).map_err(|e| missing(e.to_string()))?;
+            let bytes = damaged_lineage_file(&good, &old, id, *damage)?;
+            let stem = df
+                .path
+                .strip_suffix(".lance")
+                .unwrap_or(&df.path)
+                .to_string();
+            df.path = format!("{stem}-damaged.lance");
+            df.file_size_bytes = bytes.len() as u64;
+            write(root, &format!("data/{}", df.path), &bytes)?;
+        }
+        _ => return Err(missing("not a corruption of this module".into())),
+    }
+    write(
+        root,
+        &rel,
+        &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
+    )
+}
+
+/// Points `d` at a new Arrow deletion file holding `bytes` (its id derived from them, as the
+/// writer derives it) that lists `count` offsets; returns the file's root-relative path.
+fn replace_deletion_file(
+    d: &mut pb::DeletionFile,
+    fragment: u64,
+    bytes: &[u8],
+    count: u64,
+) -> Result<String, lance_reference::dataset::DatasetIoError> {
+    let digest = Sha256::digest(bytes);
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&digest[..8]);
+    *d = pb::DeletionFile {
+        file_type: 0,
+        read_version: d.read_version,
+        id: u64::from_le_bytes(id),
+        num_deleted_rows: count,
+        base_id: None,
+    };
+    DeletionFile {
+        file_type: 0,
+        read_version: d.read_version,
+        id: d.id,
+        num_deleted_rows: count,
+        base_id: None,
+    }
+    .relative_path(fragment)
+}
+
+fn data_file<'a>(
+    m: &'a mut pb::Manifest,
+    fragment: usize,
+    file: usize,
+    missing: &dyn Fn(String) -> StoreError,
+) -> Result<&'a mut pb::DataFile, StoreError> {
+    m.fragments
+        .get_mut(fragment)
+        .and_then(|f| f.files.get_mut(file))
+        .ok_or_else(|| missing(format!("no data file at position {file}")))
+}
+
+fn deletion<'a>(
+    m: &'a mut pb::Manifest,
+    fragment: usize,
+    missing: &dyn Fn(String) -> StoreError,
+) -> Result<&'a mut pb::DeletionFile, StoreError> {
+    m.fragments
+        .get_mut(fragment)
+        .and_then(|f| f.deletion_file.as_mut())
+        .ok_or_else(|| missing("the fragment has no deletion file".into()))
+}
+
+/// The serialized sequence of `rows` values breaking `problem`'s rule: a `RowIdSequence` of one
+/// segment, or a `RowDatasetVersionSequence` of one run (version 1) spanning that segment.
+fn malformed_sequence(
+    sequence: SequenceSpec,
+    problem: LineageProblem,
+    rows: u64,
+) -> Result<Vec<u8>, &'static str> {
+    let u16_array = |base: u64, offsets: Vec<u8>| pb::EncodedU64Array {
+        array: Some(PbArray::U16Array(U16Array { base, offsets })),
+    };
+    let segment = match problem {
+        LineageProblem::BitmapPadding => {
+            if rows % 8 == 0 {
+                return Err("bitmap_padding needs physical_rows that is not a multiple of 8");
+            }
+            Segment::RangeWithBitmap(RangeWithBitmap {
+                start: 0,
+                end: rows,
+                bitmap: vec![0xff; rows.div_ceil(8) as usize],
+            })
+        }
+        LineageProblem::UnsortedHoles => Segment::RangeWithHoles(RangeWithHoles {
+            start: 0,
+            end: rows + 2,
+            holes: Some(u16_array(rows, vec![1, 0, 0, 0])),
+        }),
+        LineageProblem::BadArrayWidth => {
+            Segment::Array(u16_array(0, vec![0; 2 * rows as usize + 1]))
+        }
+        LineageProblem::LengthMismatch => Segment::Range(Range {
+            start: 0,
+            end: rows + 1,
+        }),
+        LineageProblem::ReversedRange => Segment::Range(Range {
+            start: rows + 1,
+            end: 1,
+        }),
+        LineageProblem::HugeRange => Segment::Range(Range {
+            start: 0,
+            end: 1 << 60,
+        }),
+        LineageProblem::MissingKind => {
+            return Ok(encode_one(sequence, pb::U64Segment { segment: None }));
+        }
+    };
+    Ok(encode_one(
+        sequence,
+        pb::U64Segment {
+            segment: Some(segment),
+        },
+    ))
+}
+
+/// A `RowIdSequence` of the one `segment`, or a `RowDatasetVersionSequence` of one run
+/// (version 1) spanning it.
+fn encode_one(sequence: SequenceSpec, segment: pb::U64Segment) -> Vec<u8> {
+    match sequence {
+        SequenceSpec::RowIds => pb::RowIdSequence {
+            segments: vec![segment],
+        }
+        .encode_to_vec(),
+        SequenceSpec::CreatedAt | SequenceSpec::LastUpdatedAt => pb::RowDatasetVersionSequence {
+            runs: vec![pb::RowDatasetVersionRun {
+                span: Some(segment),
+                version: 1,
+            }],
+        }
+        .encode_to_vec(),
+    }
+}
+
+/// `good` (the data file `path`) rewritten with the column of field `id` damaged.
+fn damaged_lineage_file(
+    good: &[u8],
+    path: &str,
+    id: FieldId,
+    damage: LineageColumnDamage,
+) -> Result<Vec<u8>, StoreError> {
+    let data_err = |error| {
+        StoreError::from(DatasetError::DataFile {
+            field: path.to_string(),
+            error,
+        })
+    };
+    let contents = read_data_file(good, path).map_err(data_err)?;
+    let mut columns = Vec::new();
+    for (k, ff) in contents.schema().iter().enumerate() {
+        let mut data_type = DataType::from_logical_type(&ff.logical_type).ok_or_else(|| {
+            StoreError::Corrupt(CorruptError::Target {
+                what: "damage_lineage_column",
+                problem: format!("{path}: unknown file type {:?}", ff.logical_type),
+            })
+        })?;
+        let mut values = contents.column(k, &data_type).map_err(data_err)?;
+        let mut nullable = ff.nullable;
+        if ff.id == id {
+            match damage {
+                LineageColumnDamage::Null => {
+                    nullable = true;
+                    if let Some(first) = values.first_mut() {
+                        *first = Value::Null;
+                    }
+                }
+                LineageColumnDamage::WrongType => {
+                    data_type = DataType::Int64;
+                    for v in &mut values {
+                        if let Value::UInt64(x) = v {
+                            *v = Value::Int64(*x as i64);
+                        }
+                    }
+                }
+                LineageColumnDamage::Short => {
+                    values.pop();
+                }
+            }
+        }
+        let field = Field {
+            id: ff.id,
+            parent_id: ff.parent_id,
+            name: ff.name.clone(),
+            data_type,
+            nullable,
+        };
+        columns.push(ColumnData::new(field, values));
+    }
+    write_data_file(&columns).map_err(data_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::execute;
+    use crate::store::write_and_read_back;
+
+    const STEPS: &str = r#"
+[[steps]]
+op = "create"
+schema = [{ name = "x", type = "int64" }]
+rows = [{ x = 1 }, { x = 2 }, { x = 3 }, { x = 4 }, { x = 5 }]
+config = { "lance.row_lineage.spill" = "true", "lance.row_lineage.inline_max_bytes" = "0" }
+[[steps]]
+op = "delete"
+fragment = 0
+offsets = [1, 3]
+[[steps]]
+op = "rewrite_rows"
+fragments = [0]
+[[steps]]
+op = "delete"
+fragment = 1
+offsets = [0]
+"#;
+
+    #[derive(serde::Deserialize)]
+    struct Steps {
+        steps: Vec<crate::case::Step>,
+    }
+
+    /// Every corruption of this module damages version 4 only: versions 1 to 3 still read, from
+    /// the very directory the damage was applied to, and version 4 does not.
+    #[test]
+    fn damage_stays_in_the_newest_version() {
+        let corruptions = [
+            "what = \"damage_lineage_column\"\nfragment = 1\nsequence = \"row_ids\"\ndamage = \"short\"",
+            "what = \"duplicate_lineage_column\"\nfragment = 1\nsequence = \"created_at\"",
+            "what = \"set_data_file_path\"\nfragment = 1\nfile = 0\npath = \"/x.lance\"",
+            "what = \"set_base_id\"\nfragment = 1\nfile = 0\nbase_id = 1",
+            "what = \"set_data_file_version\"\nfragment = 1\nfile = 0\nmajor = 2\nminor = 1",
+            "what = \"set_manifest_version\"\nversion = 9",
+            "what = \"truncate_manifest\"\nkeep = 20",
+            "what = \"bad_manifest_length\"",
+            "what = \"set_deletion_file_type\"\nfragment = 1\nfile_type = 5",
+            "what = \"duplicate_deletion_offset\"\nfragment = 1",
+            "what = \"signed_deletion_offsets\"\nfragment = 1",
+            "what = \"set_num_deleted_rows\"\nfragment = 1\ncount = 4",
+        ];
+        for text in corruptions {
+            let mut steps: Steps = toml::from_str(STEPS).unwrap();
+            let c: Corruption = toml::from_str(text).unwrap();
+            assert!(is_byte_level(&c), "{text}");
+            steps.steps.push(crate::case::Step::Corrupt(c));
+            let execution = execute(&steps.steps).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let read = write_and_read_back(Some(dir.path()), &execution).unwrap();
+            assert!(read.corrupted.unwrap().read.is_err(), "{text}");
+            let dataset = Dataset::open(dir.path()).unwrap();
+            for v in 1..=3 {
+                assert!(dataset.read_version(v).is_ok(), "{text}: version {v}");
+            }
+            assert!(dataset.read_version(4).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn malformed_sequences_hold_the_requested_flaw() {
+        use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
+        let decode =
+            |p| RowIdSequence::decode(&malformed_sequence(SequenceSpec::RowIds, p, 5).unwrap());
+        assert_eq!(
+            decode(LineageProblem::BitmapPadding).unwrap_err().code(),
+            "lineage_bitmap_padding"
+        );
+        assert_eq!(
+            decode(LineageProblem::UnsortedHoles).unwrap_err().code(),
+            "lineage_not_increasing"
+        );
+        assert_eq!(
+            decode(LineageProblem::BadArrayWidth).unwrap_err().code(),
+            "lineage_byte_length"
+        );
+        assert_eq!(
+            decode(LineageProblem::MissingKind).unwrap_err().code(),
+            "lineage_missing_field"
+        );
+        assert_eq!(decode(LineageProblem::LengthMismatch).unwrap().len(), 6);
+        assert_eq!(decode(LineageProblem::HugeRange).unwrap().len(), 1 << 60);
+        let runs = RowDatasetVersionSequence::decode(
+            &malformed_sequence(SequenceSpec::CreatedAt, LineageProblem::LengthMismatch, 5)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(runs.len(), 6);
+        assert!(
+            malformed_sequence(SequenceSpec::RowIds, LineageProblem::BitmapPadding, 8).is_err()
+        );
+    }
+}
