@@ -1,10 +1,14 @@
-//! The built-in suite: the specification's worked example, walked with the reference reader.
+//! The reference's self-check: the specification's worked example, walked in memory.
 //!
-//! Every check states what the specification says and what the reference produced; a check
-//! about a cell also prints how that cell was decided (which overlay won at which rank, or the
-//! base, or NULL, or a deletion). The conformance corpus joins this suite as it grows.
+//! Invariant: every check states what the specification says and what the reference produced
+//! from the in-memory worked example ([`lance_reference::worked_example`]), independent of
+//! the corpus and its generator; a check about a cell also carries how that cell was decided
+//! (which overlay won at which rank, or the base, or NULL, or a deletion). `lance-conformance
+//! run` with the built-in reference reports it as the case `worked-example-walk` (area
+//! `spec`), so a reference that drifted from the spec's own numbers fails the README command
+//! even if the corpus was regenerated with the drift.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use lance_reference::model::{Snapshot, Value};
 use lance_reference::query::{Predicate, RowRef, reconcile};
 use lance_reference::resolve::{explain, resolve_column};
@@ -12,11 +16,19 @@ use lance_reference::scan::scan;
 use lance_reference::worked_example::{AGE, AGE_INDEX, EMBEDDING, NAME, versions};
 use lance_reference::{exclusion, flags};
 
-struct Check {
-    step: &'static str,
-    claim: String,
-    ok: bool,
-    trail: Vec<String>,
+use super::report::{CaseResult, CheckResult, Outcome, Verdict};
+use crate::case::Level;
+
+/// One claim of the walk.
+pub struct Check {
+    /// The worked example's step.
+    pub step: &'static str,
+    /// What the specification says.
+    pub claim: String,
+    /// Whether the reference agrees.
+    pub ok: bool,
+    /// How the reference decided.
+    pub trail: Vec<String>,
 }
 
 fn column_check(
@@ -75,7 +87,8 @@ fn query_check(
     })
 }
 
-fn checks() -> Result<Vec<Check>> {
+/// Every check of the walk.
+pub fn checks() -> Result<Vec<Check>> {
     let [v1, v2, v3, v4]: [Snapshot; 4] = versions()?
         .try_into()
         .map_err(|_| anyhow::anyhow!("the worked example has four versions"))?;
@@ -166,55 +179,33 @@ fn checks() -> Result<Vec<Check>> {
     Ok(out)
 }
 
-/// Runs the suite; `Ok(true)` when every check passes.
-pub fn run(quiet: bool) -> Result<bool> {
-    let checks = checks()?;
-    let failed = checks.iter().filter(|c| !c.ok).count();
-    println!("worked example (spec/overlays.md), against the reference reader");
-    for c in &checks {
-        if quiet && c.ok {
-            continue;
-        }
-        println!(
-            "[{}] step {}: {}",
-            if c.ok { "pass" } else { "FAIL" },
-            c.step,
-            c.claim
-        );
-        for line in &c.trail {
-            for l in line.lines() {
-                println!("        {l}");
-            }
-        }
+/// The walk as a case result: id `worked-example-walk`, area `spec`, one check per claim (its
+/// decision trail as the message of a failing check).
+pub fn as_case() -> CaseResult {
+    let checks = match checks() {
+        Ok(list) => list
+            .into_iter()
+            .map(|c| CheckResult {
+                name: format!("step {}: {}", c.step, c.claim),
+                verdict: if c.ok { Verdict::Pass } else { Verdict::Fail },
+                message: (!c.ok).then(|| c.trail.join("\n")),
+            })
+            .collect(),
+        Err(e) => vec![CheckResult {
+            name: "walk".into(),
+            verdict: Verdict::Error,
+            message: Some(format!("{e:#}")),
+        }],
+    };
+    CaseResult {
+        id: "worked-example-walk".into(),
+        area: "spec".into(),
+        level: Level::Must,
+        requirements: vec!["OVL-PREC-1".into(), "OVL-QRY-1".into(), "OVL-FOLD-1".into()],
+        tags: vec!["self-check".into()],
+        verdict: Verdict::of_checks(&checks),
+        outcome: Outcome::Skipped,
+        known_failure: None,
+        checks,
     }
-    println!("{} passed, {} failed", checks.len() - failed, failed);
-    Ok(failed == 0)
-}
-
-/// Prints the decision trail of one cell of the worked example at `version`.
-pub fn explain_cell(version: u64, cell: &str) -> Result<bool> {
-    let parts: Vec<&str> = cell.split(':').collect();
-    let [fragment, offset, field] = parts.as_slice() else {
-        bail!("--cell takes FRAGMENT:OFFSET:FIELD, got {cell:?}");
-    };
-    let all = versions()?;
-    let snapshot = all
-        .iter()
-        .find(|s| s.version == version)
-        .with_context(|| format!("the worked example has versions 1 to 4, not {version}"))?;
-    let fragment: u64 = fragment.parse().context("FRAGMENT must be a number")?;
-    let offset: u64 = offset.parse().context("OFFSET must be a number")?;
-    let field = match field.parse::<i32>() {
-        Ok(id) => id,
-        Err(_) => snapshot
-            .schema
-            .fields()
-            .iter()
-            .find(|f| f.name == *field)
-            .map(|f| f.id)
-            .with_context(|| format!("no field named {field:?}"))?,
-    };
-    let fragment = snapshot.fragment(fragment)?;
-    print!("{}", explain(&snapshot.schema, fragment, offset, field)?);
-    Ok(true)
 }
