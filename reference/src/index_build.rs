@@ -4,7 +4,16 @@
 //! `dataset_version` is that version, not the version its commit lands at. An overlay committed
 //! in between is therefore newer than the index (`committed_version > dataset_version`) and its
 //! cells are excluded from the index's answers ([`crate::exclusion`]): the index never saw
-//! them. The index covers exactly the fragments of the version it read.
+//! them. The index covers the fragments of the version it read, except those whose base files
+//! changed by the time it commits.
+//!
+//! Why the exception: a build that reads version `r` and commits after a fold (an overlay →
+//! base column rewrite) of one of its fragments would otherwise be stale with nothing to say so.
+//! The fold removed the overlays committed after `r`, which were the only exclusion signal for
+//! the cells they changed. Such a fragment is left out of the index's coverage, so its rows
+//! fall to the flat path, the same remedy the fold rule prescribes for an index that already
+//! existed. A fragment whose files are unchanged only gained overlays and deletions after `r`,
+//! and those the exclusion set and the deletion vector already handle.
 
 use crate::error::{Error, Result};
 use crate::model::{FieldId, Index, IndexEntry, IndexKind, Snapshot};
@@ -91,6 +100,7 @@ pub fn build_index(
         fragment_bitmap: Some(
             read.fragments
                 .iter()
+                .filter(|f| unchanged_since_read(f, onto))
                 .filter_map(|f| u32::try_from(f.id).ok())
                 .collect(),
         ),
@@ -102,6 +112,23 @@ pub fn build_index(
     next.version = commit_version;
     next.indices.push(index);
     Ok(next)
+}
+
+/// Whether fragment `read_fragment` (as the build read it) still has the same base files in
+/// `onto`. A fragment gone from `onto` counts as unchanged: its rows no longer exist, and
+/// queries drop the index's entries for it.
+fn unchanged_since_read(read_fragment: &crate::model::Fragment, onto: &Snapshot) -> bool {
+    match onto.fragments.iter().find(|f| f.id == read_fragment.id) {
+        None => true,
+        Some(now) => {
+            now.files.len() == read_fragment.files.len()
+                && now
+                    .files
+                    .iter()
+                    .zip(&read_fragment.files)
+                    .all(|(a, b)| a.path == b.path && a.fields == b.fields)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -137,6 +164,38 @@ mod tests {
         let set = exclusion_set(&v4.schema, index, &v4.fragments[0]);
         assert_eq!(set.iter().collect::<Vec<_>>(), vec![1, 3]);
         v4.validate().unwrap();
+    }
+
+    #[test]
+    fn a_build_that_read_before_a_fold_leaves_the_folded_fragment_to_the_flat_path() {
+        // covers: OVL-QRY-3, OVL-FOLD-5, OVL-IDX-6
+        // The index reads version 1; an overlay commits at 2 and a fold removes it at 3; the
+        // index commits at 4. Covering fragment 0 would serve Bob's age 25 with no overlay left
+        // to exclude it.
+        let mut v1 = worked_example::version_1();
+        v1.indices.clear();
+        let v2 = PendingCommit {
+            overlays: vec![(0, vec![worked_example::step_1_overlay()])],
+            appended: vec![],
+        }
+        .apply(&v1, 2)
+        .unwrap();
+        let v3 = crate::compaction::fold(&v2, 0, &Default::default(), 3, "folded.lance").unwrap();
+        let v4 = build_index(&v1, &v3, "age", &[AGE], IndexKind::BTree, 4).unwrap();
+        let index = v4.index("age").unwrap();
+        assert!(
+            !index.covers(0),
+            "the folded fragment falls to the flat path"
+        );
+        assert!(index.entries.is_empty());
+        let stale = crate::query::Predicate::Eq(AGE, Value::Int32(25));
+        let found = crate::query::reconcile(&v4, "age", &stale).unwrap();
+        assert!(found.final_rows.is_empty(), "Bob is 26 now");
+        v4.validate().unwrap();
+        // Without the fold in between, the fragment stays covered and the overlay excludes.
+        let v3 = PendingCommit::default().apply(&v2, 3).unwrap();
+        let v4 = build_index(&v1, &v3, "age", &[AGE], IndexKind::BTree, 4).unwrap();
+        assert!(v4.index("age").unwrap().covers(0));
     }
 
     #[test]
