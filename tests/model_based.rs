@@ -1375,6 +1375,7 @@ impl Builder {
                     .splice(start..start + len, std::iter::once(new));
                 self.steps.push(Step::RewriteRows {
                     fragments: inputs.iter().map(|f| f.id).collect(),
+                    rows_per_fragment: None,
                 });
             }
             OpSeed::Config(seed) => {
