@@ -236,8 +236,8 @@ mod tests {
 
     use super::*;
     use crate::ErrorClass;
-    use crate::error::Error;
     use crate::compaction::generated;
+    use crate::error::Error;
     use crate::model::{Coverage, IndexKind, LineageSequence, Overlay};
     use crate::scan::scan;
     use crate::worked_example::{

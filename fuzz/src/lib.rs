@@ -1,0 +1,8 @@
+//! The fuzz targets' check functions. They live in `reference/tests/fuzz_checks/` so that
+//! `cargo test` replays committed seeds and regressions through the very same code without
+//! libFuzzer; this crate only includes them.
+
+#[path = "../../reference/tests/fuzz_checks/mod.rs"]
+mod fuzz_checks;
+
+pub use fuzz_checks::*;
