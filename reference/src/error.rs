@@ -6,11 +6,11 @@
 //! [`Error::code`], never on message text.
 //!
 //! Each concept module owns the errors of its own domain ([`LineageError`], [`FlagError`],
-//! [`CompactionError`], [`QueryError`], [`DatasetIoError`], [`DataFileError`]); [`Error`] wraps them so callers handle one type.
+//! [`CompactionError`], [`QueryError`], [`DatasetIoError`], [`DataFileError`], [`DatasetError`]); [`Error`] wraps them so callers handle one type.
 
 use crate::compaction::CompactionError;
-use crate::dataset::DatasetIoError;
 use crate::dataset::data_file::DataFileError;
+use crate::dataset::{DatasetError, DatasetIoError};
 use crate::flags::FlagError;
 use crate::lineage::LineageError;
 use crate::query::QueryError;
@@ -224,6 +224,9 @@ pub enum Error {
     /// Lance data files.
     #[error(transparent)]
     DataFile(#[from] DataFileError),
+    /// Dataset directories: manifests, version names, paths, whole versions.
+    #[error(transparent)]
+    Layout(#[from] Box<DatasetError>),
 }
 
 impl Error {
@@ -239,6 +242,7 @@ impl Error {
             Error::Query(e) => e.class(),
             Error::Dataset(e) => e.class(),
             Error::DataFile(e) => e.class(),
+            Error::Layout(e) => e.class(),
             _ => ErrorClass::Invalid,
         }
     }
@@ -265,6 +269,13 @@ impl Error {
             Error::Query(e) => e.code(),
             Error::Dataset(e) => e.code(),
             Error::DataFile(e) => e.code(),
+            Error::Layout(e) => e.code(),
         }
+    }
+}
+
+impl From<DatasetError> for Error {
+    fn from(e: DatasetError) -> Error {
+        Error::Layout(Box::new(e))
     }
 }
