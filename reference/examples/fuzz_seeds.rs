@@ -1,6 +1,7 @@
 //! Writes seed inputs for the cargo-fuzz targets (`fuzz/`): bytes this crate writes (bitmaps,
 //! deletion files, data files, lineage sequences, manifests) and the golden files found under
-//! the given directories, one directory per target.
+//! the given directories, and the files of the worked example written as a dataset, one
+//! directory per target.
 //!
 //! Usage: `fuzz_seeds <out-dir> [--small] [<golden-dir>...]`. Golden files are classified by
 //! name: `*.lance` -> `data_file`; `*.bin` -> `coverage_bitmap` and `deletion_file`;
@@ -17,6 +18,7 @@ use std::process::ExitCode;
 use lance_reference::dataset::data_file::{ColumnData, write_data_file};
 use lance_reference::dataset::deletion::{DeletionFileType, write_deletion_file};
 use lance_reference::dataset::roaring_format::{write_bitmap, write_bitmap_without_runs};
+use lance_reference::dataset::{WriteOptions, write_version};
 use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
 use lance_reference::model::{DataType, Field, Value};
 use lance_reference::proto::lance::table as pb;
@@ -216,6 +218,16 @@ fn synthesized(seeds: &mut Seeds) {
     }
 }
 
+/// Every version of the specification's worked example, written as a dataset: manifests,
+/// data and overlay files, deletion files.
+fn worked_example(seeds: &mut Seeds) {
+    let dir = tempfile::tempdir().unwrap();
+    for snapshot in lance_reference::worked_example::versions().unwrap() {
+        write_version(dir.path(), &snapshot, &WriteOptions::default()).unwrap();
+    }
+    goldens(seeds, dir.path(), "worked");
+}
+
 fn golden_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -231,7 +243,7 @@ fn golden_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn goldens(seeds: &mut Seeds, dir: &Path) {
+fn goldens(seeds: &mut Seeds, dir: &Path, origin: &str) {
     let mut files = Vec::new();
     golden_files(dir, &mut files);
     for path in files {
@@ -241,7 +253,7 @@ fn goldens(seeds: &mut Seeds, dir: &Path) {
             .unwrap_or(&path)
             .to_string_lossy()
             .replace(['/', '\\'], "_");
-        let name = format!("golden-{name}");
+        let name = format!("{origin}-{name}");
         match path.extension().and_then(|e| e.to_str()) {
             Some("lance") => add(seeds, "data_file", name, bytes),
             Some("manifest") => add(seeds, "manifest", name, bytes),
@@ -295,8 +307,9 @@ fn main() -> ExitCode {
     let mut seeds = Seeds::new();
     synthesized(&mut seeds);
     for dir in rest.iter().filter(|a| *a != "--small") {
-        goldens(&mut seeds, Path::new(dir));
+        goldens(&mut seeds, Path::new(dir), "golden");
     }
+    worked_example(&mut seeds);
     for (target, files) in &seeds {
         let dir = Path::new(out).join(target);
         std::fs::create_dir_all(&dir).unwrap();
