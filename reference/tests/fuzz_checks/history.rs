@@ -445,7 +445,12 @@ fn step(state: &mut State, op: &Op) -> Option<Snapshot> {
             Some(next)
         }
         Op::BuildIndex { vector, read_back } => {
-            let read = state.versions[usize::from(*read_back) % state.versions.len()].clone();
+            // Version 0 (the empty start) is not a dataset version: an index reads a real one.
+            let real = &state.versions[1..];
+            if real.is_empty() {
+                return None;
+            }
+            let read = real[usize::from(*read_back) % real.len()].clone();
             let (field, kind) = if *vector {
                 (V, IndexKind::Vector)
             } else {
