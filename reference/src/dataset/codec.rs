@@ -19,6 +19,8 @@
 //!   each data file's own version pair decides, and only v2.0 (`(2,0)` or `(0,3)`) is
 //!   supported.
 //! - **timestamp** is never written (no clock); **transaction_file** is empty.
+//! - **schema_metadata** is written as the [`Layout`] recorded it, so reading and writing a
+//!   manifest keeps the table's schema metadata.
 //! - **max_fragment_id** is written as the larger of the largest fragment id and the value
 //!   the [`Layout`] recorded (absent when both are): a manifest read and written again keeps
 //!   a stored value above every present id (its fragment was removed), so that id is never
@@ -627,6 +629,7 @@ pub fn encode_manifest(
         reader_feature_flags: snapshot.reader_flags,
         writer_feature_flags: snapshot.writer_flags,
         max_fragment_id,
+        schema_metadata: layout.schema_metadata.clone(),
         writer_version: Some(pb::manifest::WriterVersion {
             library: WRITER_LIBRARY.into(),
             version: env!("CARGO_PKG_VERSION").into(),
