@@ -60,11 +60,15 @@ pub fn check(data: &[u8]) {
         decode_manifest(&file2, FILE, MAX_FRAGMENT_ROWS).expect("written manifest decodes");
     assert_eq!(snapshot2, snapshot, "snapshot changed through the manifest");
     // writer_version, data_format and timestamp are written as the kit writes them, whatever
-    // was read (codec module docs); everything else in the layout must survive.
+    // was read (codec module docs); everything else in the layout must survive, except
+    // that a missing max_fragment_id is filled in.
     let mut expected_layout = layout.clone();
     expected_layout.writer_version = layout2.writer_version.clone();
     expected_layout.data_format = layout2.data_format.clone();
     expected_layout.timestamp = layout2.timestamp.clone();
+    // max_fragment_id is written even when absent, and never below a present fragment id.
+    let largest = snapshot.fragments.iter().map(|f| f.id as u32).max();
+    expected_layout.max_fragment_id = layout.max_fragment_id.max(largest);
     assert_eq!(
         layout2, expected_layout,
         "layout changed through the manifest"
