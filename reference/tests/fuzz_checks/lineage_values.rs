@@ -15,7 +15,7 @@ use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
 use super::structured;
 
 /// Values per input, at most: keeps one run fast and bounded.
-const MAX_VALUES: usize = 1 << 14;
+const MAX_VALUES: usize = 1 << 11;
 
 #[derive(Debug, Arbitrary)]
 enum Piece {
