@@ -5,6 +5,7 @@
 
 mod suite;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +39,21 @@ enum Command {
         #[arg(long)]
         cell: String,
     },
+    /// Rebuild the generated `dataset/` and `expected/` of conformance cases from their
+    /// `case.toml`, and `SHA256SUMS`; with `--check`, fail on any difference instead.
+    Generate {
+        /// Case ids or directories (default: every case).
+        cases: Vec<String>,
+        /// Regenerate into a scratch directory and fail (exit 1) on any difference.
+        #[arg(long)]
+        check: bool,
+        /// The corpus root.
+        #[arg(long, default_value = "conformance-cases")]
+        root: PathBuf,
+        /// The requirement index the cases are checked against.
+        #[arg(long, default_value = "spec/requirements.toml")]
+        requirements: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -45,6 +61,13 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run { quiet } => suite::run(quiet),
         Command::Explain { version, cell } => suite::explain_cell(version, &cell),
+        Command::Generate {
+            cases,
+            check,
+            root,
+            requirements,
+        } => lance_conformance::generate::command(&root, &requirements, &cases, check)
+            .map(|code| code == 0),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,0 +1,304 @@
+//! `case.toml`: the hand-written description of one conformance case.
+//!
+//! Invariant: a [`Case`] that passed [`Case::validate`] has a well-formed stable id, names only
+//! requirement ids that exist in `spec/requirements.toml`, starts with exactly one `create`
+//! step, keeps `corrupt` steps at the end, and declares an expected error exactly when it
+//! corrupts (a negative case). Everything else (field names, offsets, values) is checked when
+//! the scenario runs, against the schema it builds.
+//!
+//! The format is documented for case authors in `conformance-cases/README.md` and as a JSON
+//! Schema in `spec/schemas/case.schema.json`.
+
+pub mod cell;
+pub mod names;
+pub mod query;
+pub mod step;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+pub use cell::Cell;
+pub use query::{Op, PredicateSpec, QuerySpec};
+pub use step::{Corruption, FieldSpec, IndexKindSpec, OverlaySpec, Shape, Step};
+
+/// The conformance level of a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Level {
+    /// Failing it is non-conformance.
+    #[serde(rename = "MUST")]
+    Must,
+    /// Failing it is reported as advisory.
+    #[serde(rename = "SHOULD")]
+    Should,
+}
+
+impl Level {
+    /// `MUST` or `SHOULD`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+        }
+    }
+}
+
+/// A reader capability a case needs; runners skip cases needing capabilities they lack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capability {
+    /// Dense data overlay files.
+    Overlays,
+    /// Sparse (`field_coverage`) overlays.
+    SparseOverlays,
+    /// Stable row ids.
+    StableRowIds,
+    /// Deletion files.
+    Deletions,
+    /// Lineage sequences in hidden columns.
+    SpilledLineage,
+    /// Index exclusion sets and scalar query reconciliation.
+    Exclusion,
+    /// Vector top-k reconciliation.
+    VectorQuery,
+    /// Struct fields.
+    NestedFields,
+}
+
+/// The error a negative case requires of a reader.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectErrorSpec {
+    /// `malformed`, `invalid` or `unsupported_feature` ([`lance_reference::ErrorClass`]).
+    pub class: String,
+    /// Optionally the reference's stable error code (`offset_out_of_range`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// One case, as written in `case.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Stable id: lower-case letters, digits and `-`; equal to the case's directory name.
+    pub id: String,
+    /// One-line title.
+    pub title: String,
+    /// Requirement ids the case checks.
+    pub requirements: Vec<String>,
+    /// `MUST` or `SHOULD`.
+    pub level: Level,
+    /// Free-form tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Reader capabilities the case needs.
+    #[serde(default)]
+    pub requires: Vec<Capability>,
+    /// What the case shows and why, in prose.
+    pub description: String,
+    /// The error a reader must raise on the newest version (negative cases only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_error: Option<ExpectErrorSpec>,
+    /// Queries whose reconciliation is recorded.
+    #[serde(default)]
+    pub queries: Vec<QuerySpec>,
+    /// The scenario.
+    pub steps: Vec<Step>,
+}
+
+/// Why a case file is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum CaseError {
+    /// The file could not be read.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// The TOML does not parse or does not match the vocabulary.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// The case breaks a rule of the format.
+    #[error("case {id}: {problem}")]
+    Invalid {
+        /// The case id.
+        id: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// The requirement ids of `spec/requirements.toml`, with their levels.
+#[derive(Debug, Clone, Default)]
+pub struct RequirementIndex {
+    /// Id → level (`MUST`, `MUST NOT`, `SHOULD`, `SHOULD NOT`, `MAY`).
+    pub levels: BTreeMap<String, String>,
+}
+
+impl RequirementIndex {
+    /// Reads `spec/requirements.toml`.
+    pub fn load(path: &Path) -> Result<RequirementIndex, CaseError> {
+        #[derive(Deserialize)]
+        struct Entry {
+            id: String,
+            level: String,
+        }
+        #[derive(Deserialize)]
+        struct File {
+            requirement: Vec<Entry>,
+        }
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| CaseError::Io {
+            path: shown.clone(),
+            error,
+        })?;
+        let file: File = toml::from_str(&text).map_err(|e| CaseError::Parse {
+            path: shown,
+            message: e.to_string(),
+        })?;
+        Ok(RequirementIndex {
+            levels: file
+                .requirement
+                .into_iter()
+                .map(|e| (e.id, e.level))
+                .collect(),
+        })
+    }
+}
+
+impl Case {
+    /// Parses `case.toml` text; `path` is only used in messages.
+    pub fn parse(text: &str, path: &str) -> Result<Case, CaseError> {
+        toml::from_str(text).map_err(|e| CaseError::Parse {
+            path: path.to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads and parses a `case.toml` file.
+    pub fn load(path: &Path) -> Result<Case, CaseError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| CaseError::Io {
+            path: shown.clone(),
+            error,
+        })?;
+        Case::parse(&text, &shown)
+    }
+
+    /// Whether this is a negative case (it requires an error).
+    pub fn is_negative(&self) -> bool {
+        self.expect_error.is_some()
+    }
+
+    /// Checks the format rules listed in the module docs.
+    pub fn validate(&self, requirements: &RequirementIndex) -> Result<(), CaseError> {
+        let bad = |problem: String| CaseError::Invalid {
+            id: self.id.clone(),
+            problem,
+        };
+        let id_ok = !self.id.is_empty()
+            && self.id.len() <= 80
+            && self
+                .id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !self.id.starts_with('-')
+            && !self.id.ends_with('-');
+        if !id_ok {
+            return Err(bad(
+                "id must be 1-80 lower-case letters, digits and inner dashes".into(),
+            ));
+        }
+        if self.title.trim().is_empty() || self.description.trim().is_empty() {
+            return Err(bad("title and description must not be empty".into()));
+        }
+        if self.requirements.is_empty() {
+            return Err(bad("a case names at least one requirement id".into()));
+        }
+        for (i, r) in self.requirements.iter().enumerate() {
+            if !requirements.levels.contains_key(r) {
+                return Err(bad(format!(
+                    "requirement {r} is not in spec/requirements.toml"
+                )));
+            }
+            if self.requirements[..i].contains(r) {
+                return Err(bad(format!("requirement {r} is listed twice")));
+            }
+        }
+        let binding = self
+            .requirements
+            .iter()
+            .filter_map(|r| requirements.levels.get(r))
+            .any(|l| l.starts_with("MUST"));
+        if self.level == Level::Must && !binding {
+            return Err(bad(
+                "level MUST needs at least one MUST / MUST NOT requirement".into(),
+            ));
+        }
+        match self.steps.first() {
+            Some(Step::Create { .. }) => {}
+            _ => return Err(bad("the first step must be `create`".into())),
+        }
+        if self
+            .steps
+            .iter()
+            .skip(1)
+            .any(|s| matches!(s, Step::Create { .. }))
+        {
+            return Err(bad("only the first step may be `create`".into()));
+        }
+        let first_corrupt = self
+            .steps
+            .iter()
+            .position(|s| matches!(s, Step::Corrupt(_)));
+        if let Some(p) = first_corrupt {
+            if self.steps[p..]
+                .iter()
+                .any(|s| !matches!(s, Step::Corrupt(_)))
+            {
+                return Err(bad("`corrupt` steps must all come at the end".into()));
+            }
+        }
+        match (&self.expect_error, first_corrupt) {
+            (Some(e), Some(_)) => {
+                if !["malformed", "invalid", "unsupported_feature"].contains(&e.class.as_str()) {
+                    return Err(bad(format!(
+                        "expect_error.class {:?} is not malformed, invalid or unsupported_feature",
+                        e.class
+                    )));
+                }
+            }
+            (Some(_), None) => {
+                return Err(bad("expect_error needs at least one `corrupt` step".into()));
+            }
+            (None, Some(_)) => return Err(bad("`corrupt` steps need an [expect_error]".into())),
+            (None, None) => {}
+        }
+        for (i, q) in self.queries.iter().enumerate() {
+            if self.queries[..i].iter().any(|other| other.name == q.name) {
+                return Err(bad(format!("query name {:?} is used twice", q.name)));
+            }
+            match (&q.predicate, &q.vector, q.k) {
+                (Some(_), None, None) | (None, Some(_), Some(_)) => {}
+                _ => {
+                    return Err(bad(format!(
+                        "query {:?} needs either `where`, or `vector` and `k`",
+                        q.name
+                    )));
+                }
+            }
+            if q.at.is_empty() {
+                return Err(bad(format!("query {:?} names no version in `at`", q.name)));
+            }
+        }
+        Ok(())
+    }
+}

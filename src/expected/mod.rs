@@ -1,0 +1,423 @@
+//! Expected results: what a conforming reader returns for each version of a case, as typed
+//! JSON (`expected/v<N>.json`, `expected/error.json`), and a parser for it.
+//!
+//! Invariant: everything here is computed from a version *as read back* from the store, by
+//! the reference's reader, exclusion and query modules; nothing is copied from the scenario.
+//! Output is deterministic: struct fields serialize in declaration order, JSON objects (struct
+//! values) in key order, lists in the documented order, laid out by [`layout`] ([`to_json`]).
+//! Each declared query's final rows are checked against the flat
+//! answer ([`lance_reference::query::flat_filter`] / `flat_top_k`) while computing them.
+//!
+//! The published schema is `spec/schemas/expected.schema.json`.
+
+pub mod layout;
+pub mod tagged;
+
+use lance_reference::exclusion::ExclusionSets;
+use lance_reference::model::{FieldId, Fragment, LineageSequence, Snapshot, Value};
+use lance_reference::query::{self, RowRef, Scored};
+use serde::{Deserialize, Serialize};
+
+use crate::case::cell::type_name;
+use crate::case::names::field_id;
+use crate::case::{Case, QuerySpec};
+use crate::reader;
+use crate::store::Damaged;
+use tagged::{Tagged, tag, tag_scalar};
+
+/// One top-level column of the resolved table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Column {
+    /// Column name.
+    pub name: String,
+    /// Type, spelled as in `case.toml`.
+    #[serde(rename = "type")]
+    pub data_type: String,
+}
+
+/// One live row, in physical order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    /// Fragment id.
+    pub fragment: u64,
+    /// Physical offset in the fragment.
+    pub offset: u64,
+    /// `_rowid` (uint64).
+    #[serde(rename = "_rowid")]
+    pub row_id: Tagged,
+    /// `_row_created_at_version` (uint64).
+    #[serde(rename = "_row_created_at_version")]
+    pub created_at: Tagged,
+    /// `_row_last_updated_at_version` (uint64).
+    #[serde(rename = "_row_last_updated_at_version")]
+    pub last_updated_at: Tagged,
+    /// One tagged value per column, in `columns` order.
+    pub values: Vec<Tagged>,
+}
+
+/// Where one lineage sequence lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "placement", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Placement {
+    /// Not recorded.
+    Absent,
+    /// In the manifest.
+    Inline,
+    /// In a hidden column of a data file.
+    Column {
+        /// The data file's path, relative to the dataset root.
+        file: String,
+    },
+}
+
+/// A fragment's lineage placement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FragmentLineage {
+    /// Fragment id.
+    pub fragment: u64,
+    /// Rows physically stored, deleted ones included.
+    pub physical_rows: u64,
+    /// Row ids.
+    pub row_ids: Placement,
+    /// Created-at versions.
+    pub created_at: Placement,
+    /// Last-updated-at versions.
+    pub last_updated_at: Placement,
+}
+
+/// The exclusion set of one (index, covered fragment).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExclusionSet {
+    /// Index name.
+    pub index: String,
+    /// Fragment id.
+    pub fragment: u64,
+    /// Excluded physical offsets, ascending.
+    pub offsets: Vec<u32>,
+}
+
+/// A row in a query result; vector results carry the squared L2 distance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hit {
+    /// Fragment id.
+    pub fragment: u64,
+    /// Physical offset.
+    pub offset: u64,
+    /// Squared L2 distance (float32), vector queries only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distance: Option<Tagged>,
+}
+
+/// Scalar or vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryKind {
+    /// A scalar predicate through a BTree index.
+    Scalar,
+    /// An L2 top-k through a vector index.
+    Vector,
+}
+
+/// How one declared query is reconciled at one version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryResult {
+    /// The query's name in `case.toml`.
+    pub name: String,
+    /// The index.
+    pub index: String,
+    /// Scalar or vector.
+    pub kind: QueryKind,
+    /// What the index returns (scalar: sorted by row; vector: its top k after the prefilter,
+    /// in rank order).
+    pub candidates: Vec<Hit>,
+    /// Index hits dropped because they are in the exclusion set (sorted by row).
+    pub excluded: Vec<Hit>,
+    /// Live rows evaluated on current values (sorted by row).
+    pub reevaluated: Vec<Hit>,
+    /// Re-evaluated rows that match (scalar) or have a distance (vector).
+    pub rematched: Vec<Hit>,
+    /// The answer (scalar: sorted by row; vector: rank order).
+    #[serde(rename = "final")]
+    pub final_rows: Vec<Hit>,
+}
+
+/// `expected/v<N>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedVersion {
+    /// The case id.
+    pub case: String,
+    /// The dataset version.
+    pub version: u64,
+    /// Top-level columns in schema order.
+    pub columns: Vec<Column>,
+    /// Live rows: fragments in manifest order, rows in physical order.
+    pub rows: Vec<Row>,
+    /// Lineage placement per fragment, in manifest order.
+    pub fragments: Vec<FragmentLineage>,
+    /// Exclusion sets, by index name then fragment id.
+    pub exclusion_sets: Vec<ExclusionSet>,
+    /// Declared queries answered at this version, in declaration order.
+    pub queries: Vec<QueryResult>,
+}
+
+/// `expected/error.json`: what a reader must do with the damaged newest version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedError {
+    /// The case id.
+    pub case: String,
+    /// The damaged version.
+    pub version: u64,
+    /// Required class: `malformed`, `invalid` or `unsupported_feature`.
+    pub class: String,
+    /// The reference's error code, when the case pins one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// Why expected results could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectedFailure {
+    /// The reference refused to read a version that should be readable.
+    #[error("version {version}: the reference refuses to read it [{}/{}]: {error}", error.class().as_str(), error.code())]
+    Unreadable {
+        /// The version.
+        version: u64,
+        /// The error.
+        error: lance_reference::Error,
+    },
+    /// A declared query does not make sense at a version.
+    #[error("query {name:?} at version {version}: {problem}")]
+    Query {
+        /// The query.
+        name: String,
+        /// The version.
+        version: u64,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A negative case's damaged version reads, or fails differently than declared.
+    #[error("negative case: {0}")]
+    Negative(String),
+}
+
+/// JSON with 2-space indentation, short objects and arrays on one line, and a trailing
+/// newline ([`layout::layout`]).
+pub fn to_json<T: Serialize>(value: &T) -> String {
+    layout::layout(&serde_json::to_string(value).unwrap_or_default())
+}
+
+/// Parses `expected/v<N>.json`.
+pub fn parse_version(text: &str) -> Result<ExpectedVersion, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
+/// Parses `expected/error.json`.
+pub fn parse_error(text: &str) -> Result<ExpectedError, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
+fn uint(v: u64) -> Tagged {
+    tag_scalar(&Value::UInt64(v))
+}
+
+fn placement(fragment: &Fragment, seq: &LineageSequence, field: FieldId) -> Placement {
+    match seq {
+        LineageSequence::Absent => Placement::Absent,
+        LineageSequence::Inline(_) => Placement::Inline,
+        LineageSequence::Column => Placement::Column {
+            file: fragment
+                .files
+                .iter()
+                .find(|f| f.fields.contains(&field))
+                .map_or_else(String::new, |f| format!("data/{}", f.path)),
+        },
+    }
+}
+
+/// The expected results of `snapshot` (one version read back) for `case`.
+pub fn compute(case: &Case, snapshot: &Snapshot) -> Result<ExpectedVersion, ExpectedFailure> {
+    let version = snapshot.version;
+    let scanned =
+        reader::read(snapshot).map_err(|error| ExpectedFailure::Unreadable { version, error })?;
+    let schema = &snapshot.schema;
+    let top: Vec<FieldId> = schema.top_level().map(|f| f.id).collect();
+    let columns = schema
+        .top_level()
+        .map(|f| Column {
+            name: f.name.clone(),
+            data_type: type_name(&f.data_type),
+        })
+        .collect();
+    let rows = scanned
+        .iter()
+        .map(|r| Row {
+            fragment: r.fragment,
+            offset: r.offset,
+            row_id: uint(r.row_id),
+            created_at: uint(r.created_at),
+            last_updated_at: uint(r.last_updated_at),
+            values: top
+                .iter()
+                .zip(&r.values)
+                .map(|(f, v)| tag(schema, *f, v))
+                .collect(),
+        })
+        .collect();
+    let fragments = snapshot
+        .fragments
+        .iter()
+        .map(|f| FragmentLineage {
+            fragment: f.id,
+            physical_rows: f.physical_rows,
+            row_ids: placement(f, &f.lineage.row_ids, -3),
+            created_at: placement(f, &f.lineage.created_at, -4),
+            last_updated_at: placement(f, &f.lineage.last_updated_at, -5),
+        })
+        .collect();
+    let exclusion_sets = ExclusionSets::of_snapshot(snapshot)
+        .sets
+        .into_iter()
+        .map(|((index, fragment), set)| ExclusionSet {
+            index,
+            fragment,
+            offsets: set.iter().collect(),
+        })
+        .collect();
+    let mut queries = Vec::new();
+    for q in case.queries.iter().filter(|q| q.at.contains(&version)) {
+        queries.push(answer(snapshot, q)?);
+    }
+    Ok(ExpectedVersion {
+        case: case.id.clone(),
+        version,
+        columns,
+        rows,
+        fragments,
+        exclusion_sets,
+        queries,
+    })
+}
+
+fn hit(r: &RowRef) -> Hit {
+    Hit {
+        fragment: r.fragment,
+        offset: r.offset,
+        distance: None,
+    }
+}
+
+fn scored(s: &Scored) -> Hit {
+    Hit {
+        fragment: s.row.fragment,
+        offset: s.row.offset,
+        distance: Some(tag_scalar(&Value::Float32(s.distance))),
+    }
+}
+
+/// Reconciles one declared query and checks it against the flat answer.
+fn answer(snapshot: &Snapshot, q: &QuerySpec) -> Result<QueryResult, ExpectedFailure> {
+    let version = snapshot.version;
+    let fail = |problem: String| ExpectedFailure::Query {
+        name: q.name.clone(),
+        version,
+        problem,
+    };
+    let schema = &snapshot.schema;
+    if let Some(p) = &q.predicate {
+        let predicate = p
+            .to_predicate(schema, &|n| field_id(schema, n))
+            .map_err(|e| fail(e.to_string()))?;
+        let r =
+            query::reconcile(snapshot, &q.index, &predicate).map_err(|e| fail(e.to_string()))?;
+        let flat = query::flat_filter(snapshot, &predicate).map_err(|e| fail(e.to_string()))?;
+        if r.final_rows != flat {
+            return Err(fail(format!(
+                "reconciled {:?} differs from the flat scan {flat:?}",
+                r.final_rows
+            )));
+        }
+        return Ok(QueryResult {
+            name: q.name.clone(),
+            index: q.index.clone(),
+            kind: QueryKind::Scalar,
+            candidates: r.candidates.iter().map(hit).collect(),
+            excluded: r.excluded.iter().map(hit).collect(),
+            reevaluated: r.reevaluated.iter().map(hit).collect(),
+            rematched: r.rematched.iter().map(hit).collect(),
+            final_rows: r.final_rows.iter().map(hit).collect(),
+        });
+    }
+    let (Some(vector), Some(k)) = (&q.vector, q.k) else {
+        return Err(fail("needs `where`, or `vector` and `k`".into()));
+    };
+    let r =
+        query::reconcile_vector(snapshot, &q.index, vector, k).map_err(|e| fail(e.to_string()))?;
+    let key = snapshot
+        .index(&q.index)
+        .and_then(|i| i.fields.first().copied())
+        .ok_or_else(|| fail("no such index".into()))?;
+    let flat = query::flat_top_k(snapshot, key, vector, k).map_err(|e| fail(e.to_string()))?;
+    let rows = |v: &[Scored]| v.iter().map(|s| s.row).collect::<Vec<_>>();
+    if rows(&r.final_rows) != rows(&flat) {
+        return Err(fail(format!(
+            "reconciled top-k {:?} differs from the flat top-k {:?}",
+            rows(&r.final_rows),
+            rows(&flat)
+        )));
+    }
+    Ok(QueryResult {
+        name: q.name.clone(),
+        index: q.index.clone(),
+        kind: QueryKind::Vector,
+        candidates: r.candidates.iter().map(scored).collect(),
+        excluded: r.excluded.iter().map(hit).collect(),
+        reevaluated: r.reevaluated.iter().map(hit).collect(),
+        rematched: r.rescored.iter().map(scored).collect(),
+        final_rows: r.final_rows.iter().map(scored).collect(),
+    })
+}
+
+/// The expected error of a negative case: what the store's reader made of the damaged
+/// version (an error, or a snapshot the scan must then refuse), checked against the declared
+/// class (and code, when given).
+pub fn compute_error(case: &Case, damaged: &Damaged) -> Result<ExpectedError, ExpectedFailure> {
+    let Some(spec) = &case.expect_error else {
+        return Err(ExpectedFailure::Negative(
+            "the case declares no expect_error".into(),
+        ));
+    };
+    let error = match &damaged.read {
+        Err(e) => e.clone(),
+        Ok(snapshot) => match reader::read(snapshot) {
+            Err(e) => e,
+            Ok(_) => {
+                return Err(ExpectedFailure::Negative(format!(
+                    "version {} reads without error after the corruption",
+                    damaged.version
+                )));
+            }
+        },
+    };
+    let (class, code) = (error.class().as_str(), error.code());
+    if class != spec.class || spec.code.as_deref().is_some_and(|c| c != code) {
+        return Err(ExpectedFailure::Negative(format!(
+            "declared {}/{}, the reference fails with {class}/{code}: {error}",
+            spec.class,
+            spec.code.as_deref().unwrap_or("*"),
+        )));
+    }
+    Ok(ExpectedError {
+        case: case.id.clone(),
+        version: damaged.version,
+        class: spec.class.clone(),
+        code: spec.code.clone(),
+    })
+}

@@ -1,0 +1,273 @@
+//! `lance-conformance generate [--check] [CASE...]`: rebuild each case's `dataset/` and
+//! `expected/` from its `case.toml`, and `conformance-cases/SHA256SUMS` over every generated
+//! file.
+//!
+//! Invariant: the generated files are a pure function of the case files and the reference, so
+//! `--check` (regenerate into a temporary directory and compare byte for byte, file sets
+//! included, then verify `SHA256SUMS` against the files on disk) passes exactly when the
+//! committed corpus is what the current code generates. Generated files are never edited by
+//! hand.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use sha2::{Digest, Sha256};
+
+use crate::case::RequirementIndex;
+use crate::corpus::{self, CaseDir};
+
+/// The generated subdirectories of a case directory.
+pub const GENERATED_DIRS: [&str; 2] = ["dataset", "expected"];
+
+/// The checksum file at the corpus root.
+pub const SUMS_FILE: &str = "SHA256SUMS";
+
+/// The corpus README, whose case table the generator maintains between [`TABLE_BEGIN`] and
+/// [`TABLE_END`].
+pub const README_FILE: &str = "README.md";
+/// Marker line opening the generated case table.
+pub const TABLE_BEGIN: &str = "<!-- generated: case table (lance-conformance generate) -->";
+/// Marker line closing the generated case table.
+pub const TABLE_END: &str = "<!-- end of generated case table -->";
+
+/// Runs the command: `root` is the corpus (`conformance-cases`), `requirements` the path of
+/// `spec/requirements.toml`, `selectors` case ids or paths (none = all). Returns the exit code:
+/// 0 on success, 1 when `--check` finds a difference.
+pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bool) -> Result<i32> {
+    let index = RequirementIndex::load(requirements)?;
+    let all = corpus::load(root, &index)?;
+    let selected = select(&all, selectors)?;
+    if check {
+        let problems = check_cases(root, &all, &selected)?;
+        if problems.is_empty() {
+            println!(
+                "generate --check: {} case(s) and {SUMS_FILE} are up to date",
+                selected.len()
+            );
+            return Ok(0);
+        }
+        let mut err = std::io::stderr().lock();
+        writeln!(
+            err,
+            "generate --check: {} difference(s); run `lance-conformance generate`:",
+            problems.len()
+        )?;
+        for p in &problems {
+            writeln!(err, "  {p}")?;
+        }
+        return Ok(1);
+    }
+    for c in &selected {
+        write_case(c, &c.dir)?;
+    }
+    std::fs::write(root.join(SUMS_FILE), sums(root, &all)?)
+        .with_context(|| format!("writing {}", root.join(SUMS_FILE).display()))?;
+    let readme = root.join(README_FILE);
+    if let Ok(text) = std::fs::read_to_string(&readme) {
+        if let Some(updated) = with_table(&text, &all) {
+            std::fs::write(&readme, updated)
+                .with_context(|| format!("writing {}", readme.display()))?;
+        }
+    }
+    println!(
+        "generated {} case(s); {SUMS_FILE} covers {} case(s)",
+        selected.len(),
+        all.len()
+    );
+    Ok(0)
+}
+
+/// The cases matching `selectors` (id, case directory or `case.toml` path); all when empty.
+pub fn select<'a>(all: &'a [CaseDir], selectors: &[String]) -> Result<Vec<&'a CaseDir>> {
+    if selectors.is_empty() {
+        return Ok(all.iter().collect());
+    }
+    let mut out: Vec<&CaseDir> = Vec::new();
+    for s in selectors {
+        let as_path = Path::new(s);
+        let as_dir = if as_path.file_name().is_some_and(|n| n == "case.toml") {
+            as_path.parent().map(Path::to_path_buf)
+        } else {
+            Some(as_path.to_path_buf())
+        };
+        let canon = as_dir.and_then(|d| d.canonicalize().ok());
+        let found = all.iter().find(|c| {
+            c.case.id == *s
+                || canon
+                    .as_ref()
+                    .is_some_and(|p| c.dir.canonicalize().ok().as_ref() == Some(p))
+        });
+        match found {
+            Some(c) if !out.iter().any(|o| o.case.id == c.case.id) => out.push(c),
+            Some(_) => {}
+            None => bail!("no case matches {s:?} (give an id or a case directory)"),
+        }
+    }
+    Ok(out)
+}
+
+/// Regenerates one case into `dir` (its own directory, or a scratch copy for `--check`):
+/// clears the generated subdirectories, lets the store write `dataset/`, writes `expected/`.
+fn write_case(c: &CaseDir, dir: &Path) -> Result<()> {
+    for sub in GENERATED_DIRS {
+        let p = dir.join(sub);
+        if p.exists() {
+            std::fs::remove_dir_all(&p).with_context(|| format!("removing {}", p.display()))?;
+        }
+    }
+    let dataset = dir.join("dataset");
+    let built = corpus::build(&c.case, Some(&dataset))?;
+    for (rel, bytes) in &built.files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Every generated file of a case directory: path relative to `base` (with `/`) → bytes.
+fn generated_files(dir: &Path, base: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    for sub in GENERATED_DIRS {
+        collect(&dir.join(sub), base, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn collect(dir: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            collect(&path, base, out)?;
+        } else {
+            let rel = path.strip_prefix(base).unwrap_or(&path);
+            let key = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            out.insert(
+                key,
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `SHA256SUMS` text for every generated file of `cases` as they are on disk under `root`:
+/// `<hex>  <path>` lines sorted by path (the `sha256sum` format).
+pub fn sums(root: &Path, cases: &[CaseDir]) -> Result<String> {
+    let mut all = BTreeMap::new();
+    for c in cases {
+        all.extend(generated_files(&c.dir, root)?);
+    }
+    let mut text = String::new();
+    for (path, bytes) in &all {
+        let digest = Sha256::digest(bytes);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        text.push_str(&format!("{hex}  {path}\n"));
+    }
+    Ok(text)
+}
+
+/// Regenerates `selected` into a scratch directory and lists every difference from the
+/// committed files, then checks `SHA256SUMS` against all committed generated files.
+fn check_cases(root: &Path, all: &[CaseDir], selected: &[&CaseDir]) -> Result<Vec<String>> {
+    let scratch = tempfile::tempdir().context("creating a scratch directory")?;
+    let mut problems = Vec::new();
+    for c in selected {
+        let fresh_dir = scratch.path().join(&c.area).join(&c.case.id);
+        std::fs::create_dir_all(&fresh_dir)?;
+        write_case(c, &fresh_dir)?;
+        let fresh = generated_files(&fresh_dir, scratch.path())?;
+        let committed = generated_files(&c.dir, root)?;
+        for (path, bytes) in &fresh {
+            match committed.get(path) {
+                None => problems.push(format!("missing: {path}")),
+                Some(b) if b != bytes => problems.push(format!("differs: {path}")),
+                Some(_) => {}
+            }
+        }
+        for path in committed.keys().filter(|p| !fresh.contains_key(*p)) {
+            problems.push(format!("extra: {path}"));
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string(root.join(README_FILE)) {
+        if with_table(&text, all).is_some_and(|t| t != text) {
+            problems.push(format!("{README_FILE}: the generated case table is stale"));
+        }
+    }
+    let expected = sums(root, all)?;
+    match std::fs::read_to_string(root.join(SUMS_FILE)) {
+        Ok(found) if found == expected => {}
+        Ok(_) => problems.push(format!("{SUMS_FILE} does not match the generated files")),
+        Err(_) => problems.push(format!("missing: {SUMS_FILE}")),
+    }
+    Ok(problems)
+}
+
+/// The markdown case table: counts per area, level and negative, then one row per case.
+pub fn case_table(cases: &[CaseDir]) -> String {
+    let mut by_area: BTreeMap<&str, (usize, usize, usize, usize)> = BTreeMap::new();
+    for c in cases {
+        let e = by_area.entry(c.area.as_str()).or_default();
+        e.0 += 1;
+        match c.case.level {
+            crate::case::Level::Must => e.1 += 1,
+            crate::case::Level::Should => e.2 += 1,
+        }
+        e.3 += usize::from(c.case.is_negative());
+    }
+    let mut t =
+        String::from("| area | cases | MUST | SHOULD | negative |\n|---|---|---|---|---|\n");
+    let mut total = (0, 0, 0, 0);
+    for (area, (n, must, should, neg)) in &by_area {
+        t.push_str(&format!("| {area} | {n} | {must} | {should} | {neg} |\n"));
+        total = (total.0 + n, total.1 + must, total.2 + should, total.3 + neg);
+    }
+    t.push_str(&format!(
+        "| **all** | {} | {} | {} | {} |\n\n",
+        total.0, total.1, total.2, total.3
+    ));
+    t.push_str("| case | level | requirements | title |\n|---|---|---|---|\n");
+    for c in cases {
+        let level = match &c.case.expect_error {
+            Some(e) => format!("{} (error: {})", c.case.level.as_str(), e.class),
+            None => c.case.level.as_str().to_string(),
+        };
+        t.push_str(&format!(
+            "| `{}/{}` | {level} | {} | {} |\n",
+            c.area,
+            c.case.id,
+            c.case.requirements.join(", "),
+            c.case.title.replace('|', "\\|")
+        ));
+    }
+    t
+}
+
+/// `text` with the part between the table markers replaced by the current table; `None` when
+/// the markers are missing.
+fn with_table(text: &str, cases: &[CaseDir]) -> Option<String> {
+    let start = text.find(TABLE_BEGIN)? + TABLE_BEGIN.len();
+    let end = start + text[start..].find(TABLE_END)?;
+    Some(format!(
+        "{}\n\n{}\n{}",
+        &text[..start],
+        case_table(cases),
+        &text[end..]
+    ))
+}

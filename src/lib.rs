@@ -1,0 +1,33 @@
+//! `lance-conformance`: the conformance kit around the reference semantics in
+//! `lance-reference`: the case corpus, its generator, and (in `src/main.rs`) the command line.
+//!
+//! A case is a directory `conformance-cases/<area>/<case-id>/` with a hand-written `case.toml`
+//! (a scenario of steps), from which the generator produces `dataset/` (every version) and
+//! `expected/` (typed JSON per version, or the error a reader must raise). The flow is one
+//! direction only:
+//!
+//! ```text
+//! case.toml ──case──▶ steps ──scenario──▶ versions ──store──▶ read back ──expected──▶ v<N>.json
+//!                                                                     └──render──▶ snapshots/
+//! ```
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`case`] | the `case.toml` format: metadata, queries, the step vocabulary, cell values |
+//! | [`scenario`] | executing steps on the reference: one snapshot per committed version |
+//! | [`store`] | writing the versions as a dataset and reading them back |
+//! | [`reader`] | reading one version as a conforming reader must (flags, validation, scan) |
+//! | [`expected`] | expected results as typed JSON, computed from the read-back, and parsed |
+//! | [`render`] | the readable manifest rendering used by the insta snapshots |
+//! | [`corpus`] | the corpus layout on disk and building one case |
+//! | [`generate`] | the `generate` command and `SHA256SUMS` |
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod case;
+pub mod corpus;
+pub mod expected;
+pub mod generate;
+pub mod reader;
+pub mod render;
+pub mod scenario;
+pub mod store;

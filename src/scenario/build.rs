@@ -1,0 +1,323 @@
+//! Turning a step's case-level data (names, cells, offsets) into the model values a commit
+//! writes: schema fields, appended fragments, overlays.
+//!
+//! Invariant: everything built here is what a writer stages *before* its commit: fragments
+//! without lineage and overlays with `committed_version` 0. Assigning ids, versions and
+//! last-updated-at is the commit's job ([`lance_reference::lineage::stamping`]), so a
+//! `commit_retry` can re-stamp the very same staged data.
+
+use std::collections::BTreeMap;
+
+use lance_reference::lineage::{AppendedFragment, PendingCommit};
+use lance_reference::model::{
+    Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Snapshot, Value,
+};
+use lance_reference::overlay_write::{
+    CellUpdates, Shape as WriteShape, build_overlay, tombstone_fields,
+};
+use roaring::RoaringBitmap;
+
+use super::{Failure, Outcome};
+use crate::case::cell::parse_type_name;
+use crate::case::names::{dotted_name, field_id};
+use crate::case::step::{FieldSpec, OverlaySpec, Row, Shape, Step};
+
+/// Schema fields (pre-order) for `specs` under `parent`, assigning ids from `next_id` unless
+/// given; `existing` are fields already in the schema (their ids and top-level names are taken).
+pub(super) fn schema_fields(
+    specs: &[FieldSpec],
+    parent: FieldId,
+    next_id: &mut i32,
+    existing: &[Field],
+) -> Outcome<Vec<Field>> {
+    let mut out: Vec<Field> = Vec::new();
+    for spec in specs {
+        if spec.name.is_empty() || spec.name.contains('.') {
+            return Err(format!(
+                "field name {:?} must be non-empty and without dots",
+                spec.name
+            )
+            .into());
+        }
+        let sibling_taken = existing
+            .iter()
+            .chain(out.iter())
+            .any(|f| f.parent_id == parent && f.name == spec.name);
+        if sibling_taken {
+            return Err(format!("field name {:?} is used twice", spec.name).into());
+        }
+        let data_type = parse_type_name(&spec.data_type)
+            .ok_or_else(|| format!("field {:?}: unknown type {:?}", spec.name, spec.data_type))?;
+        let id = match spec.id {
+            Some(id) => id,
+            None => *next_id,
+        };
+        if existing.iter().chain(out.iter()).any(|f| f.id == id) {
+            return Err(format!("field {:?}: id {id} is taken", spec.name).into());
+        }
+        *next_id = (*next_id).max(id.saturating_add(1));
+        if data_type == DataType::Struct && spec.children.is_empty() {
+            return Err(format!("struct {:?} needs children", spec.name).into());
+        }
+        if data_type != DataType::Struct && !spec.children.is_empty() {
+            return Err(format!("only a struct has children ({:?})", spec.name).into());
+        }
+        out.push(Field {
+            id,
+            parent_id: parent,
+            name: spec.name.clone(),
+            data_type,
+            nullable: spec.nullable,
+        });
+        let mut seen: Vec<Field> = existing.to_vec();
+        seen.extend(out.iter().cloned());
+        let children = schema_fields(&spec.children, id, next_id, &seen)?;
+        out.extend(children);
+    }
+    Ok(out)
+}
+
+/// A staged fragment `id` with one base file `path` holding `rows` in every schema field
+/// (pre-order; a struct stores its validity, each child its own column).
+pub(super) fn appended(
+    schema: &Schema,
+    id: u64,
+    path: &str,
+    rows: &[Row],
+) -> Outcome<AppendedFragment> {
+    let mut columns: BTreeMap<FieldId, Vec<Value>> = BTreeMap::new();
+    for (r, row) in rows.iter().enumerate() {
+        if let Some(unknown) = row
+            .keys()
+            .find(|k| !schema.top_level().any(|f| &f.name == *k))
+        {
+            return Err(format!("row {r}: no top-level field {unknown:?}").into());
+        }
+        for field in schema.top_level() {
+            let value = match row.get(&field.name) {
+                Some(cell) => cell
+                    .to_value(schema, field.id)
+                    .map_err(|e| format!("row {r}: {e}"))?,
+                None => Value::Null,
+            };
+            store(schema, field.id, value, &mut columns).map_err(|e| format!("row {r}: {e}"))?;
+        }
+    }
+    let fields: Vec<FieldId> = schema.fields().iter().map(|f| f.id).collect();
+    let cols = fields
+        .iter()
+        .map(|f| columns.remove(f).unwrap_or_default())
+        .collect();
+    let mut fragment = Fragment::new(id, path, fields, cols);
+    fragment.physical_rows = rows.len() as u64;
+    Ok(AppendedFragment {
+        fragment,
+        carried: None,
+    })
+}
+
+/// Appends `value` of `field` (and, for a struct, its children) to the stored columns.
+fn store(
+    schema: &Schema,
+    field: FieldId,
+    value: Value,
+    columns: &mut BTreeMap<FieldId, Vec<Value>>,
+) -> Result<(), String> {
+    let nullable = schema.field(field).is_none_or(|f| f.nullable);
+    if value.is_null() && !nullable {
+        return Err(format!(
+            "field {:?} is not nullable",
+            dotted_name(schema, field)
+        ));
+    }
+    match value {
+        Value::Struct(children) => {
+            columns
+                .entry(field)
+                .or_default()
+                .push(Value::Struct(Vec::new()));
+            let ids: Vec<FieldId> = schema.children(field).map(|c| c.id).collect();
+            for (id, child) in ids.into_iter().zip(children) {
+                store(schema, id, child, columns)?;
+            }
+        }
+        Value::Null
+            if schema
+                .field(field)
+                .is_some_and(|f| f.data_type == DataType::Struct) =>
+        {
+            columns.entry(field).or_default().push(Value::Null);
+            let ids: Vec<FieldId> = schema.children(field).map(|c| c.id).collect();
+            for id in ids {
+                store(schema, id, Value::Null, columns)?;
+            }
+        }
+        other => columns.entry(field).or_default().push(other),
+    }
+    Ok(())
+}
+
+/// The overlays of an `overlay` step as a pending commit (grouped by fragment, in order).
+pub(super) fn overlay_commit(
+    snapshot: &Snapshot,
+    step: &Step,
+    prefix: &str,
+) -> Outcome<PendingCommit> {
+    let Step::Overlay {
+        fragment,
+        shape,
+        cells,
+        fields,
+        tombstone,
+        overlays,
+    } = step
+    else {
+        return Err("not an overlay step".to_string().into());
+    };
+    let mut specs: Vec<OverlaySpec> = Vec::new();
+    match (shape, cells) {
+        (Some(shape), Some(cells)) => specs.push(OverlaySpec {
+            fragment: *fragment,
+            shape: *shape,
+            cells: cells.clone(),
+            fields: fields.clone(),
+            tombstone: tombstone.clone(),
+        }),
+        (None, None) if fields.is_none() && tombstone.is_empty() => {}
+        _ => {
+            return Err("an inline overlay needs both `shape` and `cells`"
+                .to_string()
+                .into());
+        }
+    }
+    if !specs.is_empty() && !overlays.is_empty() {
+        return Err("give one inline overlay or an `overlays` list, not both"
+            .to_string()
+            .into());
+    }
+    specs.extend(overlays.iter().cloned());
+    if specs.is_empty() {
+        return Err("an overlay step adds at least one overlay"
+            .to_string()
+            .into());
+    }
+    let mut pending = PendingCommit::default();
+    for (k, spec) in specs.iter().enumerate() {
+        let target = spec
+            .fragment
+            .or(*fragment)
+            .ok_or_else(|| format!("overlay {k}: which fragment?"))?;
+        let frag = snapshot.fragment(target)?;
+        let path = format!("f{target}-{prefix}-ovl{k}.lance");
+        let overlay = overlay(&snapshot.schema, frag, spec, &path).map_err(|f| match f {
+            Failure::Problem(p) => Failure::Problem(format!("overlay {k}: {p}")),
+            other => other,
+        })?;
+        match pending.overlays.iter_mut().find(|(f, _)| *f == target) {
+            Some((_, list)) => list.push(overlay),
+            None => pending.overlays.push((target, vec![overlay])),
+        }
+    }
+    Ok(pending)
+}
+
+/// One staged overlay (committed_version 0), written by the reference's overlay writer, then
+/// given the requested column order, empty fields and tombstones.
+fn overlay(
+    schema: &Schema,
+    fragment: &Fragment,
+    spec: &OverlaySpec,
+    path: &str,
+) -> Outcome<Overlay> {
+    let id_of = |name: &str| field_id(schema, name).ok_or_else(|| format!("no field {name:?}"));
+    let mut updates: CellUpdates = BTreeMap::new();
+    for (name, cells) in &spec.cells {
+        let id = id_of(name)?;
+        let mut by_offset = BTreeMap::new();
+        for (key, cell) in cells {
+            let offset: u32 = key
+                .parse()
+                .map_err(|_| format!("{name}: offset key {key:?} is not a number"))?;
+            let value = cell.to_value(schema, id).map_err(|e| e.to_string())?;
+            if by_offset.insert(offset, value).is_some() {
+                return Err(format!("{name}: offset {offset} given twice").into());
+            }
+        }
+        updates.insert(id, by_offset);
+    }
+    let shape = match spec.shape {
+        Shape::Dense => WriteShape::Dense,
+        Shape::Sparse => WriteShape::Sparse,
+        Shape::Auto => WriteShape::Auto,
+    };
+    let mut overlay =
+        build_overlay(schema, fragment, &updates, shape, path)?.unwrap_or_else(|| Overlay {
+            file: DataFile {
+                path: path.to_string(),
+                fields: Vec::new(),
+                columns: Vec::new(),
+            },
+            coverage: match spec.shape {
+                Shape::Dense => Coverage::Dense(RoaringBitmap::new()),
+                _ => Coverage::PerField(Vec::new()),
+            },
+            committed_version: 0,
+        });
+    if let Some(order) = &spec.fields {
+        let mut ids = Vec::new();
+        for name in order {
+            ids.push(id_of(name)?);
+        }
+        reorder(&mut overlay, &ids)?;
+    }
+    let dead: Vec<FieldId> = spec
+        .tombstone
+        .iter()
+        .map(|n| id_of(n))
+        .collect::<Result<_, _>>()?;
+    if !dead.is_empty() {
+        tombstone_fields(&mut overlay, &dead);
+    }
+    Ok(overlay)
+}
+
+/// Puts the overlay's positions in the order `ids`; an id without a position is added with an
+/// empty column and (sparse) an empty bitmap.
+fn reorder(overlay: &mut Overlay, ids: &[FieldId]) -> Result<(), String> {
+    let carried = overlay.file.fields.clone();
+    if let Some(missing) = carried.iter().find(|f| !ids.contains(f)) {
+        return Err(format!(
+            "`fields` leaves out field {missing}, which has cells"
+        ));
+    }
+    let mut fields = Vec::new();
+    let mut columns = Vec::new();
+    let mut bitmaps = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        if ids[..i].contains(id) {
+            return Err(format!("`fields` lists field {id} twice"));
+        }
+        let pos = carried.iter().position(|f| f == id);
+        fields.push(*id);
+        columns.push(
+            pos.and_then(|p| overlay.file.columns.get(p).cloned())
+                .unwrap_or_default(),
+        );
+        bitmaps.push(
+            pos.and_then(|p| overlay.coverage.at(p).cloned())
+                .unwrap_or_default(),
+        );
+    }
+    overlay.coverage = match &overlay.coverage {
+        Coverage::PerField(_) => Coverage::PerField(bitmaps),
+        Coverage::Dense(b) if b.is_empty() || fields.len() == carried.len() => {
+            Coverage::Dense(b.clone())
+        }
+        Coverage::Dense(_) => {
+            return Err("a dense overlay cannot have a field without cells".into());
+        }
+    };
+    overlay.file.fields = fields;
+    overlay.file.columns = columns;
+    Ok(())
+}

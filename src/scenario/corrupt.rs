@@ -1,0 +1,288 @@
+//! Declared damage to a written version, for negative cases.
+//!
+//! Invariant: each [`Corruption`] changes exactly the one thing it names and nothing else, so
+//! the error a reader must raise is attributable to it. Corruptions of the manifest's *content*
+//! ([`on_content`]) are applied here to the decoded snapshot, which the store then re-encodes
+//! over the written manifest; the byte-level ones (a bitmap that does not parse, a truncated
+//! file, mixed manifest names, a path outside the root) have no decoded form and are applied
+//! by the store to the bytes ([`crate::store`]).
+
+use lance_reference::model::{Coverage, FieldId, Fragment, LineageSequence, Overlay, Snapshot};
+
+use crate::case::Corruption;
+use crate::case::names::field_id;
+use crate::case::step::{FlagWordSpec, SequenceSpec};
+
+/// Why a corruption could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CorruptError {
+    /// The corruption names something the version does not have.
+    #[error("corruption {what}: {problem}")]
+    Target {
+        /// The corruption's name.
+        what: &'static str,
+        /// What is missing.
+        problem: String,
+    },
+    /// The corruption works on bytes, not on the decoded snapshot.
+    #[error("corruption {what} damages bytes; it has no decoded form")]
+    BytesOnly {
+        /// The corruption's name.
+        what: &'static str,
+    },
+}
+
+/// Whether `c` is stated on the manifest's decoded content (else it edits bytes).
+pub fn on_content(c: &Corruption) -> bool {
+    !matches!(
+        c,
+        Corruption::MalformedRoaring { .. }
+            | Corruption::PathEscapesRoot { .. }
+            | Corruption::TruncateOverlayFile { .. }
+            | Corruption::MixedManifestNames
+    )
+}
+
+/// The `what` name of a corruption, as written in `case.toml`.
+pub fn name(c: &Corruption) -> &'static str {
+    match c {
+        Corruption::ClearFlag { .. } => "clear_flag",
+        Corruption::SetFlag { .. } => "set_flag",
+        Corruption::CoveragePastEnd { .. } => "coverage_past_end",
+        Corruption::DropCoverageBitmap { .. } => "drop_coverage_bitmap",
+        Corruption::DropOverlayValue { .. } => "drop_overlay_value",
+        Corruption::DuplicateOverlayField { .. } => "duplicate_overlay_field",
+        Corruption::SetCommittedVersion { .. } => "set_committed_version",
+        Corruption::TruncateBaseColumn { .. } => "truncate_base_column",
+        Corruption::DropLineageColumn { .. } => "drop_lineage_column",
+        Corruption::DeletionPastEnd { .. } => "deletion_past_end",
+        Corruption::MalformedRoaring { .. } => "malformed_roaring",
+        Corruption::PathEscapesRoot { .. } => "path_escapes_root",
+        Corruption::TruncateOverlayFile { .. } => "truncate_overlay_file",
+        Corruption::MixedManifestNames => "mixed_manifest_names",
+    }
+}
+
+/// Applies `c` to the decoded `snapshot` (see the module docs).
+pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), CorruptError> {
+    let what = name(c);
+    let missing = |problem: String| CorruptError::Target { what, problem };
+    let schema = snapshot.schema.clone();
+    let field = |n: &str| field_id(&schema, n).ok_or_else(|| missing(format!("no field {n:?}")));
+    match c {
+        Corruption::ClearFlag { word, bit } => *flag_word(snapshot, *word) &= !bit,
+        Corruption::SetFlag { word, bit } => *flag_word(snapshot, *word) |= bit,
+        Corruption::CoveragePastEnd {
+            fragment,
+            overlay,
+            field: name,
+            offset,
+        } => {
+            let id = field(name)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
+            let pos = position(o, id).map_err(missing)?;
+            match &mut o.coverage {
+                Coverage::Dense(b) => {
+                    b.insert(*offset);
+                }
+                Coverage::PerField(bs) => {
+                    bs.get_mut(pos)
+                        .ok_or_else(|| missing("no bitmap".into()))?
+                        .insert(*offset);
+                }
+            }
+        }
+        Corruption::DropCoverageBitmap { fragment, overlay } => {
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
+            match &mut o.coverage {
+                Coverage::PerField(bs) if !bs.is_empty() => {
+                    bs.pop();
+                }
+                _ => return Err(missing("the overlay is not sparse".into())),
+            }
+        }
+        Corruption::DropOverlayValue {
+            fragment,
+            overlay,
+            field: name,
+        } => {
+            let id = field(name)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
+            let pos = position(o, id).map_err(missing)?;
+            let col = o
+                .file
+                .columns
+                .get_mut(pos)
+                .ok_or_else(|| missing("no column".into()))?;
+            col.pop()
+                .ok_or_else(|| missing("the column is already empty".into()))?;
+        }
+        Corruption::DuplicateOverlayField { fragment, overlay } => {
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
+            let f = *o
+                .file
+                .fields
+                .first()
+                .ok_or_else(|| missing("the overlay has no field".into()))?;
+            let col = o.file.columns.first().cloned().unwrap_or_default();
+            o.file.fields.push(f);
+            o.file.columns.push(col);
+            if let Coverage::PerField(bs) = &mut o.coverage {
+                let first = bs.first().cloned().unwrap_or_default();
+                bs.push(first);
+            }
+        }
+        Corruption::SetCommittedVersion {
+            fragment,
+            overlay,
+            committed_version,
+        } => {
+            overlay_mut(snapshot, *fragment, *overlay)
+                .map_err(missing)?
+                .committed_version = *committed_version;
+        }
+        Corruption::TruncateBaseColumn {
+            fragment,
+            field: name,
+        } => {
+            let id = field(name)?;
+            let f = fragment_mut(snapshot, *fragment).map_err(missing)?;
+            let (file, col) = base_position(f, id)
+                .ok_or_else(|| missing(format!("no base column for {name:?}")))?;
+            f.files[file].columns[col].pop();
+        }
+        Corruption::DropLineageColumn { fragment, sequence } => {
+            let id: FieldId = match sequence {
+                SequenceSpec::RowIds => -3,
+                SequenceSpec::CreatedAt => -4,
+                SequenceSpec::LastUpdatedAt => -5,
+            };
+            let f = fragment_mut(snapshot, *fragment).map_err(missing)?;
+            let arm = match sequence {
+                SequenceSpec::RowIds => &f.lineage.row_ids,
+                SequenceSpec::CreatedAt => &f.lineage.created_at,
+                SequenceSpec::LastUpdatedAt => &f.lineage.last_updated_at,
+            };
+            if *arm != LineageSequence::Column {
+                return Err(missing("that sequence is not spilled".into()));
+            }
+            for file in &mut f.files {
+                while let Some(pos) = file.fields.iter().position(|x| *x == id) {
+                    file.fields.remove(pos);
+                    if pos < file.columns.len() {
+                        file.columns.remove(pos);
+                    }
+                }
+            }
+        }
+        Corruption::DeletionPastEnd { fragment, offset } => {
+            fragment_mut(snapshot, *fragment)
+                .map_err(missing)?
+                .deletions
+                .insert(*offset);
+        }
+        Corruption::MalformedRoaring { .. }
+        | Corruption::PathEscapesRoot { .. }
+        | Corruption::TruncateOverlayFile { .. }
+        | Corruption::MixedManifestNames => return Err(CorruptError::BytesOnly { what }),
+    }
+    Ok(())
+}
+
+fn flag_word(snapshot: &mut Snapshot, word: FlagWordSpec) -> &mut u64 {
+    match word {
+        FlagWordSpec::Reader => &mut snapshot.reader_flags,
+        FlagWordSpec::Writer => &mut snapshot.writer_flags,
+    }
+}
+
+fn fragment_mut(snapshot: &mut Snapshot, id: u64) -> Result<&mut Fragment, String> {
+    snapshot
+        .fragments
+        .iter_mut()
+        .find(|f| f.id == id)
+        .ok_or_else(|| format!("no fragment {id}"))
+}
+
+fn overlay_mut(
+    snapshot: &mut Snapshot,
+    fragment: u64,
+    position: usize,
+) -> Result<&mut Overlay, String> {
+    fragment_mut(snapshot, fragment)?
+        .overlays
+        .get_mut(position)
+        .ok_or_else(|| format!("fragment {fragment} has no overlay at position {position}"))
+}
+
+fn position(o: &Overlay, id: FieldId) -> Result<usize, String> {
+    o.file
+        .fields
+        .iter()
+        .position(|f| *f == id)
+        .ok_or_else(|| format!("the overlay does not carry field {id}"))
+}
+
+fn base_position(f: &Fragment, id: FieldId) -> Option<(usize, usize)> {
+    f.files
+        .iter()
+        .enumerate()
+        .find_map(|(i, file)| file.fields.iter().position(|x| *x == id).map(|p| (i, p)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lance_reference::model::Value;
+    use lance_reference::worked_example;
+
+    #[test]
+    fn each_corruption_changes_only_its_target() {
+        let clean = worked_example::version_1();
+        let mut s = clean.clone();
+        apply_to_snapshot(
+            &mut s,
+            &Corruption::SetFlag {
+                word: FlagWordSpec::Reader,
+                bit: 1 << 20,
+            },
+        )
+        .unwrap();
+        assert_eq!(s.reader_flags, clean.reader_flags | 1 << 20);
+        assert_eq!(s.fragments, clean.fragments);
+
+        let mut s = clean.clone();
+        apply_to_snapshot(
+            &mut s,
+            &Corruption::TruncateBaseColumn {
+                fragment: 0,
+                field: "age".into(),
+            },
+        )
+        .unwrap();
+        assert_eq!(s.fragments[0].files[0].columns[2].len(), 3);
+        assert_eq!(s.fragments[0].files[0].columns[1].len(), 4);
+        assert!(matches!(
+            s.fragments[0].files[0].columns[2][2],
+            Value::Int32(40)
+        ));
+
+        let mut s = clean.clone();
+        let e = apply_to_snapshot(
+            &mut s,
+            &Corruption::DropCoverageBitmap {
+                fragment: 0,
+                overlay: 0,
+            },
+        );
+        assert!(matches!(e, Err(CorruptError::Target { .. })));
+        let e = apply_to_snapshot(&mut s, &Corruption::MixedManifestNames);
+        assert_eq!(
+            e,
+            Err(CorruptError::BytesOnly {
+                what: "mixed_manifest_names"
+            })
+        );
+        assert!(!on_content(&Corruption::MixedManifestNames));
+    }
+}

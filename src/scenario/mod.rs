@@ -1,0 +1,489 @@
+//! Executing a scenario on the reference: steps in, one [`Snapshot`] per committed version out.
+//!
+//! Invariant: [`execute`] is a pure function of the steps. Version `n` is `versions[n - 1]`;
+//! every version has feature flags equal to what its content requires
+//! ([`lance_reference::flags::set_commit_flags`]), passes [`Snapshot::validate`] and the written-flag
+//! check, and was produced by the reference's own operations (overlay writer, stamping,
+//! delete, index build, merge, fold, row rewrite), except the few manifest edits that have no
+//! reference operation (config and schema changes, indices built in the `create` commit). File names are derived from the step number, so
+//! they are stable across runs. `corrupt` steps do not touch the versions: they are returned
+//! for the store to apply to the written dataset.
+
+mod build;
+pub mod corrupt;
+
+use lance_reference::compaction::{self, FoldPlan, IndexPolicy};
+use lance_reference::lineage::{PendingCommit, restamp};
+use lance_reference::model::{FieldId, Index, IndexKind, Schema, Snapshot};
+use lance_reference::{delete, flags, index_build};
+use roaring::RoaringBitmap;
+
+use crate::case::names::field_id;
+use crate::case::step::{FoldPolicySpec, IndexKindSpec, IndexSpec};
+use crate::case::{Corruption, Step};
+
+/// What one step did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRecord {
+    /// Position in the scenario (0-based).
+    pub step: usize,
+    /// The step's `op`.
+    pub op: &'static str,
+    /// Versions the step committed (none for `corrupt`, two for `commit_retry`).
+    pub versions: Vec<u64>,
+    /// A one-line account for people (what was re-stamped, which fragment was created, ...).
+    pub note: String,
+}
+
+/// The result of running a scenario.
+#[derive(Debug, Clone)]
+pub struct Execution {
+    /// Every committed version, oldest first (`versions[n - 1]` is version `n`).
+    pub versions: Vec<Snapshot>,
+    /// One record per step.
+    pub records: Vec<StepRecord>,
+    /// Damage to apply to the newest written version (negative cases).
+    pub corruptions: Vec<Corruption>,
+}
+
+impl Execution {
+    /// Version `n`, if it was committed.
+    pub fn version(&self, n: u64) -> Option<&Snapshot> {
+        n.checked_sub(1)
+            .and_then(|i| self.versions.get(usize::try_from(i).ok()?))
+    }
+}
+
+/// Why a scenario could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The step does not make sense (unknown field, offset past the end, ...).
+    #[error("step {step} ({op}): {problem}")]
+    Step {
+        /// Step position.
+        step: usize,
+        /// Its `op`.
+        op: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The reference refused or failed the operation.
+    #[error("step {step} ({op}): the reference says [{}/{}]: {error}", error.class().as_str(), error.code())]
+    Reference {
+        /// Step position.
+        step: usize,
+        /// Its `op`.
+        op: &'static str,
+        /// The reference's error.
+        error: Box<lance_reference::Error>,
+    },
+}
+
+/// Mutable state of a run: the newest version, all versions, and id counters that outlive
+/// any one version (fragment and field ids are never reused).
+struct Run {
+    versions: Vec<Snapshot>,
+    next_fragment_id: u64,
+    next_field_id: i32,
+}
+
+/// The failure of one operation, before it is tagged with its step.
+enum Failure {
+    Problem(String),
+    Reference(lance_reference::Error),
+}
+
+impl From<lance_reference::Error> for Failure {
+    fn from(e: lance_reference::Error) -> Self {
+        Failure::Reference(e)
+    }
+}
+
+impl From<String> for Failure {
+    fn from(s: String) -> Self {
+        Failure::Problem(s)
+    }
+}
+
+type Outcome<T> = Result<T, Failure>;
+
+/// Runs `steps` (see the module docs).
+pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
+    let mut run = Run {
+        versions: Vec::new(),
+        next_fragment_id: 0,
+        next_field_id: 0,
+    };
+    let mut records = Vec::new();
+    let mut corruptions = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let tag = |f: Failure| match f {
+            Failure::Problem(problem) => ScenarioError::Step {
+                step: i,
+                op: step.op(),
+                problem,
+            },
+            Failure::Reference(error) => ScenarioError::Reference {
+                step: i,
+                op: step.op(),
+                error: Box::new(error),
+            },
+        };
+        let before = run.versions.len();
+        let note = match step {
+            Step::Corrupt(c) => {
+                if run.versions.is_empty() {
+                    return Err(tag(Failure::Problem("nothing written to corrupt".into())));
+                }
+                corruptions.push(c.clone());
+                "applied to the written dataset".to_string()
+            }
+            other => {
+                if !corruptions.is_empty() {
+                    return Err(tag(Failure::Problem("steps after `corrupt`".into())));
+                }
+                run.step(i, other).map_err(tag)?
+            }
+        };
+        records.push(StepRecord {
+            step: i,
+            op: step.op(),
+            versions: (before + 1..=run.versions.len())
+                .map(|v| v as u64)
+                .collect(),
+            note,
+        });
+    }
+    Ok(Execution {
+        versions: run.versions,
+        records,
+        corruptions,
+    })
+}
+
+impl Run {
+    fn current(&self) -> Outcome<&Snapshot> {
+        self.versions
+            .last()
+            .ok_or_else(|| Failure::Problem("no version yet: start with `create`".into()))
+    }
+
+    fn next_version(&self) -> u64 {
+        self.versions.len() as u64 + 1
+    }
+
+    fn alloc_fragment(&mut self) -> u64 {
+        let id = self.next_fragment_id;
+        self.next_fragment_id += 1;
+        id
+    }
+
+    /// Stamps the flags the content requires, checks the version, and records it.
+    fn commit(&mut self, mut snapshot: Snapshot) -> Outcome<()> {
+        snapshot.version = self.next_version();
+        flags::set_commit_flags(&mut snapshot);
+        flags::check_written_flags(&snapshot).map_err(lance_reference::Error::from)?;
+        snapshot.validate()?;
+        self.versions.push(snapshot);
+        Ok(())
+    }
+
+    fn step(&mut self, i: usize, step: &Step) -> Outcome<String> {
+        match step {
+            Step::Create {
+                schema,
+                rows,
+                stable_row_ids,
+                config,
+                indices,
+            } => {
+                if !self.versions.is_empty() {
+                    return Err("`create` must be the first step".to_string().into());
+                }
+                let fields = build::schema_fields(schema, -1, &mut self.next_field_id, &[])?;
+                let schema = Schema::new(fields)?;
+                let mut snapshot = Snapshot {
+                    version: 1,
+                    schema,
+                    fragments: Vec::new(),
+                    indices: Vec::new(),
+                    config: config.clone(),
+                    stable_row_ids: *stable_row_ids,
+                    next_row_id: 0,
+                    reader_flags: 0,
+                    writer_flags: 0,
+                };
+                let mut pending = PendingCommit::default();
+                if !rows.is_empty() {
+                    let id = self.alloc_fragment();
+                    let path = format!("f{id}-s{i}.lance");
+                    pending
+                        .appended
+                        .push(build::appended(&snapshot.schema, id, &path, rows)?);
+                }
+                snapshot = pending.apply(&snapshot, 1)?;
+                for spec in indices {
+                    let index = initial_index(&snapshot, spec)?;
+                    snapshot.indices.push(index);
+                }
+                self.commit(snapshot)?;
+                Ok(format!("created with {} row(s)", rows.len()))
+            }
+            Step::Append { rows } => {
+                let current = self.current()?.clone();
+                let id = self.alloc_fragment();
+                let path = format!("f{id}-s{i}.lance");
+                let pending = PendingCommit {
+                    overlays: Vec::new(),
+                    appended: vec![build::appended(&current.schema, id, &path, rows)?],
+                };
+                self.commit(pending.apply(&current, self.next_version())?)?;
+                Ok(format!("appended fragment {id} with {} row(s)", rows.len()))
+            }
+            Step::Overlay { .. } => {
+                let current = self.current()?.clone();
+                let pending = build::overlay_commit(&current, step, &format!("s{i}"))?;
+                self.commit(pending.apply(&current, self.next_version())?)?;
+                Ok(format!(
+                    "{} overlay(s)",
+                    pending.overlays.iter().map(|(_, o)| o.len()).sum::<usize>()
+                ))
+            }
+            Step::Delete {
+                fragment,
+                offsets,
+                predicate,
+            } => {
+                let current = self.current()?.clone();
+                let version = self.next_version();
+                let next = match (fragment, predicate) {
+                    (Some(f), None) => {
+                        let set: RoaringBitmap = offsets.iter().copied().collect();
+                        delete::delete_rows(&current, *f, &set, version)?
+                    }
+                    (None, Some(p)) if offsets.is_empty() => {
+                        let schema = &current.schema;
+                        let predicate = p
+                            .to_predicate(schema, &|n| field_id(schema, n))
+                            .map_err(|e| e.to_string())?;
+                        delete::delete_where(&current, &predicate, version)?
+                    }
+                    _ => {
+                        return Err("give either `fragment` and `offsets`, or `where`"
+                            .to_string()
+                            .into());
+                    }
+                };
+                let live = |s: &Snapshot| {
+                    s.fragments
+                        .iter()
+                        .map(|f| f.physical_rows - f.deletions.len())
+                        .sum::<u64>()
+                };
+                let count = live(&current).saturating_sub(live(&next));
+                self.commit(next)?;
+                Ok(format!("deleted {count} row(s)"))
+            }
+            Step::BuildIndex {
+                name,
+                fields,
+                kind,
+                built_from,
+            } => {
+                let current = self.current()?.clone();
+                let from = built_from.unwrap_or(current.version);
+                let read = from
+                    .checked_sub(1)
+                    .and_then(|k| self.versions.get(k as usize))
+                    .ok_or_else(|| format!("built_from {from} is not a committed version"))?;
+                let ids = field_ids(&current.schema, fields)?;
+                let next = index_build::build_index(
+                    read,
+                    &current,
+                    name,
+                    &ids,
+                    index_kind(*kind),
+                    self.next_version(),
+                )?;
+                self.commit(next)?;
+                Ok(format!("index {name} built from version {from}"))
+            }
+            Step::CompactOverlays {
+                fragment,
+                positions,
+            } => {
+                let mut next = self.current()?.clone();
+                let path = format!("f{fragment}-s{i}-merged.lance");
+                let merged = {
+                    let frag = next.fragment(*fragment)?;
+                    compaction::merge_overlays(&next.schema, frag, positions, &path)?
+                };
+                for f in &mut next.fragments {
+                    if f.id == *fragment {
+                        *f = merged.clone();
+                    }
+                }
+                self.commit(next)?;
+                Ok(format!(
+                    "merged overlays {positions:?} of fragment {fragment}"
+                ))
+            }
+            Step::Fold { fragment, indices } => {
+                let current = self.current()?.clone();
+                let plan: FoldPlan = indices
+                    .iter()
+                    .map(|(k, p)| {
+                        (
+                            k.clone(),
+                            match p {
+                                FoldPolicySpec::Rebuild => IndexPolicy::Rebuild,
+                                FoldPolicySpec::Drop => IndexPolicy::DropFragment,
+                            },
+                        )
+                    })
+                    .collect();
+                let path = format!("f{fragment}-s{i}-folded.lance");
+                let next =
+                    compaction::fold(&current, *fragment, &plan, self.next_version(), &path)?;
+                self.commit(next)?;
+                Ok(format!("folded fragment {fragment}"))
+            }
+            Step::RewriteRows { fragments } => {
+                let current = self.current()?.clone();
+                let id = self.alloc_fragment();
+                let path = format!("f{id}-s{i}.lance");
+                let next =
+                    compaction::rewrite_rows(&current, fragments, id, self.next_version(), &path)?;
+                self.commit(next)?;
+                Ok(format!(
+                    "rewrote fragments {fragments:?} into fragment {id}"
+                ))
+            }
+            Step::CommitRetry { write, conflict } => {
+                let read = self.current()?.clone();
+                let mut pending = match write.as_ref() {
+                    Step::Overlay { .. } => build::overlay_commit(&read, write, &format!("s{i}w"))?,
+                    Step::Append { rows } => PendingCommit {
+                        overlays: Vec::new(),
+                        // The id is a placeholder: fragment ids are assigned when the commit lands.
+                        appended: vec![build::appended(
+                            &read.schema,
+                            u64::MAX,
+                            &format!("s{i}w.lance"),
+                            rows,
+                        )?],
+                    },
+                    _ => {
+                        return Err("`write` must be an `overlay` or `append` step"
+                            .to_string()
+                            .into());
+                    }
+                };
+                if matches!(
+                    conflict.as_ref(),
+                    Step::Corrupt(_) | Step::CommitRetry { .. } | Step::Create { .. }
+                ) {
+                    return Err("`conflict` must be an ordinary commit".to_string().into());
+                }
+                let attempted = self.next_version();
+                self.step(i, conflict)?;
+                for a in &mut pending.appended {
+                    a.fragment.id = self.alloc_fragment();
+                    a.fragment
+                        .files
+                        .iter_mut()
+                        .for_each(|f| f.path = format!("f{}-s{i}w.lance", a.fragment.id));
+                }
+                let newest = self.current()?.clone();
+                self.commit(restamp(&pending, &newest)?)?;
+                Ok(format!(
+                    "{} lost the race for version {attempted} to {}, re-stamped at version {}",
+                    write.op(),
+                    conflict.op(),
+                    attempted + 1
+                ))
+            }
+            Step::SetConfig { set, unset } => {
+                let mut next = self.current()?.clone();
+                for k in unset {
+                    next.config.remove(k);
+                }
+                next.config
+                    .extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
+                self.commit(next)?;
+                Ok("config changed".into())
+            }
+            Step::AddFields { schema } => {
+                let mut next = self.current()?.clone();
+                let mut fields = next.schema.fields().to_vec();
+                let added = build::schema_fields(schema, -1, &mut self.next_field_id, &fields)?;
+                let names: Vec<String> = added.iter().map(|f| f.name.clone()).collect();
+                fields.extend(added);
+                next.schema = Schema::new(fields)?;
+                self.commit(next)?;
+                Ok(format!("added {names:?}"))
+            }
+            Step::DropFields { fields: names } => {
+                let mut next = self.current()?.clone();
+                let mut dropped = Vec::new();
+                for n in names {
+                    let id = field_id(&next.schema, n).ok_or_else(|| format!("no field {n:?}"))?;
+                    dropped.push(id);
+                }
+                let schema = &next.schema;
+                let keep: Vec<_> = schema
+                    .fields()
+                    .iter()
+                    .filter(|f| !dropped.iter().any(|d| schema.ancestry(f.id).contains(d)))
+                    .cloned()
+                    .collect();
+                let kept_ids: Vec<_> = keep.iter().map(|f| f.id).collect();
+                next.schema = Schema::new(keep)?;
+                next.indices
+                    .retain(|x| x.fields.iter().all(|f| kept_ids.contains(f)));
+                self.commit(next)?;
+                Ok(format!("dropped {names:?}"))
+            }
+            Step::Corrupt(_) => Err("`corrupt` cannot be nested".to_string().into()),
+        }
+    }
+}
+
+fn field_ids(schema: &Schema, names: &[String]) -> Outcome<Vec<FieldId>> {
+    names
+        .iter()
+        .map(|n| field_id(schema, n).ok_or_else(|| Failure::Problem(format!("no field {n:?}"))))
+        .collect()
+}
+
+fn index_kind(kind: IndexKindSpec) -> IndexKind {
+    match kind {
+        IndexKindSpec::Btree => IndexKind::BTree,
+        IndexKindSpec::Vector => IndexKind::Vector,
+    }
+}
+
+/// An index built in the `create` commit itself: `dataset_version` 1, covering every fragment
+/// of version 1, holding the values [`index_build::entries`] reads.
+fn initial_index(snapshot: &Snapshot, spec: &IndexSpec) -> Outcome<Index> {
+    let fields = field_ids(&snapshot.schema, &spec.fields)?;
+    if fields.is_empty() {
+        return Err(format!("index {} names no field", spec.name).into());
+    }
+    let mut index = Index {
+        name: spec.name.clone(),
+        fields,
+        dataset_version: snapshot.version,
+        fragment_bitmap: Some(
+            snapshot
+                .fragments
+                .iter()
+                .filter_map(|f| u32::try_from(f.id).ok())
+                .collect(),
+        ),
+        kind: index_kind(spec.kind),
+        entries: Vec::new(),
+    };
+    index.entries = index_build::entries(snapshot, &index)?;
+    Ok(index)
+}

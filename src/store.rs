@@ -1,0 +1,379 @@
+//! Where a scenario's versions are written, and how they are read back.
+//!
+//! Invariant: expected results are computed from what the reference's dataset reader
+//! ([`Dataset::read_version`]) returns for the directory the reference's writer
+//! ([`write_version`]) produced, never from the scenario's memory; and the read-back of every
+//! undamaged version must equal the version the scenario committed ([`write_and_read_back`]
+//! checks it, before any damage). Corruptions damage the newest version *on disk*: content-level
+//! ones re-encode its manifest (and any data file whose columns they change, under a new
+//! name) from the decoded snapshot; byte-level ones edit the manifest protobuf or the files
+//! directly. Earlier versions stay readable, except where the damage is to the directory as a
+//! whole (mixed manifest naming schemes).
+
+use std::path::Path;
+
+use lance_reference::dataset::codec::{deletion_layout, encode_manifest};
+use lance_reference::dataset::deletion::{lance_file_type, write_deletion_file};
+use lance_reference::dataset::manifest_file::{decode_manifest_file, encode_manifest_file};
+use lance_reference::dataset::read::reads_position;
+use lance_reference::dataset::version_names::{VERSIONS_DIR, manifest_name};
+use lance_reference::dataset::write::{data_file_bytes, overlay_file_bytes};
+use lance_reference::dataset::{Dataset, DatasetError, Layout, WriteOptions, write_version};
+use lance_reference::model::Snapshot;
+use lance_reference::proto::lance::table as pb;
+use sha2::{Digest, Sha256};
+
+use crate::case::Corruption;
+use crate::scenario::Execution;
+use crate::scenario::corrupt::{self, CorruptError, apply_to_snapshot};
+
+/// The damaged newest version of a negative case.
+#[derive(Debug, Clone)]
+pub struct Damaged {
+    /// The damaged version.
+    pub version: u64,
+    /// The decoded snapshot after content-level damage, for renderings (absent when only
+    /// bytes were damaged).
+    pub snapshot: Option<Snapshot>,
+    /// What the reference's dataset reader makes of it: an error, or (if it reads) the
+    /// snapshot a reader then has to refuse while scanning.
+    pub read: Result<Snapshot, lance_reference::Error>,
+}
+
+/// The versions as read back from the store.
+#[derive(Debug, Clone)]
+pub struct ReadBack {
+    /// Every undamaged version, oldest first.
+    pub versions: Vec<Snapshot>,
+    /// The damaged newest version of a negative case.
+    pub corrupted: Option<Damaged>,
+}
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A corruption could not be applied.
+    #[error(transparent)]
+    Corrupt(#[from] CorruptError),
+    /// Writing or reading the dataset failed.
+    #[error("dataset: {0}")]
+    Dataset(Box<DatasetError>),
+    /// A scratch directory could not be created.
+    #[error("scratch directory: {0}")]
+    Scratch(std::io::Error),
+    /// A version read back differs from the version the scenario committed.
+    #[error(
+        "version {version} read back differs from the version the scenario committed:\n  committed {committed}\n  read back {read}"
+    )]
+    RoundTrip {
+        /// The version.
+        version: u64,
+        /// The first differing line of the committed version's debug text.
+        committed: String,
+        /// The same line read back.
+        read: String,
+    },
+}
+
+impl From<DatasetError> for StoreError {
+    fn from(e: DatasetError) -> Self {
+        StoreError::Dataset(Box::new(e))
+    }
+}
+
+/// Reads one version with the reference's dataset reader.
+fn read_one(root: &Path, version: u64) -> Result<Snapshot, lance_reference::Error> {
+    let dataset = Dataset::open(root)?;
+    let (snapshot, _) = dataset.read_version(version)?;
+    Ok(snapshot)
+}
+
+/// Writes `execution`'s versions into `dataset_dir` (a scratch directory when `None`),
+/// damages the newest one as the corruptions say, and reads every version back.
+pub fn write_and_read_back(
+    dataset_dir: Option<&Path>,
+    execution: &Execution,
+) -> Result<ReadBack, StoreError> {
+    let scratch = match dataset_dir {
+        Some(_) => None,
+        None => Some(tempfile::tempdir().map_err(StoreError::Scratch)?),
+    };
+    let root = match (&scratch, dataset_dir) {
+        (Some(s), _) => s.path(),
+        (None, Some(d)) => d,
+        (None, None) => return Err(StoreError::Scratch(std::io::Error::other("no directory"))),
+    };
+    for snapshot in &execution.versions {
+        write_version(root, snapshot, &WriteOptions::default())?;
+    }
+    let damaged = !execution.corruptions.is_empty();
+    let clean = execution.versions.len() - usize::from(damaged && !execution.versions.is_empty());
+    // The undamaged versions are read before the damage: some damage (mixed manifest names)
+    // makes the whole directory unreadable, which is the point of it.
+    let dataset = Dataset::open(root)?;
+    let mut versions = Vec::with_capacity(clean);
+    for committed in execution.versions.iter().take(clean) {
+        let (read, _) = dataset.read_version(committed.version)?;
+        same(committed, &read)?;
+        versions.push(read);
+    }
+    let mut corrupted = None;
+    if let Some(newest) = execution.versions.last().filter(|_| damaged) {
+        let snapshot = damage(root, newest.version, &execution.corruptions)?;
+        let read = read_one(root, newest.version);
+        corrupted = Some(Damaged {
+            version: newest.version,
+            snapshot,
+            read,
+        });
+    }
+    Ok(ReadBack {
+        versions,
+        corrupted,
+    })
+}
+
+/// `snapshot` as a reader decodes it: positions a reader never reads (tombstones, and in
+/// overlay files everything but live value fields) hold no values ([`reads_position`]).
+fn as_read(snapshot: &Snapshot) -> Snapshot {
+    let mut out = snapshot.clone();
+    let schema = snapshot.schema.clone();
+    let mask = |file: &mut lance_reference::model::DataFile, overlay: bool| {
+        for (id, column) in file.fields.iter().zip(file.columns.iter_mut()) {
+            if !reads_position(&schema, *id, overlay) {
+                column.clear();
+            }
+        }
+    };
+    for fragment in &mut out.fragments {
+        fragment.files.iter_mut().for_each(|f| mask(f, false));
+        fragment
+            .overlays
+            .iter_mut()
+            .for_each(|o| mask(&mut o.file, true));
+    }
+    out
+}
+
+/// Compares what a reader decodes, by debug text: that spells floats by their shortest round
+/// trip, so NaN equals NaN and -0.0 differs from 0.0 (derived `PartialEq` would call a NaN cell
+/// unequal).
+fn same(committed: &Snapshot, read: &Snapshot) -> Result<(), StoreError> {
+    let a = format!("{:#?}", as_read(committed));
+    let b = format!("{read:#?}");
+    if a == b {
+        return Ok(());
+    }
+    let al: Vec<&str> = a.lines().collect();
+    let bl: Vec<&str> = b.lines().collect();
+    let at = al
+        .iter()
+        .zip(&bl)
+        .position(|(x, y)| x != y)
+        .unwrap_or(al.len().min(bl.len()));
+    let context =
+        |lines: &[&str]| lines[at.saturating_sub(6)..(at + 2).min(lines.len())].join("\n");
+    Err(StoreError::RoundTrip {
+        version: committed.version,
+        committed: context(&al),
+        read: context(&bl),
+    })
+}
+
+/// Applies `corruptions` to version `version` under `root`; returns the damaged snapshot when
+/// any corruption works on content.
+fn damage(
+    root: &Path,
+    version: u64,
+    corruptions: &[Corruption],
+) -> Result<Option<Snapshot>, StoreError> {
+    let (content, bytes): (Vec<&Corruption>, Vec<&Corruption>) =
+        corruptions.iter().partition(|c| corrupt::on_content(c));
+    let mut damaged = None;
+    if !content.is_empty() {
+        let (mut snapshot, mut layout) = Dataset::open(root)?.read_version(version)?;
+        let before = snapshot.clone();
+        for c in content {
+            apply_to_snapshot(&mut snapshot, c)?;
+        }
+        rewrite_changed_files(root, &before, &mut snapshot, &mut layout)?;
+        let (manifest, index) = encode_manifest(&snapshot, &layout)?;
+        write(
+            root,
+            &layout.manifest,
+            &encode_manifest_file(&manifest, index.as_ref())?,
+        )?;
+        damaged = Some(snapshot);
+    }
+    for c in bytes {
+        damage_bytes(root, version, c)?;
+    }
+    Ok(damaged)
+}
+
+fn write(root: &Path, rel: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    let path = root.join(rel);
+    let made = match path.parent() {
+        Some(parent) => std::fs::create_dir_all(parent),
+        None => Ok(()),
+    };
+    made.and_then(|()| std::fs::write(&path, bytes))
+        .map_err(|e| {
+            StoreError::from(DatasetError::Io {
+                file: rel.to_string(),
+                operation: "write",
+                problem: e.to_string(),
+            })
+        })
+}
+
+/// Writes every data or overlay file whose fields or columns the damage changed as a new file
+/// (`<name>-damaged.lance`), and a changed deletion vector as a new deletion file (named as the
+/// writer names them), and points the snapshot and layout at them.
+fn rewrite_changed_files(
+    root: &Path,
+    before: &Snapshot,
+    after: &mut Snapshot,
+    layout: &mut Layout,
+) -> Result<(), StoreError> {
+    let schema = after.schema.clone();
+    for (i, fragment) in after.fragments.iter_mut().enumerate() {
+        let Some(old) = before.fragments.iter().find(|f| f.id == fragment.id) else {
+            continue;
+        };
+        let Some(fl) = layout.fragments.get_mut(i) else {
+            continue;
+        };
+        if old.deletions != fragment.deletions {
+            let count = fragment.deletions.len();
+            let form = lance_file_type(count);
+            let bytes = write_deletion_file(&fragment.deletions, form);
+            let digest = Sha256::digest(&bytes);
+            let mut id = [0u8; 8];
+            id.copy_from_slice(&digest[..8]);
+            let deletion = deletion_layout(fragment.id, form, u64::from_le_bytes(id), count)?;
+            write(root, &deletion.path, &bytes)?;
+            fl.deletion = Some(deletion);
+        }
+        for (j, file) in fragment.files.iter_mut().enumerate() {
+            let unchanged = old
+                .files
+                .get(j)
+                .is_some_and(|o| format!("{o:?}") == format!("{file:?}"));
+            if unchanged {
+                continue;
+            }
+            let bytes = data_file_bytes(&schema, file)?;
+            if let Some(l) = fl.files.get_mut(j) {
+                relocate(root, file, l, &bytes)?;
+            }
+        }
+        for (k, overlay) in fragment.overlays.iter_mut().enumerate() {
+            let unchanged = old
+                .overlays
+                .get(k)
+                .is_some_and(|o| format!("{:?}", o.file) == format!("{:?}", overlay.file));
+            if unchanged {
+                continue;
+            }
+            let bytes = overlay_file_bytes(&schema, overlay)?;
+            if let Some(l) = fl.overlays.get_mut(k) {
+                relocate(root, &mut overlay.file, l, &bytes)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn relocate(
+    root: &Path,
+    file: &mut lance_reference::model::DataFile,
+    layout: &mut lance_reference::dataset::layout::FileLayout,
+    bytes: &[u8],
+) -> Result<(), StoreError> {
+    let stem = file
+        .path
+        .strip_suffix(".lance")
+        .unwrap_or(&file.path)
+        .to_string();
+    file.path = format!("{stem}-damaged.lance");
+    layout.path = format!("data/{}", file.path);
+    layout.column_indices = (0..file.fields.len()).map(|i| i as i32).collect();
+    layout.file_size_bytes = bytes.len() as u64;
+    write(root, &layout.path, bytes)
+}
+
+/// The byte-level corruptions: edits of the manifest protobuf or of files.
+fn damage_bytes(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreError> {
+    let what = corrupt::name(c);
+    let missing = |problem: String| StoreError::Corrupt(CorruptError::Target { what, problem });
+    let manifest_rel = format!("{VERSIONS_DIR}/{}", manifest_name(version));
+    let read_manifest = || -> Result<_, StoreError> {
+        let bytes = std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
+        Ok(decode_manifest_file(&bytes, &manifest_rel)?)
+    };
+    match c {
+        Corruption::MalformedRoaring { fragment, overlay }
+        | Corruption::PathEscapesRoot { fragment, overlay } => {
+            let mut file = read_manifest()?;
+            let f = file
+                .manifest
+                .fragments
+                .iter_mut()
+                .find(|f| f.id == *fragment)
+                .ok_or_else(|| missing(format!("no fragment {fragment}")))?;
+            let o = f
+                .overlays
+                .get_mut(*overlay)
+                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
+            if matches!(c, Corruption::MalformedRoaring { .. }) {
+                // A portable-format cookie promising one container, and nothing after it.
+                let garbage = vec![0x3a, 0x30, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00];
+                o.coverage = Some(match o.coverage.take() {
+                    Some(pb::data_overlay_file::Coverage::FieldCoverage(mut fc)) => {
+                        if let Some(first) = fc.offset_bitmaps.first_mut() {
+                            *first = garbage;
+                        }
+                        pb::data_overlay_file::Coverage::FieldCoverage(fc)
+                    }
+                    _ => pb::data_overlay_file::Coverage::SharedOffsetBitmap(garbage),
+                });
+            } else {
+                let data_file = o
+                    .data_file
+                    .as_mut()
+                    .ok_or_else(|| missing("the overlay has no data_file".into()))?;
+                data_file.path = "../outside-the-dataset.lance".into();
+            }
+            write(
+                root,
+                &manifest_rel,
+                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
+            )
+        }
+        Corruption::TruncateOverlayFile { fragment, overlay } => {
+            let (_, layout) = Dataset::open(root)?.read_version(version)?;
+            let file = read_manifest()?;
+            let position = file
+                .manifest
+                .fragments
+                .iter()
+                .position(|f| f.id == *fragment)
+                .ok_or_else(|| missing(format!("no fragment {fragment}")))?;
+            let rel = layout
+                .fragments
+                .get(position)
+                .and_then(|f| f.overlays.get(*overlay))
+                .map(|l| l.path.clone())
+                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
+            let bytes = std::fs::read(root.join(&rel)).map_err(|e| missing(e.to_string()))?;
+            write(root, &rel, &bytes[..bytes.len() / 2])
+        }
+        Corruption::MixedManifestNames => {
+            let bytes =
+                std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
+            write(root, &format!("{VERSIONS_DIR}/{version}.manifest"), &bytes)
+        }
+        _ => Err(missing("not a byte-level corruption".into())),
+    }
+}

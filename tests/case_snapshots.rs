@@ -1,0 +1,30 @@
+//! One insta snapshot per conformance case: every manifest version rendered readably
+//! (`snapshots/<case-id>.snap`). A change to the reference, the scenario engine or a case that
+//! alters any manifest fact shows up here for review (`cargo insta test`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use lance_conformance::case::RequirementIndex;
+use lance_conformance::{corpus, render};
+
+#[test]
+fn every_case_renders_as_its_reviewed_snapshot() {
+    // covers: OVL-PREC-1
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let index = RequirementIndex::load(&root.join("spec/requirements.toml")).unwrap();
+    let cases = corpus::load(&root.join("conformance-cases"), &index).unwrap();
+    assert!(!cases.is_empty(), "no cases found");
+    for c in &cases {
+        let built = corpus::build(&c.case, None).unwrap_or_else(|e| panic!("{e}"));
+        let text = render::case(&c.case, &built.execution.records, &built.read);
+        insta::with_settings!({
+            snapshot_path => root.join("snapshots"),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+            description => format!("{}/{}", c.area, c.case.id),
+        }, {
+            insta::assert_snapshot!(c.case.id.as_str(), text);
+        });
+    }
+}
