@@ -13,7 +13,9 @@ cd "$(dirname "$0")/.."
 goldens=(reference/tests/data)
 [[ -d conformance-cases ]] && goldens+=(conformance-cases)
 if [[ "${1:-}" == "--small" ]]; then
-  rm -rf fuzz/seeds
+  # Keep grown-* seeds: inputs the fuzzer grew for the structured targets, copied by hand
+  # from fuzz/corpus/ (random bytes are poor starting points for an Arbitrary decoder).
+  find fuzz/seeds -type f ! -name 'grown-*' -delete 2>/dev/null || true
   cargo run --quiet -p lance-reference --example fuzz_seeds -- fuzz/seeds --small "${goldens[@]}"
 else
   cargo run --quiet -p lance-reference --example fuzz_seeds -- fuzz/corpus "${goldens[@]}"
