@@ -56,6 +56,7 @@ fn every_fuzz_target_has_a_check_and_seeds() {
 
 #[test]
 fn committed_seeds_pass_their_checks() {
+    // covers: OVL-PREC-1, OVL-PREC-2, OVL-PREC-3, OVL-NULL-1, OVL-DEL-1, OVL-TOMB-1, LIN-ENC-1
     for (target, check) in fuzz_checks::TARGETS {
         replay("seeds", target, *check);
     }

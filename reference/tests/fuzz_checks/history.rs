@@ -155,6 +155,16 @@ impl State {
             .expect("a history has at least one version")
     }
 
+    /// One past every fragment id any version used: ids are never reused (an index built
+    /// before a fragment was removed still names it in its fragment bitmap).
+    fn next_fragment_id(&self) -> u64 {
+        self.versions
+            .iter()
+            .flat_map(|v| v.fragments.iter().map(|f| f.id + 1))
+            .max()
+            .unwrap_or(0)
+    }
+
     fn fresh(&mut self, what: &str) -> String {
         self.counter += 1;
         format!("{what}{}.lance", self.counter)
@@ -252,7 +262,7 @@ fn step(state: &mut State, op: &Op) -> Option<Snapshot> {
     match op {
         Op::Append { rows, cells } => {
             let rows = usize::from(rows % (MAX_ROWS + 1));
-            let id = cur.fragments.iter().map(|f| f.id + 1).max().unwrap_or(0);
+            let id = state.next_fragment_id();
             let columns: Vec<Vec<Value>> = FIELDS
                 .iter()
                 .enumerate()
@@ -420,7 +430,7 @@ fn step(state: &mut State, op: &Op) -> Option<Snapshot> {
                 .collect();
             ids.sort_unstable();
             ids.dedup();
-            let new_id = cur.fragments.iter().map(|f| f.id + 1).max().unwrap_or(0);
+            let new_id = state.next_fragment_id();
             let path = state.fresh("rewritten");
             let next = rewrite_rows(&cur, &ids, new_id, version, &path).ok()?;
             if !stable {
@@ -630,4 +640,9 @@ pub fn check(data: &[u8]) {
     if input.on_disk {
         check_on_disk(&state.versions);
     }
+}
+
+/// The history an input decodes to, for reading a crash (`None` when it decodes to none).
+pub fn describe(data: &[u8]) -> Option<String> {
+    structured::<Input>(data).map(|input| format!("{input:#?}"))
 }
