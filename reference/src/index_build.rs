@@ -4,7 +4,9 @@
 //! `dataset_version` is that version, not the version its commit lands at. An overlay committed
 //! in between is therefore newer than the index (`committed_version > dataset_version`) and its
 //! cells are excluded from the index's answers ([`crate::exclusion`]): the index never saw
-//! them. The index covers exactly the fragments of the version it read.
+//! them. The index covers exactly the fragments of the version it read. A fold between the
+//! read and the commit would erase that signal (the overlays are gone, their values moved into
+//! a new base column), so such a commit is refused and the build must read again.
 
 use crate::error::{Error, Result};
 use crate::model::{FieldId, Index, IndexEntry, IndexKind, Snapshot};
@@ -45,7 +47,8 @@ pub fn entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
 /// newest version, which may be newer than `read`) as version `commit_version`.
 ///
 /// Refused: an index name already in use, an empty field list, a field not in the schema, a
-/// vector index whose key is not a `fixed_size_list`, or a commit version not newer than `onto`.
+/// vector index whose key is not a `fixed_size_list`, a commit version not newer than `onto`,
+/// or a fragment whose indexed data was rewritten (folded) between `read` and `onto`.
 pub fn build_index(
     read: &Snapshot,
     onto: &Snapshot,
@@ -84,6 +87,7 @@ pub fn build_index(
     {
         return Err(invalid("a vector index needs a fixed_size_list key".into()));
     }
+    check_no_rewrite_between(read, onto, name, fields)?;
     let mut index = Index {
         name: name.to_string(),
         fields: fields.to_vec(),
@@ -104,6 +108,50 @@ pub fn build_index(
     Ok(next)
 }
 
+/// Refuses the commit when a fragment the index reads had an indexed (or related) field's base
+/// column rewritten between `read` and `onto` (a fold). The fold removed the overlays whose
+/// `committed_version` would have excluded the cells that changed after `read`, so the index
+/// would trust values it never saw. The builder must read again from the newer version.
+fn check_no_rewrite_between(
+    read: &Snapshot,
+    onto: &Snapshot,
+    name: &str,
+    fields: &[FieldId],
+) -> Result<()> {
+    let related: Vec<FieldId> = onto
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.id)
+        .filter(|&g| fields.iter().any(|&f| onto.schema.related(f, g)))
+        .collect();
+    for before in &read.fragments {
+        let Ok(after) = onto.fragment(before.id) else {
+            continue; // removed since: the index's coverage of it is never used
+        };
+        let base_path = |fragment: &crate::model::Fragment, field: FieldId| {
+            fragment
+                .base_column(field)
+                .map(|(file, _)| fragment.files[file].path.clone())
+        };
+        if let Some(&field) = related
+            .iter()
+            .find(|&&g| base_path(before, g) != base_path(after, g))
+        {
+            return Err(Error::InvalidIndex {
+                index: name.to_string(),
+                problem: format!(
+                    "fragment {}'s base column of field {field} was rewritten after version {} \
+                     the index read (a fold removed the overlays that would exclude its \
+                     changed cells); read again from version {}",
+                    before.id, read.version, onto.version
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +159,30 @@ mod tests {
     use crate::lineage::PendingCommit;
     use crate::model::Value;
     use crate::worked_example::{self, AGE};
+
+    #[test]
+    fn an_index_read_before_a_fold_cannot_commit_after_it() {
+        // covers: OVL-IDX-2, OVL-FOLD-1
+        // Found by the `history` fuzz target: the fold removes the overlay that would have
+        // excluded the changed age, so the stale index would be trusted.
+        let mut v1 = worked_example::version_1();
+        v1.indices.clear();
+        let v2 = PendingCommit {
+            overlays: vec![(0, vec![worked_example::step_1_overlay()])],
+            appended: vec![],
+        }
+        .apply(&v1, 2)
+        .unwrap();
+        let plan = crate::compaction::FoldPlan::new();
+        let v3 = crate::compaction::fold(&v2, 0, &plan, 3, "folded.lance").unwrap();
+        let err = build_index(&v1, &v3, "age", &[AGE], IndexKind::BTree, 4).unwrap_err();
+        assert!(err.to_string().contains("rewritten"), "{err}");
+        // Read after the fold, the same build commits.
+        build_index(&v3, &v3, "age", &[AGE], IndexKind::BTree, 4).unwrap();
+        // Read after the overlay but before the fold: still refused (conservative, as a
+        // conflicting rewrite).
+        assert!(build_index(&v2, &v3, "age", &[AGE], IndexKind::BTree, 4).is_err());
+    }
 
     #[test]
     fn an_index_built_before_a_concurrent_overlay_excludes_its_cells() {
