@@ -180,7 +180,7 @@ fn row_keys(snapshot: &Snapshot) -> BTreeMap<(u64, u64), u64> {
         .collect()
 }
 
-fn pick<'a>(snapshot: &'a Snapshot, choice: u8) -> Option<&'a Fragment> {
+fn pick(snapshot: &Snapshot, choice: u8) -> Option<&Fragment> {
     let n = snapshot.fragments.len();
     (n > 0).then(|| &snapshot.fragments[usize::from(choice) % n])
 }

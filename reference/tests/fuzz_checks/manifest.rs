@@ -65,7 +65,7 @@ pub fn check(data: &[u8]) {
     let mut expected_layout = layout.clone();
     expected_layout.writer_version = layout2.writer_version.clone();
     expected_layout.data_format = layout2.data_format.clone();
-    expected_layout.timestamp = layout2.timestamp.clone();
+    expected_layout.timestamp = layout2.timestamp;
     // max_fragment_id is written even when absent, and never below a present fragment id.
     let largest = snapshot.fragments.iter().map(|f| f.id as u32).max();
     expected_layout.max_fragment_id = layout.max_fragment_id.max(largest);

@@ -33,9 +33,13 @@ pub mod lineage_values;
 pub mod manifest;
 pub mod resolve_differential;
 
+/// A target's check: returns when the input is refused or every property holds, panics
+/// otherwise.
+pub type Check = fn(&[u8]);
+
 /// Every target name, with its check. The test replays `fuzz/seeds/<name>/` and
 /// `fuzz/regressions/<name>/` through these; `fuzz/ci.sh` runs a libFuzzer binary per name.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Check)] = &[
     ("manifest", manifest::check),
     ("coverage_bitmap", coverage_bitmap::check),
     ("data_file", data_file::check),
