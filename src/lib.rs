@@ -21,6 +21,7 @@
 //! | [`render`] | the readable manifest rendering used by the insta snapshots |
 //! | [`corpus`] | the corpus layout on disk and building one case |
 //! | [`generate`] | the `generate` command and `SHA256SUMS` |
+//! | [`runner`] | checking a reader (in process or a testee process) against the corpus |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod case;
@@ -29,5 +30,6 @@ pub mod expected;
 pub mod generate;
 pub mod reader;
 pub mod render;
+pub mod runner;
 pub mod scenario;
 pub mod store;

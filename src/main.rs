@@ -3,12 +3,11 @@
 //! Exit codes: 0 when every check passes, 1 on a conformance failure, 2 when the runner itself
 //! cannot run (bad arguments, unreadable input).
 
-mod suite;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use lance_conformance::runner::command as runner;
 
 #[derive(Parser)]
 #[command(
@@ -23,22 +22,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the suite against the built-in reference reader, printing how each checked cell
-    /// was decided.
-    Run {
-        /// Print only failures and the summary.
-        #[arg(long)]
-        quiet: bool,
-    },
-    /// Print the decision trail of one cell of the worked example.
-    Explain {
-        /// Dataset version (1 to 4).
-        #[arg(long, default_value_t = 2)]
-        version: u64,
-        /// The cell as FRAGMENT:OFFSET:FIELD, FIELD a name or an id (e.g. 0:1:age).
-        #[arg(long)]
-        cell: String,
-    },
+    /// Check a reader against every case of the corpus (default: the built-in reference
+    /// reader, plus the spec's worked-example walk).
+    Run(lance_conformance::runner::command::RunArgs),
+    /// Serve the reference reader over the testee protocol on stdin/stdout.
+    Testee(lance_conformance::runner::command::TesteeArgs),
+    /// Print the reference's decision trail for a corpus case: a version's layout, one cell,
+    /// or one query.
+    Explain(lance_conformance::runner::command::ExplainArgs),
     /// Rebuild the generated `dataset/` and `expected/` of conformance cases from their
     /// `case.toml`, and `SHA256SUMS`; with `--check`, fail on any difference instead.
     Generate {
@@ -59,8 +50,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run { quiet } => suite::run(quiet),
-        Command::Explain { version, cell } => suite::explain_cell(version, &cell),
+        Command::Run(args) => return ExitCode::from(runner::run(&args)),
+        Command::Testee(args) => return ExitCode::from(runner::testee(&args)),
+        Command::Explain(args) => return ExitCode::from(runner::explain(&args)),
         Command::Generate {
             cases,
             check,

@@ -329,15 +329,7 @@ fn damage_bytes(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreEr
             if matches!(c, Corruption::MalformedRoaring { .. }) {
                 // A portable-format cookie promising one container, and nothing after it.
                 let garbage = vec![0x3a, 0x30, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00];
-                o.coverage = Some(match o.coverage.take() {
-                    Some(pb::data_overlay_file::Coverage::FieldCoverage(mut fc)) => {
-                        if let Some(first) = fc.offset_bitmaps.first_mut() {
-                            *first = garbage;
-                        }
-                        pb::data_overlay_file::Coverage::FieldCoverage(fc)
-                    }
-                    _ => pb::data_overlay_file::Coverage::SharedOffsetBitmap(garbage),
-                });
+                replace_first_bitmap(o, garbage);
             } else {
                 let data_file = o
                     .data_file
@@ -369,6 +361,36 @@ fn damage_bytes(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreEr
             let bytes = std::fs::read(root.join(&rel)).map_err(|e| missing(e.to_string()))?;
             write(root, &rel, &bytes[..bytes.len() / 2])
         }
+        Corruption::DropOverlayDataFile { fragment, overlay }
+        | Corruption::DropOverlayCoverage { fragment, overlay }
+        | Corruption::CoverageBytes {
+            fragment, overlay, ..
+        } => {
+            let mut file = read_manifest()?;
+            let o = file
+                .manifest
+                .fragments
+                .iter_mut()
+                .find(|f| f.id == *fragment)
+                .ok_or_else(|| missing(format!("no fragment {fragment}")))?
+                .overlays
+                .get_mut(*overlay)
+                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
+            match c {
+                Corruption::DropOverlayDataFile { .. } => o.data_file = None,
+                Corruption::DropOverlayCoverage { .. } => o.coverage = None,
+                Corruption::CoverageBytes { hex, .. } => {
+                    let bytes = parse_hex(hex).map_err(missing)?;
+                    replace_first_bitmap(o, bytes);
+                }
+                _ => {}
+            }
+            write(
+                root,
+                &manifest_rel,
+                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
+            )
+        }
         Corruption::MixedManifestNames => {
             let bytes =
                 std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
@@ -376,4 +398,32 @@ fn damage_bytes(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreEr
         }
         _ => Err(missing("not a byte-level corruption".into())),
     }
+}
+
+/// The bytes written as `hex` (pairs of hex digits; spaces ignored).
+fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
+    let digits: Vec<char> = hex.chars().filter(|c| !c.is_whitespace()).collect();
+    if digits.len() % 2 != 0 {
+        return Err(format!("hex {hex:?} has an odd number of digits"));
+    }
+    digits
+        .chunks(2)
+        .map(|pair| {
+            let text: String = pair.iter().collect();
+            u8::from_str_radix(&text, 16).map_err(|_| format!("{text:?} is not a hex byte"))
+        })
+        .collect()
+}
+
+/// Replaces the overlay's shared bitmap, or the first bitmap of its field coverage, by `bytes`.
+fn replace_first_bitmap(o: &mut pb::DataOverlayFile, bytes: Vec<u8>) {
+    o.coverage = Some(match o.coverage.take() {
+        Some(pb::data_overlay_file::Coverage::FieldCoverage(mut fc)) => {
+            if let Some(first) = fc.offset_bitmaps.first_mut() {
+                *first = bytes;
+            }
+            pb::data_overlay_file::Coverage::FieldCoverage(fc)
+        }
+        _ => pb::data_overlay_file::Coverage::SharedOffsetBitmap(bytes),
+    });
 }

@@ -222,6 +222,22 @@ CORRUPTION
             "malformed",
             "malformed_bitmap",
         ),
+        (
+            "what = \"drop_overlay_data_file\"\nfragment = 0\noverlay = 0",
+            "malformed",
+            "missing_field",
+        ),
+        (
+            "what = \"drop_overlay_coverage\"\nfragment = 0\noverlay = 0",
+            "malformed",
+            "missing_field",
+        ),
+        (
+            // A run container whose two runs overlap.
+            "what = \"coverage_bytes\"\nfragment = 0\noverlay = 0\nhex = \"3b300000 01 0000 0400 0200 0000 0200 0100 0200\"",
+            "malformed",
+            "malformed_bitmap",
+        ),
     ];
     for (corruption, class, code) in cases {
         let text = base
@@ -244,4 +260,107 @@ CORRUPTION
             Err(e) => panic!("{corruption}: {e}"),
         }
     }
+}
+
+/// Runs a scratch case's steps (`STEPS` in a minimal case) and returns the build outcome.
+fn build_steps(steps: &str) -> Result<lance_conformance::corpus::Built, String> {
+    let text = format!(
+        "id = \"scratch\"\ntitle = \"t\"\nrequirements = [\"OVL-MERGE-1\"]\nlevel = \"MUST\"\ndescription = \"d\"\n{steps}"
+    );
+    let case = lance_conformance::case::Case::parse(&text, "scratch").map_err(|e| e.to_string())?;
+    lance_conformance::corpus::build(&case, None).map_err(|e| e.to_string())
+}
+
+const THREE_OVERLAYS: &str = r#"
+[[steps]]
+op = "create"
+schema = [{ name = "v", type = "int32" }]
+rows = [{ v = 0 }, { v = 1 }, { v = 2 }]
+[[steps]]
+op = "overlay"
+fragment = 0
+shape = "dense"
+cells.v = { 0 = 10, 1 = 11 }
+[[steps]]
+op = "overlay"
+fragment = 0
+shape = "dense"
+cells.v = { 1 = 21 }
+[[steps]]
+op = "overlay"
+fragment = 0
+shape = "dense"
+cells.v = { 1 = 31, 2 = 32 }
+"#;
+
+#[test]
+fn expect_refusal_needs_the_declared_refusal_and_commits_nothing() {
+    // covers: OVL-MERGE-1, OVL-FOLD-6
+    let refused = "[[steps]]\nop = \"expect_refusal\"\ncode = \"CODE\"\nattempt = ATTEMPT\n";
+    let run = |code: &str, attempt: &str| {
+        build_steps(&format!(
+            "{THREE_OVERLAYS}{}",
+            refused.replace("CODE", code).replace("ATTEMPT", attempt)
+        ))
+    };
+    let merge_0_2 = "{ op = \"compact_overlays\", fragment = 0, positions = [0, 2] }";
+    let built = run("non_contiguous_merge", merge_0_2).unwrap();
+    assert_eq!(built.read.versions.len(), 4, "the refusal adds no version");
+    let note = &built.execution.records[4].note;
+    assert!(note.contains("refused/non_contiguous_merge"), "{note}");
+    // A different code, an operation that succeeds, and a plan-less fold with a stale index.
+    let wrong = run("stale_index", merge_0_2).unwrap_err();
+    assert!(wrong.contains("non_contiguous_merge"), "{wrong}");
+    let merge_1_2 = "{ op = \"compact_overlays\", fragment = 0, positions = [1, 2] }";
+    let accepted = run("non_contiguous_merge", merge_1_2).unwrap_err();
+    assert!(accepted.contains("was committed"), "{accepted}");
+    let nested = run("x", "{ op = \"corrupt\", what = \"mixed_manifest_names\" }").unwrap_err();
+    assert!(nested.contains("cannot be an expected refusal"), "{nested}");
+}
+
+#[test]
+fn reorder_overlays_permutes_the_stored_list_and_reads_the_same() {
+    // covers: OVL-PREC-4
+    let reorder = "[[steps]]\nop = \"reorder_overlays\"\nfragment = 0\norder = ORDER\n";
+    let built = build_steps(&format!(
+        "{THREE_OVERLAYS}{}",
+        reorder.replace("ORDER", "[2, 0, 1]")
+    ))
+    .unwrap();
+    let v5 = &built.read.versions[4];
+    let versions: Vec<u64> = v5.fragments[0]
+        .overlays
+        .iter()
+        .map(|o| o.committed_version)
+        .collect();
+    assert_eq!(versions, vec![4, 2, 3]);
+    let rows = |v: &str| {
+        let text = std::str::from_utf8(&built.files[v]).unwrap();
+        lance_conformance::expected::parse_version(text)
+            .unwrap()
+            .rows
+    };
+    assert_eq!(rows("expected/v4.json"), rows("expected/v5.json"));
+    for bad in ["[0, 1]", "[0, 1, 1]", "[0, 1, 3]"] {
+        let e = build_steps(&format!(
+            "{THREE_OVERLAYS}{}",
+            reorder.replace("ORDER", bad)
+        ))
+        .unwrap_err();
+        assert!(e.contains("not a permutation"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn duplicate_base_field_needs_a_second_base_file() {
+    // covers: OVL-NULL-5
+    let fold = "[[steps]]\nop = \"fold\"\nfragment = 0\n";
+    let corrupt = "expect_error = { class = \"invalid\", code = \"duplicate_field\" }\n";
+    let damage = "[[steps]]\nop = \"corrupt\"\nwhat = \"duplicate_base_field\"\nfragment = 0\nfield = \"v\"\n";
+    let built = build_steps(&format!("{corrupt}{THREE_OVERLAYS}{fold}{damage}")).unwrap();
+    let error = std::str::from_utf8(&built.files["expected/error.json"]).unwrap();
+    assert!(error.contains("duplicate_field"), "{error}");
+    // Without the fold the fragment has one base file: nothing to copy into.
+    let e = build_steps(&format!("{corrupt}{THREE_OVERLAYS}{damage}")).unwrap_err();
+    assert!(e.contains("only one base file"), "{e}");
 }

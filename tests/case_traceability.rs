@@ -114,6 +114,8 @@ fn the_published_case_schema_knows_the_same_vocabulary() {
         "add_fields",
         "drop_fields",
         "corrupt",
+        "reorder_overlays",
+        "expect_refusal",
     ]
     .into_iter()
     .collect();

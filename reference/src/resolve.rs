@@ -227,14 +227,16 @@ pub fn resolve_column(
     if schema_field.data_type == DataType::Struct {
         return resolve_struct(schema, fragment, field, rows);
     }
-    // `decided[i]` once offset i is deleted or claimed by the newest overlay covering it.
-    let mut decided = vec![false; rows];
-    let mut out: Vec<Option<Value>> = vec![None; rows];
+    // `deleted[i]`: offset i is deleted, whatever any overlay says.
+    let mut deleted = vec![false; rows];
     for offset in &fragment.deletions {
-        *decided
+        *deleted
             .get_mut(offset as usize)
             .ok_or_else(|| deletion_out_of_range(fragment, offset))? = true;
     }
+    // `winner[i]`: the value of the newest overlay covering offset i, once one is found. It
+    // holds references, so each winning value is cloned once, into the output.
+    let mut winner: Vec<Option<&Value>> = vec![None; rows];
     for position in fragment.precedence() {
         let overlay = &fragment.overlays[position];
         let Some((column_pos, bitmap)) = overlay.coverage_of(field) else {
@@ -256,7 +258,7 @@ pub fn resolve_column(
         }
         // Walking the bitmap in order yields each offset with its rank.
         for (offset, value) in bitmap.iter().zip(values) {
-            let slot = decided
+            let slot = winner
                 .get_mut(offset as usize)
                 .ok_or_else(|| Error::OffsetOutOfRange {
                     fragment: fragment.id,
@@ -265,20 +267,35 @@ pub fn resolve_column(
                     offset: u64::from(offset),
                     physical_rows: fragment.physical_rows,
                 })?;
-            if !*slot {
-                *slot = true;
-                out[offset as usize] = Some(value.clone());
+            if slot.is_none() {
+                *slot = Some(value);
             }
         }
     }
-    let base = fragment.base_column(field);
-    for (offset, slot) in out.iter_mut().enumerate() {
-        if decided[offset] {
-            continue;
+    // One pass in offset order: deleted, else the winning overlay value, else the base value
+    // (NULL when no base file holds the field).
+    let base = match fragment.base_column(field) {
+        Some((file, column)) if column.len() != rows => {
+            return Err(Error::BaseLengthMismatch {
+                fragment: fragment.id,
+                file: fragment.files[file].path.clone(),
+                field,
+                values: column.len() as u64,
+                physical_rows: fragment.physical_rows,
+            });
         }
-        *slot = Some(match base {
-            Some((file, column)) => base_value(fragment, file, field, column, offset as u64)?,
-            None => Value::Null,
+        found => found.map(|(_, column)| column),
+    };
+    let mut out = Vec::with_capacity(rows);
+    for (offset, (&is_deleted, won)) in deleted.iter().zip(&winner).enumerate() {
+        out.push(match (is_deleted, won) {
+            (true, _) => None,
+            (false, Some(value)) => Some((*value).clone()),
+            (false, None) => Some(
+                base.and_then(|column| column.get(offset))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            ),
         });
     }
     Ok(out)

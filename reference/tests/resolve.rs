@@ -349,6 +349,21 @@ fn committed_version_zero_or_in_the_future_is_rejected() {
 }
 
 #[test]
+fn duplicate_dropped_field_in_one_overlay_is_accepted() {
+    // covers: OVL-TOMB-4
+    let mut f = base();
+    f.overlays.push(dense(
+        "o.lance",
+        vec![42, 42, A],
+        &[0],
+        vec![ints(&[1]), ints(&[2]), ints(&[3])],
+        2,
+    ));
+    f.validate(&schema(), 2).unwrap();
+    assert_eq!(column(&f, A)[0], Some(Value::Int64(3)));
+}
+
+#[test]
 fn duplicate_live_field_in_one_overlay_is_rejected() {
     // covers: OVL-LAYOUT-5
     let mut f = base();

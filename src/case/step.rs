@@ -2,8 +2,8 @@
 //! dataset, as plain serde data.
 //!
 //! Invariant: a step names fields by (dotted) name and rows by explicit fragment id and
-//! physical offset; it holds no derived state. Every step except `corrupt` is one commit (or,
-//! for `commit_retry`, two) and so adds one dataset version; `corrupt` steps come last and
+//! physical offset; it holds no derived state. Every step except `corrupt` and
+//! `expect_refusal` is one commit (or, for `commit_retry`, two) and so adds one dataset version; `corrupt` steps come last and
 //! damage the written dataset instead. Executing the same steps always yields the same
 //! versions ([`crate::scenario::execute`]).
 
@@ -77,6 +77,10 @@ pub struct OverlaySpec {
     /// Fields whose position is tombstoned (id `-2`) in the written overlay.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tombstone: Vec<String>,
+    /// Fields whose position is written with a reserved negative id instead (e.g. `-5`), as a
+    /// non-conforming writer might; readers must ignore such positions.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub relabel: BTreeMap<String, i32>,
 }
 
 /// Index kinds a case can build.
@@ -241,6 +245,39 @@ pub enum Corruption {
     /// Store the newest manifest under both the V1 and the V2 naming scheme. Needs the
     /// on-disk dataset.
     MixedManifestNames,
+    /// Copy `field`'s base column into another base file of the fragment, so two base files
+    /// hold the field live (the fragment needs at least two base files, e.g. after a fold).
+    DuplicateBaseField {
+        /// Fragment id.
+        fragment: u64,
+        /// Field name.
+        field: String,
+    },
+    /// Remove an overlay's `data_file` from the manifest protobuf. Needs the on-disk dataset.
+    DropOverlayDataFile {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Remove an overlay's coverage (`shared_offset_bitmap` / `field_coverage`) from the
+    /// manifest protobuf. Needs the on-disk dataset.
+    DropOverlayCoverage {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Replace an overlay's serialized coverage bitmap (the first one of a sparse overlay) with
+    /// the given bytes, written as hex. Needs the on-disk dataset.
+    CoverageBytes {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+        /// The replacement bytes, hex (spaces allowed).
+        hex: String,
+    },
 }
 
 /// One step of a scenario. Each is a commit (one new version) unless stated otherwise.
@@ -288,6 +325,9 @@ pub enum Step {
         /// Tombstoned fields of the inline overlay.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tombstone: Vec<String>,
+        /// Reserved negative ids for fields of the inline overlay (see [`OverlaySpec::relabel`]).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        relabel: BTreeMap<String, i32>,
         /// Several overlays in this one commit, appended in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         overlays: Vec<OverlaySpec>,
@@ -367,6 +407,22 @@ pub enum Step {
     },
     /// Damage the newest written version (no new version). Only at the end of a scenario.
     Corrupt(Corruption),
+    /// Store one fragment's overlay list in the given order (a permutation of its positions),
+    /// as a committer breaking OVL-PREC-5 would. One version; nothing else changes.
+    ReorderOverlays {
+        /// Fragment id.
+        fragment: u64,
+        /// `order[i]` is the old position of the overlay stored at position `i`.
+        order: Vec<usize>,
+    },
+    /// `attempt` must be refused by the reference with error class `refused` and `code`.
+    /// No version: the dataset stays as it was.
+    ExpectRefusal {
+        /// The operation that must be refused.
+        attempt: Box<Step>,
+        /// The reference's error code (`non_contiguous_merge`, `stale_index`, ...).
+        code: String,
+    },
 }
 
 impl Step {
@@ -386,6 +442,8 @@ impl Step {
             Step::AddFields { .. } => "add_fields",
             Step::DropFields { .. } => "drop_fields",
             Step::Corrupt(_) => "corrupt",
+            Step::ReorderOverlays { .. } => "reorder_overlays",
+            Step::ExpectRefusal { .. } => "expect_refusal",
         }
     }
 }

@@ -249,48 +249,6 @@ pub fn compute(case: &Case, snapshot: &Snapshot) -> Result<ExpectedVersion, Expe
         reader::read(snapshot).map_err(|error| ExpectedFailure::Unreadable { version, error })?;
     let schema = &snapshot.schema;
     let top: Vec<FieldId> = schema.top_level().map(|f| f.id).collect();
-    let columns = schema
-        .top_level()
-        .map(|f| Column {
-            name: f.name.clone(),
-            data_type: type_name(&f.data_type),
-        })
-        .collect();
-    let rows = scanned
-        .iter()
-        .map(|r| Row {
-            fragment: r.fragment,
-            offset: r.offset,
-            row_id: uint(r.row_id),
-            created_at: uint(r.created_at),
-            last_updated_at: uint(r.last_updated_at),
-            values: top
-                .iter()
-                .zip(&r.values)
-                .map(|(f, v)| tag(schema, *f, v))
-                .collect(),
-        })
-        .collect();
-    let fragments = snapshot
-        .fragments
-        .iter()
-        .map(|f| FragmentLineage {
-            fragment: f.id,
-            physical_rows: f.physical_rows,
-            row_ids: placement(f, &f.lineage.row_ids, -3),
-            created_at: placement(f, &f.lineage.created_at, -4),
-            last_updated_at: placement(f, &f.lineage.last_updated_at, -5),
-        })
-        .collect();
-    let exclusion_sets = ExclusionSets::of_snapshot(snapshot)
-        .sets
-        .into_iter()
-        .map(|((index, fragment), set)| ExclusionSet {
-            index,
-            fragment,
-            offsets: set.iter().collect(),
-        })
-        .collect();
     let mut queries = Vec::new();
     for q in case.queries.iter().filter(|q| q.at.contains(&version)) {
         queries.push(answer(snapshot, q)?);
@@ -298,12 +256,68 @@ pub fn compute(case: &Case, snapshot: &Snapshot) -> Result<ExpectedVersion, Expe
     Ok(ExpectedVersion {
         case: case.id.clone(),
         version,
-        columns,
-        rows,
-        fragments,
-        exclusion_sets,
+        columns: columns(schema, &top),
+        rows: scanned.iter().map(|r| row(schema, &top, r)).collect(),
+        fragments: snapshot.fragments.iter().map(fragment_lineage).collect(),
+        exclusion_sets: exclusion_sets(snapshot),
         queries,
     })
+}
+
+/// The columns of a scan projecting `fields` (top-level field ids), in that order.
+pub fn columns(schema: &lance_reference::model::Schema, fields: &[FieldId]) -> Vec<Column> {
+    fields
+        .iter()
+        .filter_map(|id| schema.field(*id))
+        .map(|f| Column {
+            name: f.name.clone(),
+            data_type: type_name(&f.data_type),
+        })
+        .collect()
+}
+
+/// One scanned row as typed JSON; `fields` are the projected field ids, in `row.values` order.
+pub fn row(
+    schema: &lance_reference::model::Schema,
+    fields: &[FieldId],
+    row: &lance_reference::scan::ScanRow,
+) -> Row {
+    Row {
+        fragment: row.fragment,
+        offset: row.offset,
+        row_id: uint(row.row_id),
+        created_at: uint(row.created_at),
+        last_updated_at: uint(row.last_updated_at),
+        values: fields
+            .iter()
+            .zip(&row.values)
+            .map(|(f, v)| tag(schema, *f, v))
+            .collect(),
+    }
+}
+
+/// Where `fragment`'s three lineage sequences live.
+pub fn fragment_lineage(fragment: &Fragment) -> FragmentLineage {
+    FragmentLineage {
+        fragment: fragment.id,
+        physical_rows: fragment.physical_rows,
+        row_ids: placement(fragment, &fragment.lineage.row_ids, -3),
+        created_at: placement(fragment, &fragment.lineage.created_at, -4),
+        last_updated_at: placement(fragment, &fragment.lineage.last_updated_at, -5),
+    }
+}
+
+/// Every exclusion set of `snapshot`, by index name then fragment id.
+pub fn exclusion_sets(snapshot: &Snapshot) -> Vec<ExclusionSet> {
+    ExclusionSets::of_snapshot(snapshot)
+        .sets
+        .into_iter()
+        .map(|((index, fragment), set)| ExclusionSet {
+            index,
+            fragment,
+            offsets: set.iter().collect(),
+        })
+        .collect()
 }
 
 fn hit(r: &RowRef) -> Hit {
@@ -324,10 +338,9 @@ fn scored(s: &Scored) -> Hit {
 
 /// Reconciles one declared query and checks it against the flat answer.
 fn answer(snapshot: &Snapshot, q: &QuerySpec) -> Result<QueryResult, ExpectedFailure> {
-    let version = snapshot.version;
     let fail = |problem: String| ExpectedFailure::Query {
         name: q.name.clone(),
-        version,
+        version: snapshot.version,
         problem,
     };
     let schema = &snapshot.schema;
@@ -335,33 +348,64 @@ fn answer(snapshot: &Snapshot, q: &QuerySpec) -> Result<QueryResult, ExpectedFai
         let predicate = p
             .to_predicate(schema, &|n| field_id(schema, n))
             .map_err(|e| fail(e.to_string()))?;
-        let r =
-            query::reconcile(snapshot, &q.index, &predicate).map_err(|e| fail(e.to_string()))?;
-        let flat = query::flat_filter(snapshot, &predicate).map_err(|e| fail(e.to_string()))?;
-        if r.final_rows != flat {
-            return Err(fail(format!(
-                "reconciled {:?} differs from the flat scan {flat:?}",
-                r.final_rows
-            )));
-        }
-        return Ok(QueryResult {
-            name: q.name.clone(),
-            index: q.index.clone(),
-            kind: QueryKind::Scalar,
-            candidates: r.candidates.iter().map(hit).collect(),
-            excluded: r.excluded.iter().map(hit).collect(),
-            reevaluated: r.reevaluated.iter().map(hit).collect(),
-            rematched: r.rematched.iter().map(hit).collect(),
-            final_rows: r.final_rows.iter().map(hit).collect(),
-        });
+        return answer_scalar(snapshot, &q.name, &q.index, &predicate);
     }
     let (Some(vector), Some(k)) = (&q.vector, q.k) else {
         return Err(fail("needs `where`, or `vector` and `k`".into()));
     };
-    let r =
-        query::reconcile_vector(snapshot, &q.index, vector, k).map_err(|e| fail(e.to_string()))?;
+    answer_vector(snapshot, &q.name, &q.index, vector, k)
+}
+
+/// Reconciles the scalar query `name` (`predicate` through the BTree index `index`) and
+/// checks its final rows against the flat scan.
+pub fn answer_scalar(
+    snapshot: &Snapshot,
+    name: &str,
+    index: &str,
+    predicate: &query::Predicate,
+) -> Result<QueryResult, ExpectedFailure> {
+    let fail = |problem: String| ExpectedFailure::Query {
+        name: name.to_string(),
+        version: snapshot.version,
+        problem,
+    };
+    let r = query::reconcile(snapshot, index, predicate).map_err(|e| fail(e.to_string()))?;
+    let flat = query::flat_filter(snapshot, predicate).map_err(|e| fail(e.to_string()))?;
+    if r.final_rows != flat {
+        return Err(fail(format!(
+            "reconciled {:?} differs from the flat scan {flat:?}",
+            r.final_rows
+        )));
+    }
+    Ok(QueryResult {
+        name: name.to_string(),
+        index: index.to_string(),
+        kind: QueryKind::Scalar,
+        candidates: r.candidates.iter().map(hit).collect(),
+        excluded: r.excluded.iter().map(hit).collect(),
+        reevaluated: r.reevaluated.iter().map(hit).collect(),
+        rematched: r.rematched.iter().map(hit).collect(),
+        final_rows: r.final_rows.iter().map(hit).collect(),
+    })
+}
+
+/// Reconciles the vector query `name` (L2 top-`k` of `vector` through the vector index
+/// `index`) and checks its final rows against the flat top-k.
+pub fn answer_vector(
+    snapshot: &Snapshot,
+    name: &str,
+    index: &str,
+    vector: &[f32],
+    k: usize,
+) -> Result<QueryResult, ExpectedFailure> {
+    let fail = |problem: String| ExpectedFailure::Query {
+        name: name.to_string(),
+        version: snapshot.version,
+        problem,
+    };
+    let r = query::reconcile_vector(snapshot, index, vector, k).map_err(|e| fail(e.to_string()))?;
     let key = snapshot
-        .index(&q.index)
+        .index(index)
         .and_then(|i| i.fields.first().copied())
         .ok_or_else(|| fail("no such index".into()))?;
     let flat = query::flat_top_k(snapshot, key, vector, k).map_err(|e| fail(e.to_string()))?;
@@ -374,8 +418,8 @@ fn answer(snapshot: &Snapshot, q: &QuerySpec) -> Result<QueryResult, ExpectedFai
         )));
     }
     Ok(QueryResult {
-        name: q.name.clone(),
-        index: q.index.clone(),
+        name: name.to_string(),
+        index: index.to_string(),
         kind: QueryKind::Vector,
         candidates: r.candidates.iter().map(scored).collect(),
         excluded: r.excluded.iter().map(hit).collect(),

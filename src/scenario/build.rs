@@ -169,6 +169,7 @@ pub(super) fn overlay_commit(
         cells,
         fields,
         tombstone,
+        relabel,
         overlays,
     } = step
     else {
@@ -182,8 +183,9 @@ pub(super) fn overlay_commit(
             cells: cells.clone(),
             fields: fields.clone(),
             tombstone: tombstone.clone(),
+            relabel: relabel.clone(),
         }),
-        (None, None) if fields.is_none() && tombstone.is_empty() => {}
+        (None, None) if fields.is_none() && tombstone.is_empty() && relabel.is_empty() => {}
         _ => {
             return Err("an inline overlay needs both `shape` and `cells`"
                 .to_string()
@@ -268,7 +270,7 @@ fn overlay(
         for name in order {
             ids.push(id_of(name)?);
         }
-        reorder(&mut overlay, &ids)?;
+        reorder(&mut overlay, &ids, schema)?;
     }
     let dead: Vec<FieldId> = spec
         .tombstone
@@ -278,12 +280,39 @@ fn overlay(
     if !dead.is_empty() {
         tombstone_fields(&mut overlay, &dead);
     }
+    relabel(&mut overlay, schema, &spec.relabel)?;
     Ok(overlay)
 }
 
+/// Writes the positions of the fields named in `relabel` with the given reserved negative ids
+/// (what a non-conforming writer might store; a reader ignores such positions).
+fn relabel(
+    overlay: &mut Overlay,
+    schema: &Schema,
+    relabel: &BTreeMap<String, i32>,
+) -> Result<(), String> {
+    for (name, &new_id) in relabel {
+        if new_id >= 0 {
+            return Err(format!("relabel {name:?}: {new_id} is not a negative id"));
+        }
+        let id = field_id(schema, name).ok_or_else(|| format!("no field {name:?}"))?;
+        let pos = overlay
+            .file
+            .fields
+            .iter()
+            .position(|f| *f == id)
+            .ok_or_else(|| format!("relabel {name:?}: the overlay does not carry it"))?;
+        if let Some(slot) = overlay.file.fields.get_mut(pos) {
+            *slot = new_id;
+        }
+    }
+    Ok(())
+}
+
 /// Puts the overlay's positions in the order `ids`; an id without a position is added with an
-/// empty column and (sparse) an empty bitmap.
-fn reorder(overlay: &mut Overlay, ids: &[FieldId]) -> Result<(), String> {
+/// empty column and (sparse) an empty bitmap. A dense overlay can only gain struct ids this way
+/// (containers: the shared bitmap is their coverage, which readers ignore).
+fn reorder(overlay: &mut Overlay, ids: &[FieldId], schema: &Schema) -> Result<(), String> {
     let carried = overlay.file.fields.clone();
     if let Some(missing) = carried.iter().find(|f| !ids.contains(f)) {
         return Err(format!(
@@ -310,11 +339,19 @@ fn reorder(overlay: &mut Overlay, ids: &[FieldId]) -> Result<(), String> {
     }
     overlay.coverage = match &overlay.coverage {
         Coverage::PerField(_) => Coverage::PerField(bitmaps),
-        Coverage::Dense(b) if b.is_empty() || fields.len() == carried.len() => {
+        Coverage::Dense(b)
+            if b.is_empty()
+                || fields.iter().all(|f| {
+                    carried.contains(f)
+                        || schema
+                            .field(*f)
+                            .is_some_and(|x| x.data_type == DataType::Struct)
+                }) =>
+        {
             Coverage::Dense(b.clone())
         }
         Coverage::Dense(_) => {
-            return Err("a dense overlay cannot have a field without cells".into());
+            return Err("a dense overlay cannot have a (non-struct) field without cells".into());
         }
     };
     overlay.file.fields = fields;

@@ -40,6 +40,9 @@ pub fn on_content(c: &Corruption) -> bool {
             | Corruption::PathEscapesRoot { .. }
             | Corruption::TruncateOverlayFile { .. }
             | Corruption::MixedManifestNames
+            | Corruption::DropOverlayDataFile { .. }
+            | Corruption::DropOverlayCoverage { .. }
+            | Corruption::CoverageBytes { .. }
     )
 }
 
@@ -60,6 +63,10 @@ pub fn name(c: &Corruption) -> &'static str {
         Corruption::PathEscapesRoot { .. } => "path_escapes_root",
         Corruption::TruncateOverlayFile { .. } => "truncate_overlay_file",
         Corruption::MixedManifestNames => "mixed_manifest_names",
+        Corruption::DuplicateBaseField { .. } => "duplicate_base_field",
+        Corruption::DropOverlayDataFile { .. } => "drop_overlay_data_file",
+        Corruption::DropOverlayCoverage { .. } => "drop_overlay_coverage",
+        Corruption::CoverageBytes { .. } => "coverage_bytes",
     }
 }
 
@@ -184,8 +191,37 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         Corruption::MalformedRoaring { .. }
         | Corruption::PathEscapesRoot { .. }
         | Corruption::TruncateOverlayFile { .. }
-        | Corruption::MixedManifestNames => return Err(CorruptError::BytesOnly { what }),
+        | Corruption::MixedManifestNames
+        | Corruption::DropOverlayDataFile { .. }
+        | Corruption::DropOverlayCoverage { .. }
+        | Corruption::CoverageBytes { .. } => return Err(CorruptError::BytesOnly { what }),
+        Corruption::DuplicateBaseField {
+            fragment,
+            field: name,
+        } => {
+            let id = field(name)?;
+            duplicate_base_field(snapshot, *fragment, id).map_err(missing)?;
+        }
     }
+    Ok(())
+}
+
+/// Appends a copy of field `id`'s live base column to another base file of the fragment (the
+/// first one that does not hold it), so two base files hold the field live.
+fn duplicate_base_field(snapshot: &mut Snapshot, fragment: u64, id: FieldId) -> Result<(), String> {
+    let f = fragment_mut(snapshot, fragment)?;
+    let (file, col) =
+        base_position(f, id).ok_or_else(|| format!("no base column for field {id}"))?;
+    let column = f.files[file].columns[col].clone();
+    let other = f
+        .files
+        .iter_mut()
+        .enumerate()
+        .find(|(i, _)| *i != file)
+        .map(|(_, x)| x)
+        .ok_or_else(|| "the fragment has only one base file".to_string())?;
+    other.fields.push(id);
+    other.columns.push(column);
     Ok(())
 }
 

@@ -381,7 +381,10 @@ impl Run {
                 };
                 if matches!(
                     conflict.as_ref(),
-                    Step::Corrupt(_) | Step::CommitRetry { .. } | Step::Create { .. }
+                    Step::Corrupt(_)
+                        | Step::CommitRetry { .. }
+                        | Step::Create { .. }
+                        | Step::ExpectRefusal { .. }
                 ) {
                     return Err("`conflict` must be an ordinary commit".to_string().into());
                 }
@@ -445,8 +448,80 @@ impl Run {
                 Ok(format!("dropped {names:?}"))
             }
             Step::Corrupt(_) => Err("`corrupt` cannot be nested".to_string().into()),
+            Step::ReorderOverlays { fragment, order } => {
+                let mut next = self.current()?.clone();
+                reorder_overlays(&mut next, *fragment, order)?;
+                self.commit(next)?;
+                Ok(format!(
+                    "stored the overlays of fragment {fragment} in the order {order:?}"
+                ))
+            }
+            Step::ExpectRefusal { attempt, code } => self.expect_refusal(i, attempt, code),
         }
     }
+
+    /// Runs `attempt`, which the reference must refuse (class `refused`, code `code`) without
+    /// committing anything.
+    fn expect_refusal(&mut self, i: usize, attempt: &Step, code: &str) -> Outcome<String> {
+        if matches!(
+            attempt,
+            Step::Create { .. }
+                | Step::Corrupt(_)
+                | Step::CommitRetry { .. }
+                | Step::ExpectRefusal { .. }
+        ) {
+            return Err(format!("`{}` cannot be an expected refusal", attempt.op()).into());
+        }
+        let before = self.versions.len();
+        let outcome = self.step(i, attempt);
+        if self.versions.len() != before {
+            return Err(format!(
+                "{} was committed, but it had to be refused with {code}",
+                attempt.op()
+            )
+            .into());
+        }
+        match outcome {
+            Err(Failure::Reference(e))
+                if e.class() == lance_reference::ErrorClass::Refused && e.code() == code =>
+            {
+                Ok(format!("{} refused [refused/{code}]: {e}", attempt.op()))
+            }
+            Err(Failure::Reference(e)) => Err(format!(
+                "{} had to be refused with refused/{code}, the reference fails with {}/{}: {e}",
+                attempt.op(),
+                e.class().as_str(),
+                e.code()
+            )
+            .into()),
+            Err(Failure::Problem(p)) => Err(format!("{}: {p}", attempt.op()).into()),
+            Ok(_) => Err(format!(
+                "{} succeeded, but it had to be refused with {code}",
+                attempt.op()
+            )
+            .into()),
+        }
+    }
+}
+
+/// Stores fragment `fragment`'s overlays in `order` (a permutation of the positions).
+fn reorder_overlays(snapshot: &mut Snapshot, fragment: u64, order: &[usize]) -> Outcome<()> {
+    let frag = snapshot
+        .fragments
+        .iter_mut()
+        .find(|f| f.id == fragment)
+        .ok_or_else(|| format!("no fragment {fragment}"))?;
+    let n = frag.overlays.len();
+    let mut sorted = order.to_vec();
+    sorted.sort_unstable();
+    if sorted != (0..n).collect::<Vec<_>>() {
+        return Err(
+            format!("order {order:?} is not a permutation of the {n} overlay position(s)").into(),
+        );
+    }
+    let old = frag.overlays.clone();
+    frag.overlays = order.iter().filter_map(|&p| old.get(p).cloned()).collect();
+    Ok(())
 }
 
 fn field_ids(schema: &Schema, names: &[String]) -> Outcome<Vec<FieldId>> {

@@ -250,7 +250,7 @@ impl Dataset {
 
     /// Reads version `version` (see the module docs for every check).
     pub fn read_version(&self, version: u64) -> Result<(Snapshot, Layout), DatasetError> {
-        self.read_cached(version, &mut BTreeMap::new())
+        self.read_uncached(version, &mut BTreeMap::new())
     }
 
     /// Reads every attached version, ascending.
@@ -270,6 +270,18 @@ impl Dataset {
         if let Some(hit) = cache.get(&version) {
             return Ok(hit.clone());
         }
+        let read = self.read_uncached(version, cache)?;
+        cache.insert(version, read.clone());
+        Ok(read)
+    }
+
+    /// Reads `version` without caching it (older versions its indices need are cached), so a
+    /// single read does not copy the whole table.
+    fn read_uncached(
+        &self,
+        version: u64,
+        cache: &mut BTreeMap<u64, (Snapshot, Layout)>,
+    ) -> Result<(Snapshot, Layout), DatasetError> {
         let entry = self
             .entries
             .iter()
@@ -364,7 +376,6 @@ impl Dataset {
             })?;
         }
         check_for_read(&snapshot).map_err(flags)?;
-        cache.insert(version, (snapshot.clone(), layout.clone()));
         Ok((snapshot, layout))
     }
 }

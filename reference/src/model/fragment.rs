@@ -357,6 +357,13 @@ impl Fragment {
             if field < 0 {
                 continue; // tombstones and system ids: positions only, never read
             }
+            let Some(schema_field) = schema.field(field) else {
+                continue; // a dropped field: ignored
+            };
+            if schema_field.data_type == DataType::Struct {
+                continue; // a container: carries no cell values of its own
+            }
+            // Only a live field listed twice is ambiguous; dropped and struct ids never resolve.
             if file.fields[..pos].contains(&field) {
                 return Err(Error::DuplicateField {
                     fragment: frag,
@@ -364,12 +371,6 @@ impl Fragment {
                     field,
                     context: "one overlay lists it twice".into(),
                 });
-            }
-            let Some(schema_field) = schema.field(field) else {
-                continue; // a dropped field: ignored
-            };
-            if schema_field.data_type == DataType::Struct {
-                continue; // a container: carries no cell values of its own
             }
             let Some(bitmap) = overlay.coverage.at(pos) else {
                 continue;

@@ -1,0 +1,110 @@
+//! Capabilities: the words a reader declares in the handshake, and what each check needs.
+//!
+//! Invariant: a check is sent to a reader only when every capability it needs is
+//! declared; otherwise it is `unsupported` without being run. The data capabilities are the
+//! case `requires` vocabulary (`conformance-cases/README.md`): a case needing one the reader
+//! lacks is `unsupported` as a whole. The other words gate single kinds of check, so a reader
+//! that cannot report exclusion sets is still judged on its scans.
+
+use std::collections::BTreeSet;
+
+use crate::case::Capability;
+
+/// Answers `lineage` requests (where each lineage sequence lives).
+pub const LINEAGE_PLACEMENT: &str = "lineage-placement";
+/// Answers scalar `query` requests (at least the final rows).
+pub const SCALAR_QUERY: &str = "scalar-query";
+/// Answers vector `query` requests (at least the final rows).
+pub const VECTOR_QUERY: &str = "vector-query";
+/// Answers `exclusion` requests, and reports a query's reconciliation lists.
+pub const EXCLUSION: &str = "exclusion";
+/// Reports the reference's error codes; a negative case pinning a code is then judged on it.
+pub const ERROR_CODES: &str = "error-codes";
+
+/// Every capability word the protocol defines, in the order the spec lists them.
+pub const VOCABULARY: [&str; 11] = [
+    "overlays",
+    "sparse-overlays",
+    "stable-row-ids",
+    "deletions",
+    "spilled-lineage",
+    "nested-fields",
+    EXCLUSION,
+    VECTOR_QUERY,
+    SCALAR_QUERY,
+    LINEAGE_PLACEMENT,
+    ERROR_CODES,
+];
+
+/// The protocol word of a case capability (its `case.toml` spelling).
+pub fn word(capability: Capability) -> &'static str {
+    match capability {
+        Capability::Overlays => "overlays",
+        Capability::SparseOverlays => "sparse-overlays",
+        Capability::StableRowIds => "stable-row-ids",
+        Capability::Deletions => "deletions",
+        Capability::SpilledLineage => "spilled-lineage",
+        Capability::Exclusion => EXCLUSION,
+        Capability::VectorQuery => VECTOR_QUERY,
+        Capability::NestedFields => "nested-fields",
+    }
+}
+
+/// Whether a case capability is about the data (gates the whole case) rather than about a
+/// kind of check (`exclusion`, `vector-query`).
+pub fn is_data(capability: Capability) -> bool {
+    !matches!(capability, Capability::Exclusion | Capability::VectorQuery)
+}
+
+/// The data capabilities of `requires` that `declared` lacks.
+pub fn missing_data(requires: &[Capability], declared: &BTreeSet<String>) -> Vec<&'static str> {
+    requires
+        .iter()
+        .filter(|c| is_data(**c))
+        .map(|c| word(*c))
+        .filter(|w| !declared.contains(*w))
+        .collect()
+}
+
+/// The capabilities among `needs` that `declared` lacks.
+pub fn missing<'a>(needs: &[&'a str], declared: &BTreeSet<String>) -> Vec<&'a str> {
+    needs
+        .iter()
+        .copied()
+        .filter(|w| !declared.contains(*w))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_words_are_the_case_vocabulary() {
+        for c in [
+            Capability::Overlays,
+            Capability::SparseOverlays,
+            Capability::StableRowIds,
+            Capability::Deletions,
+            Capability::SpilledLineage,
+            Capability::Exclusion,
+            Capability::VectorQuery,
+            Capability::NestedFields,
+        ] {
+            let serde_word = serde_json::to_value(c).unwrap();
+            assert_eq!(serde_word.as_str(), Some(word(c)));
+            assert!(VOCABULARY.contains(&word(c)));
+        }
+    }
+
+    #[test]
+    fn only_data_capabilities_gate_a_case() {
+        let declared: BTreeSet<String> = ["overlays".to_string()].into();
+        let requires = [
+            Capability::Overlays,
+            Capability::Exclusion,
+            Capability::Deletions,
+        ];
+        assert_eq!(missing_data(&requires, &declared), ["deletions"]);
+    }
+}

@@ -1,0 +1,230 @@
+//! The `run`, `testee` and `explain` subcommands: arguments and exit codes.
+//!
+//! Invariant: `run` exits 0 when the report passes, 1 when it does not (a conformance
+//! failure), and 2 when the runner cannot judge (unusable corpus or checksums, bad
+//! known-failure file, filters matching nothing, a testee that does not start); the human form
+//! always ends with the closing line `N passed, N failed, N skipped`. Without `--reader-cmd`
+//! the built-in reference reader runs in process, together with the spec's worked-example walk.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use super::output::{self, Detail};
+use super::process::{ProcessOptions, ProcessReader};
+use super::{ConformanceReader, KnownFailures, Options, ReferenceReader, RunnerError, walk};
+
+/// Report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table and a summary.
+    Human,
+    /// The report as JSON.
+    Json,
+    /// JUnit XML.
+    Junit,
+}
+
+/// Arguments of `run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Run this command (with `sh -c`) as the reader under test: one persistent process
+    /// speaking the JSON-lines protocol of spec/conformance.md. Default: the built-in
+    /// reference reader, in process.
+    #[arg(long, value_name = "CMD ARGS")]
+    pub reader_cmd: Option<String>,
+    /// Seconds one request may take before the testee is killed (process readers).
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub timeout: f64,
+    /// Known failures: one `<case-id>  # <reason>` per line.
+    #[arg(long, value_name = "FILE")]
+    pub known_failures: Option<PathBuf>,
+    /// Report format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Also write the JSON report to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json_file: Option<PathBuf>,
+    /// Also write the JUnit report to this file.
+    #[arg(long, value_name = "FILE")]
+    pub junit_file: Option<PathBuf>,
+    /// Only cases with this id (or area/id); `*` wildcards; repeatable.
+    #[arg(long = "case", value_name = "ID")]
+    pub cases: Vec<String>,
+    /// Only cases of this area; repeatable.
+    #[arg(long = "area", value_name = "AREA")]
+    pub areas: Vec<String>,
+    /// Only cases checking this requirement id (`*` wildcards); repeatable.
+    #[arg(long = "requirement", value_name = "ID")]
+    pub requirements: Vec<String>,
+    /// Only cases with this tag; repeatable.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// The corpus root.
+    #[arg(long, default_value = "conformance-cases")]
+    pub corpus: PathBuf,
+    /// The requirement index (default: `<corpus>/../spec/requirements.toml`).
+    #[arg(long, value_name = "FILE")]
+    pub requirements_file: Option<PathBuf>,
+    /// Print only cases that did not pass, and the summary.
+    #[arg(long, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print every check of every case.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// Runs `run`; returns the exit code.
+pub fn run(args: &RunArgs) -> u8 {
+    match run_inner(args) {
+        Ok(passed) => u8::from(!passed),
+        Err(e) => {
+            eprintln!("lance-conformance run: {e}");
+            println!("0 passed, 0 failed, 0 skipped");
+            2
+        }
+    }
+}
+
+fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
+    let known_failures = match &args.known_failures {
+        Some(p) => Some(KnownFailures::load(p).map_err(RunnerError::Input)?),
+        None => None,
+    };
+    let mut options = Options {
+        corpus: args.corpus.clone(),
+        requirements: args.requirements_file.clone(),
+        filters: super::Filters {
+            cases: args.cases.clone(),
+            areas: args.areas.clone(),
+            requirements: args.requirements.clone(),
+            tags: args.tags.clone(),
+        },
+        known_failures,
+        progress: None,
+        extra: Vec::new(),
+    };
+    let interactive = std::io::stdout().is_terminal() && args.format == Format::Human;
+    if interactive {
+        options.progress = Some(Box::new(|i, n, id| {
+            eprint!("\r\x1b[2K[{}/{n}] {id}", i + 1);
+        }));
+    }
+    let mut reference;
+    let mut process;
+    let reader: &mut dyn ConformanceReader = match &args.reader_cmd {
+        None => {
+            let no_filter = options.filters == super::Filters::default();
+            if no_filter {
+                options.extra.push(walk::as_case());
+            }
+            reference = ReferenceReader::new();
+            &mut reference
+        }
+        Some(cmd) => {
+            if !(args.timeout.is_finite() && args.timeout > 0.0) {
+                return Err(RunnerError::Input(
+                    "--timeout must be a positive number".into(),
+                ));
+            }
+            process = ProcessReader::new(ProcessOptions {
+                command: cmd.clone(),
+                timeout: Duration::from_secs_f64(args.timeout),
+            });
+            &mut process
+        }
+    };
+    let report = super::run_suite(reader, options)?;
+    if interactive {
+        eprint!("\r\x1b[2K");
+    }
+    let write = |path: &PathBuf, text: String| {
+        std::fs::write(path, text)
+            .map_err(|e| RunnerError::Input(format!("{}: {e}", path.display())))
+    };
+    if let Some(p) = &args.json_file {
+        write(p, output::json(&report))?;
+    }
+    if let Some(p) = &args.junit_file {
+        write(p, output::junit(&report))?;
+    }
+    let detail = if args.quiet {
+        Detail::Quiet
+    } else if args.verbose {
+        Detail::Verbose
+    } else {
+        Detail::Normal
+    };
+    match args.format {
+        Format::Human => print!("{}", output::human(&report, detail)),
+        Format::Json => print!("{}", output::json(&report)),
+        Format::Junit => print!("{}", output::junit(&report)),
+    }
+    Ok(report.passed())
+}
+
+/// Arguments of `testee`.
+#[derive(Debug, Clone, Args)]
+pub struct TesteeArgs {
+    /// Declare only these capabilities (comma-separated); default: all.
+    #[arg(long, value_delimiter = ',')]
+    pub capabilities: Option<Vec<String>>,
+}
+
+/// Serves the reference reader over the protocol on stdin/stdout; returns the exit code.
+pub fn testee(args: &TesteeArgs) -> u8 {
+    let mut reader = match &args.capabilities {
+        None => ReferenceReader::new(),
+        Some(list) => ReferenceReader::with_capabilities(list.iter().cloned().collect()),
+    };
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    match super::serve::serve(&mut reader, stdin, stdout) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("lance-conformance testee: {e}");
+            2
+        }
+    }
+}
+
+/// Arguments of `explain`.
+#[derive(Debug, Clone, Args)]
+pub struct ExplainArgs {
+    /// The case id (or area/id).
+    #[arg(default_value = "worked-example")]
+    pub case: String,
+    /// Dataset version (default: the newest readable one).
+    #[arg(long)]
+    pub version: Option<u64>,
+    /// One cell as FRAGMENT:OFFSET:FIELD, FIELD a (dotted) name or an id (e.g. 0:1:age).
+    #[arg(long, conflicts_with = "query")]
+    pub cell: Option<String>,
+    /// One declared query of the case, by name.
+    #[arg(long)]
+    pub query: Option<String>,
+    /// The corpus root.
+    #[arg(long, default_value = "conformance-cases")]
+    pub corpus: PathBuf,
+}
+
+/// Prints the explanation; returns the exit code.
+pub fn explain(args: &ExplainArgs) -> u8 {
+    let focus = match (&args.cell, &args.query) {
+        (Some(c), _) => super::explain::Focus::Cell(c.clone()),
+        (None, Some(q)) => super::explain::Focus::Query(q.clone()),
+        (None, None) => super::explain::Focus::Version,
+    };
+    match super::explain::explain(&args.corpus, &args.case, args.version, &focus) {
+        Ok(text) => {
+            print!("{text}");
+            0
+        }
+        Err(e) => {
+            eprintln!("lance-conformance explain: {e:#}");
+            2
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! Comparing a reader's answer with `expected/`: the first difference, in words.
+//!
+//! Invariant: two answers are equal here exactly when they hold the same typed values in the
+//! same order, where "same value" is the tagged spelling's meaning, not its text: floats are
+//! compared by bit pattern after parsing (so `"0.10000000149011612"` is the float32 `0.1`,
+//! and NaN equals NaN), a struct child left out reads as NULL, and 64-bit integers are
+//! compared as integers. Sets (exclusion sets) are compared after sorting; lists whose order
+//! the spec fixes (rows, query answers) are compared in order. Vector distances are the one
+//! tolerance: a relative 1e-5, because the order of a float sum is not normative.
+
+use serde_json::Value as Json;
+
+use super::protocol::{QueryAnswer, ScanResult};
+use crate::expected::tagged::{Tagged, untag};
+use crate::expected::{ExclusionSet, FragmentLineage, Hit, QueryResult, Row};
+
+/// The relative tolerance on vector distances.
+pub const DISTANCE_TOLERANCE: f32 = 1e-5;
+
+fn show(t: &Tagged) -> String {
+    format!("{} {}", t.data_type, t.value)
+}
+
+/// Whether two tagged values mean the same value (see the module docs).
+pub fn same_value(expected: &Tagged, got: &Tagged) -> bool {
+    if expected.data_type.replace(' ', "") != got.data_type.replace(' ', "") {
+        return false;
+    }
+    match (&expected.value, &got.value) {
+        (Json::Null, Json::Null) => true,
+        (Json::Null, _) | (_, Json::Null) => false,
+        (Json::Object(a), Json::Object(b)) => {
+            let child = |m: &serde_json::Map<String, Json>, k: &str| -> Option<Tagged> {
+                m.get(k)
+                    .and_then(|v| serde_json::from_value(v.clone()).ok())
+            };
+            a.keys()
+                .chain(b.keys())
+                .all(|k| match (child(a, k), child(b, k)) {
+                    (Some(x), Some(y)) => same_value(&x, &y),
+                    (Some(x), None) | (None, Some(x)) => x.value.is_null(),
+                    (None, None) => false,
+                })
+        }
+        _ => match (untag(expected), untag(got)) {
+            (Ok(a), Ok(b)) => a.identical(&b),
+            _ => false,
+        },
+    }
+}
+
+/// The first difference between the expected rows (values projected to `projection`, indices
+/// into the expected columns) and a scan.
+pub fn scan(
+    expected_columns: &[crate::expected::Column],
+    expected_rows: &[Row],
+    projection: &[usize],
+    got: &ScanResult,
+) -> Result<(), String> {
+    let want_columns: Vec<_> = projection
+        .iter()
+        .filter_map(|i| expected_columns.get(*i))
+        .collect();
+    let got_columns: Vec<_> = got.columns.iter().collect();
+    if want_columns != got_columns {
+        return Err(format!(
+            "columns: expected {}, got {}",
+            columns_text(&want_columns),
+            columns_text(&got_columns)
+        ));
+    }
+    if expected_rows.len() != got.rows.len() {
+        let at = |rows: &[Row]| -> Vec<String> {
+            rows.iter()
+                .map(|r| format!("{}:{}", r.fragment, r.offset))
+                .collect()
+        };
+        return Err(format!(
+            "{} rows expected, {} returned (fragment:offset expected [{}], got [{}])",
+            expected_rows.len(),
+            got.rows.len(),
+            at(expected_rows).join(", "),
+            at(&got.rows).join(", ")
+        ));
+    }
+    for (i, (want, row)) in expected_rows.iter().zip(&got.rows).enumerate() {
+        let at = format!(
+            "row {i} (fragment {}, offset {})",
+            want.fragment, want.offset
+        );
+        if (want.fragment, want.offset) != (row.fragment, row.offset) {
+            return Err(format!(
+                "{at}: got fragment {}, offset {}",
+                row.fragment, row.offset
+            ));
+        }
+        for (name, w, g) in [
+            ("_rowid", &want.row_id, &row.row_id),
+            ("_row_created_at_version", &want.created_at, &row.created_at),
+            (
+                "_row_last_updated_at_version",
+                &want.last_updated_at,
+                &row.last_updated_at,
+            ),
+        ] {
+            if !same_value(w, g) {
+                return Err(format!(
+                    "{at}: {name}: expected {}, got {}",
+                    show(w),
+                    show(g)
+                ));
+            }
+        }
+        if row.values.len() != projection.len() {
+            return Err(format!(
+                "{at}: {} values for {} columns",
+                row.values.len(),
+                projection.len()
+            ));
+        }
+        for (p, g) in projection.iter().zip(&row.values) {
+            let Some(w) = want.values.get(*p) else {
+                return Err(format!("{at}: the expected row has no column {p}"));
+            };
+            if !same_value(w, g) {
+                let name = expected_columns.get(*p).map_or("?", |c| c.name.as_str());
+                return Err(format!(
+                    "{at}: {name}: expected {}, got {}",
+                    show(w),
+                    show(g)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn columns_text(columns: &[&crate::expected::Column]) -> String {
+    let parts: Vec<String> = columns
+        .iter()
+        .map(|c| format!("{} {}", c.name, c.data_type))
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// The first difference in a fragment's lineage placement.
+pub fn lineage(expected: &FragmentLineage, got: &FragmentLineage) -> Result<(), String> {
+    if expected == got {
+        return Ok(());
+    }
+    let text = |f: &FragmentLineage| serde_json::to_string(f).unwrap_or_default();
+    Err(format!(
+        "fragment {}: expected {}, got {}",
+        expected.fragment,
+        text(expected),
+        text(got)
+    ))
+}
+
+/// The first difference between exclusion sets (compared as sets of (index, fragment,
+/// offsets)).
+pub fn exclusion(expected: &[ExclusionSet], got: &[ExclusionSet]) -> Result<(), String> {
+    let norm = |sets: &[ExclusionSet]| {
+        let mut v: Vec<(String, u64, Vec<u32>)> = sets
+            .iter()
+            .map(|s| {
+                let mut o = s.offsets.clone();
+                o.sort_unstable();
+                (s.index.clone(), s.fragment, o)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (want, have) = (norm(expected), norm(got));
+    if want == have {
+        return Ok(());
+    }
+    let text = |v: &[(String, u64, Vec<u32>)]| {
+        let parts: Vec<String> = v.iter().map(|(i, f, o)| format!("{i}@{f}:{o:?}")).collect();
+        format!("[{}]", parts.join(", "))
+    };
+    Err(format!("expected {}, got {}", text(&want), text(&have)))
+}
+
+fn hits(list: &str, expected: &[Hit], got: &[Hit]) -> Result<(), String> {
+    let rows = |v: &[Hit]| v.iter().map(|h| (h.fragment, h.offset)).collect::<Vec<_>>();
+    if rows(expected) != rows(got) {
+        let text = |v: &[Hit]| {
+            let parts: Vec<String> = v
+                .iter()
+                .map(|h| format!("{}:{}", h.fragment, h.offset))
+                .collect();
+            format!("[{}]", parts.join(", "))
+        };
+        return Err(format!(
+            "{list}: expected {}, got {}",
+            text(expected),
+            text(got)
+        ));
+    }
+    for (w, g) in expected.iter().zip(got) {
+        match (&w.distance, &g.distance) {
+            (None, _) => {}
+            (Some(_), None) => {
+                return Err(format!(
+                    "{list}: {}:{} has no distance",
+                    g.fragment, g.offset
+                ));
+            }
+            (Some(a), Some(b)) => {
+                let (x, y) = (float(a), float(b));
+                let close = match (x, y) {
+                    (Some(x), Some(y)) => (x - y).abs() <= DISTANCE_TOLERANCE * x.abs().max(1.0),
+                    _ => false,
+                };
+                if !close {
+                    return Err(format!(
+                        "{list}: {}:{} distance: expected {}, got {}",
+                        g.fragment, g.offset, a.value, b.value
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn float(t: &Tagged) -> Option<f32> {
+    match untag(t).ok()? {
+        lance_reference::model::Value::Float32(x) => Some(x),
+        _ => None,
+    }
+}
+
+/// The first difference in a query answer: `final` always, the reconciliation lists when the
+/// reader reports them (`with_lists`: it declared `exclusion`, so it must).
+pub fn query(expected: &QueryResult, got: &QueryAnswer, with_lists: bool) -> Result<(), String> {
+    if expected.kind != got.kind {
+        return Err(format!(
+            "kind: expected {:?}, got {:?}",
+            expected.kind, got.kind
+        ));
+    }
+    hits("final", &expected.final_rows, &got.final_rows)?;
+    match (&got.reconciliation, with_lists) {
+        (None, true) => Err("no reconciliation lists (the reader declares `exclusion`)".into()),
+        (None, false) => Ok(()),
+        (Some(r), _) => {
+            hits("candidates", &expected.candidates, &r.candidates)?;
+            hits("excluded", &expected.excluded, &r.excluded)?;
+            hits("reevaluated", &expected.reevaluated, &r.reevaluated)?;
+            hits("rematched", &expected.rematched, &r.rematched)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn t(ty: &str, v: Json) -> Tagged {
+        Tagged {
+            data_type: ty.into(),
+            value: v,
+        }
+    }
+
+    #[test]
+    fn values_compare_by_meaning_not_spelling() {
+        let f = |s: &str| t("float32", json!(s));
+        assert!(same_value(&f("0.1"), &f("0.10000000149011612")));
+        assert!(same_value(&f("NaN"), &f("nan")));
+        assert!(!same_value(&f("0.0"), &f("-0.0")));
+        assert!(!same_value(&f("0.1"), &f("0.2")));
+        assert!(!same_value(&t("int64", json!("1")), &t("int32", json!(1))));
+        assert!(!same_value(&t("utf8", json!("a")), &t("utf8", Json::Null)));
+        let s = |v: Json| t("struct", v);
+        let city = json!({"type": "utf8", "value": "Oslo"});
+        let none = json!({"type": "int32", "value": null});
+        assert!(same_value(
+            &s(json!({"city": city, "zip": none})),
+            &s(json!({"city": city}))
+        ));
+        assert!(!same_value(
+            &s(json!({"city": city})),
+            &s(json!({"zip": none}))
+        ));
+    }
+
+    #[test]
+    fn distances_tolerate_summation_order_only() {
+        let hit = |d: &str| Hit {
+            fragment: 0,
+            offset: 1,
+            distance: Some(t("float32", json!(d))),
+        };
+        assert!(hits("final", &[hit("2.0")], &[hit("2.0000002")]).is_ok());
+        assert!(hits("final", &[hit("2.0")], &[hit("2.001")]).is_err());
+    }
+}

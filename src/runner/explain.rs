@@ -1,0 +1,336 @@
+//! `lance-conformance explain <case>`: how the reference decides a corpus case, read from the
+//! case's own dataset directory.
+//!
+//! Invariant: everything printed comes from the reference reading `dataset/` at the chosen
+//! version (the same read the built-in reader does), so the trail explains exactly what
+//! `expected/` records: a version's layout (fragments, overlays in precedence order, lineage
+//! placement, indices and exclusion sets), one cell's resolution ([`resolve::explain`]), or a
+//! query's reconciliation with each re-evaluated row's current value. On the damaged version
+//! of a negative case it prints the error the reference raises and the one the case requires.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use lance_reference::model::{Coverage, LineageSequence, Snapshot};
+use lance_reference::query::{self, RowRef};
+use lance_reference::resolve::{self, resolve_column};
+
+use super::execute::load_expected;
+use super::reference::read_checked;
+use crate::case::names::{dotted_name, field_id};
+use crate::case::{Case, QuerySpec};
+
+/// What to explain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Focus {
+    /// The version's layout.
+    Version,
+    /// One cell: `FRAGMENT:OFFSET:FIELD`.
+    Cell(String),
+    /// One declared query, by name.
+    Query(String),
+}
+
+/// Finds `<corpus>/<area>/<id>/` for a case id (or `area/id`).
+pub fn case_dir(corpus: &Path, id: &str) -> Result<std::path::PathBuf> {
+    if let Some((area, case)) = id.split_once('/') {
+        let dir = corpus.join(area).join(case);
+        if dir.join("case.toml").is_file() {
+            return Ok(dir);
+        }
+    }
+    let mut areas: Vec<_> = std::fs::read_dir(corpus)
+        .with_context(|| format!("listing {}", corpus.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join(id).join("case.toml").is_file())
+        .collect();
+    areas.sort();
+    match areas.first() {
+        Some(area) => Ok(area.join(id)),
+        None => bail!("no case {id:?} under {}", corpus.display()),
+    }
+}
+
+/// The explanation text.
+pub fn explain(corpus: &Path, id: &str, version: Option<u64>, focus: &Focus) -> Result<String> {
+    let dir = case_dir(corpus, id)?;
+    let case = Case::load(&dir.join("case.toml"))?;
+    let expected = load_expected(&dir).map_err(anyhow::Error::msg)?;
+    let newest = expected.versions.last().map(|v| v.version);
+    let version = version
+        .or(newest)
+        .or(expected.error.as_ref().map(|e| e.version))
+        .context("the case has no generated versions")?;
+    let mut out = String::new();
+    let _ = writeln!(out, "case {} — {}", case.id, case.title);
+    let dataset = dir.join("dataset");
+    let snapshot = match read_checked(&dataset, version) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(
+                out,
+                "v{version}: the reference refuses it: {}/{}\n  {}",
+                e.class,
+                e.code.as_deref().unwrap_or("-"),
+                e.message
+            );
+            match &expected.error {
+                Some(want) if want.version == version => {
+                    let _ = writeln!(
+                        out,
+                        "the case requires class {}{}",
+                        want.class,
+                        want.code
+                            .as_ref()
+                            .map(|c| format!(", code {c}"))
+                            .unwrap_or_default()
+                    );
+                }
+                _ => {
+                    let _ = writeln!(out, "(this version has no expected error: it should read)");
+                }
+            }
+            return Ok(out);
+        }
+    };
+    match focus {
+        Focus::Version => layout(&mut out, &snapshot, &case),
+        Focus::Cell(cell) => {
+            let parts: Vec<&str> = cell.split(':').collect();
+            let [fragment, offset, field] = parts.as_slice() else {
+                bail!("--cell takes FRAGMENT:OFFSET:FIELD, got {cell:?}");
+            };
+            let fragment: u64 = fragment.parse().context("FRAGMENT must be a number")?;
+            let offset: u64 = offset.parse().context("OFFSET must be a number")?;
+            let field = match field.parse::<i32>() {
+                Ok(id) => id,
+                Err(_) => field_id(&snapshot.schema, field)
+                    .with_context(|| format!("no field named {field:?}"))?,
+            };
+            let f = snapshot.fragment(fragment)?;
+            let _ = writeln!(out, "v{version}:");
+            let _ = write!(
+                out,
+                "{}",
+                resolve::explain(&snapshot.schema, f, offset, field)?
+            );
+        }
+        Focus::Query(name) => {
+            let spec = case
+                .queries
+                .iter()
+                .find(|q| q.name == *name)
+                .with_context(|| {
+                    let names: Vec<&str> = case.queries.iter().map(|q| q.name.as_str()).collect();
+                    format!("no query {name:?}; the case declares {names:?}")
+                })?;
+            query_trail(&mut out, &snapshot, spec)?;
+        }
+    }
+    Ok(out)
+}
+
+fn layout(out: &mut String, s: &Snapshot, case: &Case) {
+    let schema = &s.schema;
+    let _ = writeln!(
+        out,
+        "v{}: reader flags {}, writer flags {}, stable row ids {}",
+        s.version, s.reader_flags, s.writer_flags, s.stable_row_ids
+    );
+    for f in &s.fragments {
+        let _ = writeln!(
+            out,
+            "fragment {}: {} physical rows, deleted {:?}",
+            f.id,
+            f.physical_rows,
+            f.deletions.iter().collect::<Vec<_>>()
+        );
+        for d in &f.files {
+            let names: Vec<String> = d.fields.iter().map(|id| dotted_name(schema, *id)).collect();
+            let _ = writeln!(out, "  data file {}: fields [{}]", d.path, names.join(", "));
+        }
+        let order = f.precedence();
+        for (rank, p) in order.iter().rev().enumerate() {
+            let Some(o) = f.overlays.get(*p) else {
+                continue;
+            };
+            let names: Vec<String> = o
+                .file
+                .fields
+                .iter()
+                .map(|id| dotted_name(schema, *id))
+                .collect();
+            let cover = match &o.coverage {
+                Coverage::Dense(b) => format!("dense {:?}", b.iter().collect::<Vec<_>>()),
+                Coverage::PerField(bs) => format!(
+                    "sparse {:?}",
+                    bs.iter()
+                        .map(|b| b.iter().collect::<Vec<_>>())
+                        .collect::<Vec<_>>()
+                ),
+            };
+            let _ = writeln!(
+                out,
+                "  overlay #{p} (precedence rank {rank}, 0 = wins first): committed_version {}, fields [{}], {cover}",
+                o.committed_version,
+                names.join(", ")
+            );
+        }
+        let place = |seq: &LineageSequence| match seq {
+            LineageSequence::Absent => "absent",
+            LineageSequence::Inline(_) => "inline",
+            LineageSequence::Column => "column",
+        };
+        let _ = writeln!(
+            out,
+            "  lineage: row ids {}, created_at {}, last_updated_at {}",
+            place(&f.lineage.row_ids),
+            place(&f.lineage.created_at),
+            place(&f.lineage.last_updated_at)
+        );
+    }
+    for index in &s.indices {
+        let fields: Vec<String> = index
+            .fields
+            .iter()
+            .map(|id| dotted_name(schema, *id))
+            .collect();
+        let covered: Vec<u64> = s
+            .fragments
+            .iter()
+            .map(|f| f.id)
+            .filter(|id| index.covers(*id))
+            .collect();
+        let _ = writeln!(
+            out,
+            "index {} ({:?}) on [{}], dataset_version {}, covers fragments {covered:?}",
+            index.name,
+            index.kind,
+            fields.join(", "),
+            index.dataset_version
+        );
+        for e in crate::expected::exclusion_sets(s)
+            .iter()
+            .filter(|e| e.index == index.name)
+        {
+            let _ = writeln!(
+                out,
+                "  exclusion set of fragment {}: {:?} (rows an overlay newer than the index may have changed)",
+                e.fragment, e.offsets
+            );
+        }
+    }
+    let at: Vec<&str> = case
+        .queries
+        .iter()
+        .filter(|q| q.at.contains(&s.version))
+        .map(|q| q.name.as_str())
+        .collect();
+    if !at.is_empty() {
+        let _ = writeln!(
+            out,
+            "queries at this version (explain with --query): {at:?}"
+        );
+    }
+}
+
+fn rows(v: &[RowRef]) -> String {
+    let parts: Vec<String> = v
+        .iter()
+        .map(|r| format!("{}:{}", r.fragment, r.offset))
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+fn query_trail(out: &mut String, s: &Snapshot, spec: &QuerySpec) -> Result<()> {
+    let schema = &s.schema;
+    let index = s
+        .index(&spec.index)
+        .with_context(|| format!("v{} has no index {:?}", s.version, spec.index))?;
+    let key = index
+        .fields
+        .first()
+        .copied()
+        .context("the index has no field")?;
+    let _ = writeln!(
+        out,
+        "v{}: query {:?} through index {} on {} (built from v{})",
+        s.version,
+        spec.name,
+        index.name,
+        dotted_name(schema, key),
+        index.dataset_version
+    );
+    let current = |r: &RowRef| -> String {
+        s.fragment(r.fragment)
+            .ok()
+            .and_then(|f| resolve_column(schema, f, key).ok())
+            .and_then(|col| col.get(r.offset as usize).cloned().flatten())
+            .map_or_else(|| "deleted".to_string(), |v| v.to_string())
+    };
+    if let Some(p) = &spec.predicate {
+        let predicate = p.to_predicate(schema, &|n| field_id(schema, n))?;
+        let r = query::reconcile(s, &spec.index, &predicate)?;
+        let _ = writeln!(out, "1. the index returns       {}", rows(&r.candidates));
+        let _ = writeln!(
+            out,
+            "2. of those, excluded      {}  (in the exclusion set: the indexed value may be stale)",
+            rows(&r.excluded)
+        );
+        let _ = writeln!(
+            out,
+            "3. re-evaluated on current values (exclusion sets, and fragments the index does not cover):"
+        );
+        for row in &r.reevaluated {
+            let hit = if r.rematched.contains(row) {
+                "matches"
+            } else {
+                "does not match"
+            };
+            let _ = writeln!(
+                out,
+                "     {}:{} = {} -> {hit}",
+                row.fragment,
+                row.offset,
+                current(row)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "4. final = (index − excluded) ∪ matches = {}",
+            rows(&r.final_rows)
+        );
+    } else if let (Some(vector), Some(k)) = (&spec.vector, spec.k) {
+        let r = query::reconcile_vector(s, &spec.index, vector, k)?;
+        let scored = |v: &[query::Scored]| -> String {
+            let parts: Vec<String> = v
+                .iter()
+                .map(|x| format!("{}:{} (d²={})", x.row.fragment, x.row.offset, x.distance))
+                .collect();
+            format!("[{}]", parts.join(", "))
+        };
+        let _ = writeln!(
+            out,
+            "1. prefilter keeps out     {}  (exclusion set)",
+            rows(&r.excluded)
+        );
+        let _ = writeln!(out, "2. the index's top {k}      {}", scored(&r.candidates));
+        let _ = writeln!(
+            out,
+            "3. re-scored on current vectors {}",
+            scored(&r.rescored)
+        );
+        let _ = writeln!(
+            out,
+            "4. final top {k} (distance, then row address) {}",
+            scored(&r.final_rows)
+        );
+    } else {
+        bail!(
+            "query {:?} has neither `where` nor `vector` and `k`",
+            spec.name
+        );
+    }
+    Ok(())
+}

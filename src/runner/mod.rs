@@ -1,0 +1,175 @@
+//! The runner: checks a reader, in process or in another process, against every case of the
+//! corpus, and reports verdicts.
+//!
+//! Invariant: a run judges only a verified corpus (`SHA256SUMS` first, [`checksums`]), sends a
+//! reader only what it declared it can do ([`capability`]), compares every answer with the
+//! generated `expected/` files ([`compare`], [`execute`]), and turns verdicts into a run result
+//! by fixed rules ([`report`], [`known_failures`]). The same [`run_suite`] drives the built-in
+//! reference ([`mod@reference`]), any Rust reader implementing [`ConformanceReader`], and a testee
+//! process speaking the JSON-lines protocol ([`process`], specified in `spec/conformance.md`).
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`conformance_reader`] | the trait a reader under test implements |
+//! | [`protocol`] | the JSON-lines messages |
+//! | [`capability`] | capability words and what each check needs |
+//! | [`mod@reference`] | the built-in reference reader |
+//! | [`process`] | a reader in another process (timeouts, restarts, process groups) |
+//! | [`serve`] | serving a reader over the protocol (`lance-conformance testee`) |
+//! | [`execute`] | one case's checks |
+//! | [`compare`] | answer vs `expected/` |
+//! | [`checksums`] | verifying `SHA256SUMS` |
+//! | [`filter`] | selecting cases |
+//! | [`known_failures`] | known-failure files |
+//! | [`report`] | verdicts, outcomes, counts |
+//! | [`output`] | human, JSON and JUnit renderings |
+//! | [`walk`] | the spec's worked example walked in memory (reference self-check) |
+//! | [`explain`] | the decision trail of a corpus case |
+//! | [`command`] | the `run`, `testee` and `explain` subcommands |
+
+pub mod capability;
+pub mod checksums;
+pub mod command;
+pub mod compare;
+pub mod conformance_reader;
+pub mod execute;
+pub mod explain;
+pub mod filter;
+pub mod known_failures;
+pub mod output;
+pub mod process;
+pub mod protocol;
+pub mod reference;
+pub mod report;
+pub mod serve;
+pub mod walk;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+pub use conformance_reader::{Answer, ConformanceReader, Description, Refusal};
+pub use filter::Filters;
+pub use known_failures::KnownFailures;
+pub use reference::ReferenceReader;
+pub use report::{CaseResult, CheckResult, Outcome, Report, Verdict};
+
+use crate::case::RequirementIndex;
+use crate::corpus::{self, CaseDir};
+
+/// A progress callback: (index, count, case id), called before each case.
+pub type Progress = Box<dyn FnMut(usize, usize, &str)>;
+
+/// What to run and how.
+#[derive(Default)]
+pub struct Options {
+    /// The corpus root (`conformance-cases`).
+    pub corpus: PathBuf,
+    /// `spec/requirements.toml` (default: `<corpus>/../spec/requirements.toml`).
+    pub requirements: Option<PathBuf>,
+    /// Which cases.
+    pub filters: Filters,
+    /// The known-failure file, if any.
+    pub known_failures: Option<KnownFailures>,
+    /// Called before each case with (index, count, case id): a progress indicator.
+    pub progress: Option<Progress>,
+    /// Extra case results to include (e.g. the reference's worked-example walk).
+    pub extra: Vec<CaseResult>,
+}
+
+impl Options {
+    /// Options for the corpus at `corpus`, everything else default.
+    pub fn new(corpus: impl Into<PathBuf>) -> Options {
+        Options {
+            corpus: corpus.into(),
+            ..Options::default()
+        }
+    }
+}
+
+/// Why a run could not judge the reader (exit code 2): the corpus, the options or the
+/// reader's start are unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// The corpus does not load.
+    #[error(transparent)]
+    Corpus(#[from] corpus::CorpusError),
+    /// The requirement index does not load.
+    #[error(transparent)]
+    Requirements(#[from] crate::case::CaseError),
+    /// `SHA256SUMS` does not match the files on disk.
+    #[error("the corpus does not match SHA256SUMS (regenerate it, or restore the published files):\n  {}", .0.join("\n  "))]
+    Checksums(Vec<String>),
+    /// Some other problem with the inputs.
+    #[error("{0}")]
+    Input(String),
+    /// The reader could not describe itself (the testee did not start).
+    #[error("the reader did not start: {0}")]
+    Start(String),
+}
+
+/// Loads the corpus and verifies its checksums.
+pub fn load_corpus(options: &Options) -> Result<Vec<CaseDir>, RunnerError> {
+    let requirements = options.requirements.clone().unwrap_or_else(|| {
+        options
+            .corpus
+            .join("..")
+            .join("spec")
+            .join("requirements.toml")
+    });
+    let index = RequirementIndex::load(&requirements)?;
+    let all = corpus::load(&options.corpus, &index)?;
+    let problems = checksums::verify(&options.corpus, &all).map_err(RunnerError::Input)?;
+    if !problems.is_empty() {
+        return Err(RunnerError::Checksums(problems));
+    }
+    Ok(all)
+}
+
+/// Runs the selected cases against `reader` and reports. The corpus is verified first.
+pub fn run_suite(
+    reader: &mut dyn ConformanceReader,
+    mut options: Options,
+) -> Result<Report, RunnerError> {
+    let all = load_corpus(&options)?;
+    let unmatched = options.filters.unmatched(&all);
+    if !unmatched.is_empty() {
+        return Err(RunnerError::Input(format!(
+            "filters matching no case: {}",
+            unmatched.join(", ")
+        )));
+    }
+    let selected: Vec<&CaseDir> = all.iter().filter(|c| options.filters.selects(c)).collect();
+    let description = reader.describe().map_err(|r| {
+        RunnerError::Start(match r {
+            Refusal::Broken(m) | Refusal::Unsupported(m) | Refusal::Skipped(m) => m,
+            Refusal::Error(e) => e.message,
+        })
+    })?;
+    let mut cases = std::mem::take(&mut options.extra);
+    for (i, c) in selected.iter().enumerate() {
+        if let Some(progress) = options.progress.as_mut() {
+            progress(i, selected.len(), &c.case.id);
+        }
+        let expected = execute::load_expected(&c.dir).map_err(RunnerError::Input)?;
+        let checks = execute::run_case(reader, &description.capabilities, c, &expected);
+        cases.push(CaseResult {
+            id: c.case.id.clone(),
+            area: c.area.clone(),
+            level: c.case.level,
+            requirements: c.case.requirements.clone(),
+            tags: c.case.tags.clone(),
+            verdict: Verdict::of_checks(&checks),
+            outcome: Outcome::Skipped,
+            known_failure: None,
+            checks,
+        });
+    }
+    let ids: BTreeSet<String> = all.iter().map(|c| c.case.id.clone()).collect();
+    Ok(Report::new(
+        description.implementation,
+        description.capabilities.into_iter().collect(),
+        cases,
+        options.known_failures.as_ref(),
+        &ids,
+    ))
+}

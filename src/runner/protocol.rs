@@ -1,0 +1,293 @@
+//! The testee protocol: JSON lines exchanged with a reader in another process.
+//!
+//! Invariant: every message is one JSON object on one line; every request carries a `seq` that
+//! its response repeats, and a response carries exactly one of `result`, `error`,
+//! `unsupported`, `skipped` or `errored`. These types are the whole vocabulary: the runner
+//! writes only [`Request`]s and accepts only [`Response`]s, so what `spec/conformance.md` and
+//! `spec/schemas/protocol/*.json` describe is exactly what is exchanged. Answers reuse the
+//! typed JSON of `expected/` ([`crate::expected`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::expected::tagged::Tagged;
+use crate::expected::{Column, ExclusionSet, Hit, QueryKind, Row};
+
+/// The protocol version this runner speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A request from the runner, tagged by `cmd`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Command {
+    /// The handshake: the first request after the testee starts.
+    Start {
+        /// The protocol version the runner speaks.
+        protocol: u32,
+    },
+    /// Open one version of a dataset and check everything a reader must check before it
+    /// returns rows.
+    Open(VersionRef),
+    /// Scan one version.
+    Scan(ScanRequest),
+    /// Where one fragment's lineage sequences live.
+    Lineage {
+        /// The dataset version.
+        #[serde(flatten)]
+        at: VersionRef,
+        /// The fragment id.
+        fragment: u64,
+    },
+    /// Every exclusion set of one version.
+    Exclusion(VersionRef),
+    /// Answer one query at one version.
+    Query {
+        /// The dataset version.
+        #[serde(flatten)]
+        at: VersionRef,
+        /// The query.
+        query: QueryRequest,
+    },
+    /// The last request: the testee answers and exits.
+    Stop,
+}
+
+/// A request line: `{"seq": N, "cmd": ..., ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Sequence number, repeated by the response.
+    pub seq: u64,
+    /// The command and its arguments.
+    #[serde(flatten)]
+    pub command: Command,
+}
+
+/// One version of one dataset directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VersionRef {
+    /// Absolute path of the dataset directory.
+    pub dataset: String,
+    /// The dataset version.
+    pub version: u64,
+}
+
+/// A scan: every live row with `_rowid`, both lineage versions and the projected columns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanRequest {
+    /// The dataset version.
+    #[serde(flatten)]
+    pub at: VersionRef,
+    /// Top-level column names in the order wanted; absent means every top-level column in
+    /// schema order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub columns: Option<Vec<String>>,
+}
+
+/// A predicate with typed literals: `{"field", "op", "value"?}`, `{"and": [...]}` or
+/// `{"or": [...]}`. `value` is a tagged value, or an array of them for `in`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Predicate {
+    /// A comparison of one field (dotted name).
+    Leaf {
+        /// The field's dotted name.
+        field: String,
+        /// `=`, `!=`, `<`, `<=`, `>`, `>=`, `in`, `is_null`, `is_not_null`.
+        op: crate::case::Op,
+        /// The literal: tagged (an array of tagged for `in`); absent for the null tests.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<Literal>,
+    },
+    /// Every part holds.
+    And {
+        /// The parts.
+        and: Vec<Predicate>,
+    },
+    /// Some part holds.
+    Or {
+        /// The parts.
+        or: Vec<Predicate>,
+    },
+}
+
+/// A predicate literal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Literal {
+    /// One tagged value.
+    One(Tagged),
+    /// The list of an `in`.
+    List(Vec<Tagged>),
+}
+
+/// A query to answer: scalar (`where`) or vector (`vector` and `k`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryRequest {
+    /// The query's name in the case.
+    pub name: String,
+    /// The index to answer it through.
+    pub index: String,
+    /// A scalar predicate.
+    #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<Predicate>,
+    /// The query vector (tagged `fixed_size_list<float32,N>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector: Option<Tagged>,
+    /// Top k.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<u64>,
+}
+
+/// Who the testee is, from the handshake.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Implementation {
+    /// The reader's name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Its language (free text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// Where to read about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub homepage: Option<String>,
+}
+
+/// The handshake's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartResult {
+    /// The protocol version the testee speaks (must equal the runner's).
+    pub protocol: u32,
+    /// Who it is.
+    pub implementation: Implementation,
+    /// What it can do (see [`crate::runner::capability`]).
+    pub capabilities: Vec<String>,
+}
+
+/// `open`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenResult {
+    /// The version opened.
+    pub version: u64,
+}
+
+/// `scan`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanResult {
+    /// The projected columns, in projection order.
+    pub columns: Vec<Column>,
+    /// Live rows, fragments in manifest order, rows in physical order; `values` in `columns`
+    /// order.
+    pub rows: Vec<Row>,
+}
+
+/// `exclusion`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExclusionResult {
+    /// Every (index, covered fragment) exclusion set.
+    pub exclusion_sets: Vec<ExclusionSet>,
+}
+
+/// `query`'s result: `final` always; the reconciliation's other lists together or not at all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryAnswer {
+    /// Scalar or vector.
+    pub kind: QueryKind,
+    /// The answer (scalar: sorted by row; vector: rank order, with distances).
+    #[serde(rename = "final")]
+    pub final_rows: Vec<Hit>,
+    /// How the answer was reconciled, when the testee declares `exclusion`.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub reconciliation: Option<Reconciliation>,
+}
+
+/// The lists a reconciled query goes through (as in `expected/`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reconciliation {
+    /// What the index returns.
+    pub candidates: Vec<Hit>,
+    /// Index hits dropped because they are in the exclusion set.
+    pub excluded: Vec<Hit>,
+    /// Live rows evaluated on current values.
+    pub reevaluated: Vec<Hit>,
+    /// Re-evaluated rows that match (scalar) or have a distance (vector).
+    pub rematched: Vec<Hit>,
+}
+
+/// The reader refused the data: the error class (`malformed`, `invalid`,
+/// `unsupported_feature`), optionally the reference's code, and a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadError {
+    /// The class.
+    pub class: String,
+    /// The reference's error code, when the testee declares `error-codes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Free text.
+    #[serde(default)]
+    pub message: String,
+}
+
+/// Why a request was not answered (`unsupported`, `skipped`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reason {
+    /// Free text.
+    pub reason: String,
+    /// A tracking issue, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue_url: Option<String>,
+}
+
+/// The testee caught a failure of its own (a bug, not a verdict on the data).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Errored {
+    /// Free text.
+    pub message: String,
+    /// More context (a traceback, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A response line. Exactly one of the optional members is present.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Response {
+    /// The request's `seq`.
+    pub seq: u64,
+    /// The answer (its shape depends on the command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// The reader refuses the data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ReadError>,
+    /// The reader cannot do what was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsupported: Option<Reason>,
+    /// The reader chooses not to answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<Reason>,
+    /// The reader failed by its own fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errored: Option<Errored>,
+}
+
+impl Response {
+    /// How many of the five members are present (a valid response has exactly one).
+    pub fn members(&self) -> usize {
+        usize::from(self.result.is_some())
+            + usize::from(self.error.is_some())
+            + usize::from(self.unsupported.is_some())
+            + usize::from(self.skipped.is_some())
+            + usize::from(self.errored.is_some())
+    }
+}

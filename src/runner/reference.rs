@@ -1,0 +1,249 @@
+//! The built-in reference reader: `lance-reference` behind [`ConformanceReader`].
+//!
+//! Invariant: every answer comes from reading the dataset directory named in the request with
+//! the reference's dataset reader ([`Dataset::read_version`], which checks flags, framing,
+//! paths, files and the snapshot) and the same functions that computed `expected/`
+//! ([`crate::expected`]); nothing is read from `expected/`. The last version read is cached,
+//! keyed by directory and version, so a case's checks read each version once.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use lance_reference::dataset::Dataset;
+use lance_reference::model::{FieldId, Snapshot};
+use lance_reference::query::Predicate as ModelPredicate;
+
+use super::capability;
+use super::conformance_reader::{Answer, ConformanceReader, Description, Refusal};
+use super::protocol::{
+    ExclusionResult, Implementation, Literal, OpenResult, Predicate, QueryAnswer, QueryRequest,
+    ReadError, Reconciliation, ScanRequest, ScanResult, VersionRef,
+};
+use crate::case::Op;
+use crate::case::names::field_id;
+use crate::expected::tagged::{Tagged, untag, untag_field};
+use crate::expected::{self, ExpectedFailure, FragmentLineage, QueryResult};
+
+/// The reference reader.
+#[derive(Debug)]
+pub struct ReferenceReader {
+    cached: Option<(VersionRef, Result<Snapshot, ReadError>)>,
+    capabilities: BTreeSet<String>,
+}
+
+impl Default for ReferenceReader {
+    fn default() -> Self {
+        ReferenceReader::new()
+    }
+}
+
+impl ReferenceReader {
+    /// A reader declaring every capability.
+    pub fn new() -> ReferenceReader {
+        ReferenceReader::with_capabilities(ReferenceReader::capabilities())
+    }
+
+    /// A reader declaring only `capabilities` (to exercise `unsupported` verdicts).
+    pub fn with_capabilities(capabilities: BTreeSet<String>) -> ReferenceReader {
+        ReferenceReader {
+            cached: None,
+            capabilities,
+        }
+    }
+
+    /// The capabilities of the reference: every word of the vocabulary.
+    pub fn capabilities() -> BTreeSet<String> {
+        capability::VOCABULARY
+            .iter()
+            .map(|w| (*w).to_string())
+            .collect()
+    }
+
+    /// Reads `at` (or returns the cached read).
+    fn snapshot(&mut self, at: &VersionRef) -> Result<&Snapshot, Refusal> {
+        let fresh = !matches!(&self.cached, Some((key, _)) if key == at);
+        if fresh {
+            let read = read_checked(Path::new(&at.dataset), at.version);
+            self.cached = Some((at.clone(), read));
+        }
+        match &self.cached {
+            Some((_, Ok(s))) => Ok(s),
+            Some((_, Err(e))) => Err(Refusal::Error(e.clone())),
+            None => Err(Refusal::Broken("no snapshot cached".into())),
+        }
+    }
+}
+
+/// A reference error as the protocol reports it.
+pub fn read_error(e: &lance_reference::Error) -> ReadError {
+    ReadError {
+        class: e.class().as_str().to_string(),
+        code: Some(e.code().to_string()),
+        message: e.to_string(),
+    }
+}
+
+/// Opens `root` and reads `version` as a conforming reader must (the dataset reader's checks,
+/// then the flag and snapshot checks of [`crate::reader`]).
+pub fn read_checked(root: &Path, version: u64) -> Result<Snapshot, ReadError> {
+    let read = || -> Result<Snapshot, lance_reference::Error> {
+        let (snapshot, _) = Dataset::open(root)?.read_version(version)?;
+        lance_reference::flags::check_for_read(&snapshot)?;
+        snapshot.validate()?;
+        Ok(snapshot)
+    };
+    read().map_err(|e| read_error(&e))
+}
+
+fn failure(e: ExpectedFailure) -> Refusal {
+    match e {
+        ExpectedFailure::Unreadable { error, .. } => Refusal::Error(read_error(&error)),
+        other => Refusal::Broken(other.to_string()),
+    }
+}
+
+impl ConformanceReader for ReferenceReader {
+    fn describe(&mut self) -> Answer<Description> {
+        Ok(Description {
+            implementation: Implementation {
+                name: "lance-reference".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                language: Some("rust".into()),
+                homepage: None,
+            },
+            capabilities: self.capabilities.clone(),
+        })
+    }
+
+    fn open(&mut self, at: &VersionRef) -> Answer<OpenResult> {
+        let s = self.snapshot(at)?;
+        Ok(OpenResult { version: s.version })
+    }
+
+    fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
+        let s = self.snapshot(&request.at)?;
+        let schema = &s.schema;
+        let fields: Vec<FieldId> = match &request.columns {
+            None => schema.top_level().map(|f| f.id).collect(),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    schema
+                        .top_level()
+                        .find(|f| f.name == *n)
+                        .map(|f| f.id)
+                        .ok_or_else(|| Refusal::Broken(format!("no top-level column {n:?}")))
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let rows = lance_reference::scan::scan(s, Some(&fields))
+            .map_err(|e| Refusal::Error(read_error(&e)))?;
+        Ok(ScanResult {
+            columns: expected::columns(schema, &fields),
+            rows: rows
+                .iter()
+                .map(|r| expected::row(schema, &fields, r))
+                .collect(),
+        })
+    }
+
+    fn lineage(&mut self, at: &VersionRef, fragment: u64) -> Answer<FragmentLineage> {
+        let s = self.snapshot(at)?;
+        let f = s
+            .fragment(fragment)
+            .map_err(|e| Refusal::Broken(e.to_string()))?;
+        Ok(expected::fragment_lineage(f))
+    }
+
+    fn exclusion(&mut self, at: &VersionRef) -> Answer<ExclusionResult> {
+        let s = self.snapshot(at)?;
+        Ok(ExclusionResult {
+            exclusion_sets: expected::exclusion_sets(s),
+        })
+    }
+
+    fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> Answer<QueryAnswer> {
+        let s = self.snapshot(at)?;
+        let result = match (&query.predicate, &query.vector, query.k) {
+            (Some(p), None, None) => {
+                let predicate = model_predicate(s, p).map_err(Refusal::Broken)?;
+                expected::answer_scalar(s, &query.name, &query.index, &predicate)
+                    .map_err(failure)?
+            }
+            (None, Some(v), Some(k)) => {
+                let vector = match untag(v) {
+                    Ok(lance_reference::model::Value::Vector(items)) => items
+                        .into_iter()
+                        .map(|x| x.ok_or("a query vector item is null"))
+                        .collect::<Result<Vec<f32>, _>>()
+                        .map_err(|e| Refusal::Broken(e.into()))?,
+                    _ => return Err(Refusal::Broken("`vector` is not a float vector".into())),
+                };
+                let k = usize::try_from(k).map_err(|_| Refusal::Broken("k too large".into()))?;
+                expected::answer_vector(s, &query.name, &query.index, &vector, k)
+                    .map_err(failure)?
+            }
+            _ => {
+                return Err(Refusal::Broken(
+                    "a query has `where`, or `vector` and `k`".into(),
+                ));
+            }
+        };
+        Ok(answer(result))
+    }
+}
+
+/// A query result as the protocol answers it (with the reconciliation lists).
+pub fn answer(r: QueryResult) -> QueryAnswer {
+    QueryAnswer {
+        kind: r.kind,
+        final_rows: r.final_rows,
+        reconciliation: Some(Reconciliation {
+            candidates: r.candidates,
+            excluded: r.excluded,
+            reevaluated: r.reevaluated,
+            rematched: r.rematched,
+        }),
+    }
+}
+
+/// The model predicate of a protocol predicate, resolving dotted names in `snapshot`'s schema.
+pub fn model_predicate(snapshot: &Snapshot, p: &Predicate) -> Result<ModelPredicate, String> {
+    let schema = &snapshot.schema;
+    match p {
+        Predicate::And { and } => Ok(ModelPredicate::And(
+            and.iter()
+                .map(|p| model_predicate(snapshot, p))
+                .collect::<Result<_, _>>()?,
+        )),
+        Predicate::Or { or } => Ok(ModelPredicate::Or(
+            or.iter()
+                .map(|p| model_predicate(snapshot, p))
+                .collect::<Result<_, _>>()?,
+        )),
+        Predicate::Leaf { field, op, value } => {
+            let id = field_id(schema, field).ok_or_else(|| format!("no field {field:?}"))?;
+            let one = |t: &Tagged| untag_field(schema, id, t).map_err(|e| e.to_string());
+            let literal = || match value {
+                Some(Literal::One(t)) => one(t),
+                _ => Err(format!("{field}: the operator needs one tagged value")),
+            };
+            Ok(match op {
+                Op::Eq => ModelPredicate::Eq(id, literal()?),
+                Op::Ne => ModelPredicate::Ne(id, literal()?),
+                Op::Lt => ModelPredicate::Lt(id, literal()?),
+                Op::Le => ModelPredicate::Le(id, literal()?),
+                Op::Gt => ModelPredicate::Gt(id, literal()?),
+                Op::Ge => ModelPredicate::Ge(id, literal()?),
+                Op::In => match value {
+                    Some(Literal::List(items)) => {
+                        ModelPredicate::In(id, items.iter().map(one).collect::<Result<_, _>>()?)
+                    }
+                    _ => return Err(format!("{field}: `in` needs an array of tagged values")),
+                },
+                Op::IsNull => ModelPredicate::IsNull(id),
+                Op::IsNotNull => ModelPredicate::IsNotNull(id),
+            })
+        }
+    }
+}

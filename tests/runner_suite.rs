@@ -1,0 +1,364 @@
+//! The in-process runner: how a Rust implementer runs the corpus inside `cargo test`, and the
+//! vacuous-pass guard (deliberately broken readers must fail the suite).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use lance_conformance::expected::tagged::Tagged;
+use lance_conformance::expected::{FragmentLineage, Hit};
+use lance_conformance::runner::protocol::{
+    ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ReadError, ScanRequest, ScanResult,
+    VersionRef,
+};
+use lance_conformance::runner::{
+    Answer, ConformanceReader, Description, Filters, Options, Outcome, ReferenceReader, Refusal,
+    Report, Verdict, run_suite,
+};
+
+fn corpus() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-cases")
+}
+
+fn run(reader: &mut dyn ConformanceReader) -> Report {
+    run_suite(reader, Options::new(corpus())).unwrap()
+}
+
+fn negative_ids() -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for area in std::fs::read_dir(corpus()).unwrap() {
+        let area = area.unwrap().path();
+        if !area.is_dir() {
+            continue;
+        }
+        for case in std::fs::read_dir(&area).unwrap() {
+            let case = case.unwrap().path();
+            if case.join("expected/error.json").is_file() {
+                out.insert(case.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out
+}
+
+/// This is all an implementer writes: their reader, the corpus path, and an assertion.
+#[test]
+fn the_reference_passes_every_case_in_process() {
+    // covers: OVL-PREC-1, OVL-COV-3, FLG-READ-1
+    let mut reader = ReferenceReader::new();
+    let report = run_suite(&mut reader, Options::new(corpus())).unwrap();
+    let failing: Vec<_> = report
+        .cases
+        .iter()
+        .filter(|c| c.verdict != Verdict::Pass)
+        .map(|c| (c.id.clone(), c.first_problem()))
+        .collect();
+    assert!(failing.is_empty(), "{failing:?}");
+    assert!(report.passed());
+    assert_eq!(report.summary.passed, report.cases.len());
+    assert!(report.cases.len() >= 12, "the corpus has at least 12 cases");
+    // Every check ran: the reference declares every capability.
+    for c in &report.cases {
+        assert!(
+            c.checks.iter().all(|k| k.verdict == Verdict::Pass),
+            "{}",
+            c.id
+        );
+    }
+}
+
+/// A reader wrapping the reference, broken in one declared way.
+struct Broken {
+    inner: ReferenceReader,
+    how: How,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum How {
+    /// Scans drop their last row.
+    WrongRows,
+    /// Flips one value of the first row of each scan.
+    WrongValue,
+    /// Turns every refusal of the data into an empty, successful answer.
+    NeverErrors,
+    /// Refuses every version as `invalid`.
+    AlwaysErrors,
+    /// Answers every query with no rows.
+    EmptyQueries,
+    /// Reports every exclusion set empty.
+    NoExclusions,
+    /// Declares no capability at all.
+    DeclaresNothing,
+}
+
+fn invalid() -> Refusal {
+    Refusal::Error(ReadError {
+        class: "invalid".into(),
+        code: None,
+        message: "always".into(),
+    })
+}
+
+impl ConformanceReader for Broken {
+    fn describe(&mut self) -> Answer<Description> {
+        let mut d = self.inner.describe()?;
+        if self.how == How::DeclaresNothing {
+            d.capabilities.clear();
+        }
+        Ok(d)
+    }
+    fn open(&mut self, at: &VersionRef) -> Answer<OpenResult> {
+        match (self.how, self.inner.open(at)) {
+            (How::AlwaysErrors, _) => Err(invalid()),
+            (How::NeverErrors, Err(Refusal::Error(_))) => Ok(OpenResult {
+                version: at.version,
+            }),
+            (_, r) => r,
+        }
+    }
+    fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
+        let r = self.inner.scan(request);
+        match (self.how, r) {
+            (How::AlwaysErrors, _) => Err(invalid()),
+            (How::NeverErrors, Err(Refusal::Error(_))) => Ok(ScanResult {
+                columns: vec![],
+                rows: vec![],
+            }),
+            (How::WrongRows, Ok(mut s)) => {
+                s.rows.pop();
+                Ok(s)
+            }
+            (How::WrongValue, Ok(mut s)) => {
+                if let Some(v) = s.rows.first_mut().and_then(|r| r.values.first_mut()) {
+                    *v = Tagged {
+                        data_type: v.data_type.clone(),
+                        value: if v.value.is_null() {
+                            serde_json::json!("1")
+                        } else {
+                            serde_json::Value::Null
+                        },
+                    };
+                }
+                Ok(s)
+            }
+            (_, r) => r,
+        }
+    }
+    fn lineage(&mut self, at: &VersionRef, fragment: u64) -> Answer<FragmentLineage> {
+        self.inner.lineage(at, fragment)
+    }
+    fn exclusion(&mut self, at: &VersionRef) -> Answer<ExclusionResult> {
+        let mut r = self.inner.exclusion(at)?;
+        if self.how == How::NoExclusions {
+            r.exclusion_sets.iter_mut().for_each(|s| s.offsets.clear());
+        }
+        Ok(r)
+    }
+    fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> Answer<QueryAnswer> {
+        let mut r = self.inner.query(at, query)?;
+        if self.how == How::EmptyQueries {
+            r.final_rows = Vec::<Hit>::new();
+        }
+        Ok(r)
+    }
+}
+
+fn broken(how: How) -> Report {
+    run(&mut Broken {
+        inner: ReferenceReader::new(),
+        how,
+    })
+}
+
+fn verdict(report: &Report, id: &str) -> Verdict {
+    report.cases.iter().find(|c| c.id == id).unwrap().verdict
+}
+
+#[test]
+fn a_reader_returning_wrong_rows_fails_every_readable_case() {
+    // covers: OVL-PREC-1
+    let negatives = negative_ids();
+    for how in [How::WrongRows, How::WrongValue] {
+        let report = broken(how);
+        assert!(!report.passed());
+        for c in &report.cases {
+            // Negative cases scan their earlier versions too, unless the damage made them
+            // unreadable; the only case left is a single-version negative case.
+            let scans = c.checks.iter().any(|k| k.name.contains("scan"));
+            if scans {
+                assert_eq!(c.verdict, Verdict::Fail, "{} passed a broken scan", c.id);
+            } else {
+                assert!(negatives.contains(&c.id), "{} ran no scan", c.id);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_reader_that_never_errors_fails_every_negative_case() {
+    // covers: OVL-COV-3, OVL-SHAPE-3, OVL-LAYOUT-6, FLG-READ-1
+    let report = broken(How::NeverErrors);
+    assert!(!report.passed());
+    let negatives = negative_ids();
+    assert!(negatives.len() >= 4);
+    for c in &report.cases {
+        let expected = if negatives.contains(&c.id) {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        };
+        assert_eq!(c.verdict, expected, "{}", c.id);
+    }
+}
+
+#[test]
+fn a_reader_that_always_errors_fails_every_case_it_can_be_caught_on() {
+    let report = broken(How::AlwaysErrors);
+    assert!(!report.passed());
+    assert_eq!(report.summary.passed, 0, "{:?}", report.summary);
+    // A negative case requiring `invalid` cannot tell "always invalid" from right unless it
+    // has a readable earlier version (or the reader reports codes): only such a case may
+    // pass, and only on its one `refuses` check.
+    for c in &report.cases {
+        let blind = c.checks.len() == 1 && c.checks[0].name.contains("refuses (invalid");
+        if !blind {
+            assert_eq!(c.verdict, Verdict::Fail, "{}", c.id);
+        }
+    }
+    assert!(report.summary.failed >= report.cases.len() - 1);
+}
+
+#[test]
+fn wrong_query_answers_and_exclusion_sets_fail_the_cases_that_check_them() {
+    // covers: OVL-QRY-1, OVL-IDX-1
+    let report = broken(How::EmptyQueries);
+    assert_eq!(verdict(&report, "worked-example"), Verdict::Fail);
+    assert_eq!(verdict(&report, "fold-rebuild-indices"), Verdict::Fail);
+    let report = broken(How::NoExclusions);
+    assert_eq!(verdict(&report, "null-cover"), Verdict::Fail);
+    assert_eq!(verdict(&report, "worked-example"), Verdict::Fail);
+}
+
+#[test]
+fn a_reader_declaring_nothing_runs_only_cases_needing_nothing() {
+    let report = broken(How::DeclaresNothing);
+    for c in &report.cases {
+        let dir = corpus().join(&c.area).join(&c.id);
+        let case = lance_conformance::case::Case::load(&dir.join("case.toml")).unwrap();
+        let needs_data = case
+            .requires
+            .iter()
+            .any(|r| lance_conformance::runner::capability::is_data(*r));
+        if needs_data {
+            assert_eq!(c.verdict, Verdict::Unsupported, "{}", c.id);
+            assert_eq!(c.outcome, Outcome::Skipped, "{}", c.id);
+        }
+        // Whatever ran, no check needing a capability was sent.
+        assert!(
+            c.checks
+                .iter()
+                .filter(|k| k.name.ends_with("exclusion")
+                    || k.name.contains("query")
+                    || k.name.ends_with("lineage"))
+                .all(|k| k.verdict == Verdict::Unsupported),
+            "{}",
+            c.id
+        );
+    }
+    assert!(report.summary.skipped > report.cases.len() / 2);
+    assert!(report.passed(), "unsupported is not a failure");
+}
+
+#[test]
+fn missing_check_capabilities_leave_the_scans_judged() {
+    let caps: BTreeSet<String> = ["overlays", "sparse-overlays", "stable-row-ids", "deletions"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut reader = ReferenceReader::with_capabilities(caps);
+    let report = run(&mut reader);
+    for id in ["worked-example", "precedence-dense"] {
+        let c = report.cases.iter().find(|c| c.id == id).unwrap();
+        assert_eq!(c.verdict, Verdict::Pass, "{id}");
+        let unsupported: Vec<&str> = c
+            .checks
+            .iter()
+            .filter(|k| k.verdict == Verdict::Unsupported)
+            .map(|k| k.name.as_str())
+            .collect();
+        assert!(
+            unsupported.iter().any(|n| n.ends_with("exclusion")),
+            "{unsupported:?}"
+        );
+        assert!(
+            unsupported.iter().any(|n| n.ends_with("lineage")),
+            "{unsupported:?}"
+        );
+        assert!(
+            c.checks
+                .iter()
+                .any(|k| k.name.ends_with("scan") && k.verdict == Verdict::Pass)
+        );
+    }
+    // A case needing an undeclared data capability is unsupported as a whole.
+    let c = report
+        .cases
+        .iter()
+        .find(|c| c.id == "rewrite-lineage-spilled")
+        .unwrap();
+    assert_eq!(c.verdict, Verdict::Unsupported);
+    assert!(
+        c.checks[0]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("spilled-lineage")
+    );
+}
+
+#[test]
+fn filters_select_by_id_area_requirement_and_tag() {
+    let ids = |filters: Filters| -> Vec<String> {
+        let mut options = Options::new(corpus());
+        options.filters = filters;
+        let report = run_suite(&mut ReferenceReader::new(), options).unwrap();
+        report.cases.into_iter().map(|c| c.id).collect()
+    };
+    assert_eq!(
+        ids(Filters {
+            cases: vec!["null-*".into()],
+            ..Filters::default()
+        }),
+        ["null-cover"]
+    );
+    let lineage = ids(Filters {
+        areas: vec!["lineage".into()],
+        ..Filters::default()
+    });
+    assert_eq!(
+        lineage,
+        ["rewrite-lineage-inline", "rewrite-lineage-spilled"]
+    );
+    let cov = ids(Filters {
+        requirements: vec!["OVL-COV-3".into()],
+        ..Filters::default()
+    });
+    assert_eq!(cov, ["coverage-past-end"]);
+    let both = ids(Filters {
+        areas: vec!["overlays".into()],
+        tags: vec!["dense".into()],
+        ..Filters::default()
+    });
+    assert!(both.contains(&"null-cover".to_string()), "{both:?}");
+    let typo = run_suite(
+        &mut ReferenceReader::new(),
+        Options {
+            filters: Filters {
+                areas: vec!["overlay".into()],
+                ..Filters::default()
+            },
+            ..Options::new(corpus())
+        },
+    );
+    assert!(typo.unwrap_err().to_string().contains("--area overlay"));
+}
