@@ -28,8 +28,9 @@ declare -A SETTINGS=(
   [lineage_values]="4096 -"
   [resolve_differential]="4096 -"
   [history]="4096 -"
+  [testee_response]="8192 protocol.dict"
 )
-ALL_TARGETS="trivial manifest coverage_bitmap data_file deletion_file lineage_sequence lineage_values resolve_differential history"
+ALL_TARGETS="trivial manifest coverage_bitmap data_file deletion_file lineage_sequence lineage_values resolve_differential history testee_response"
 TARGETS="${FUZZ_TARGETS:-$ALL_TARGETS}"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then

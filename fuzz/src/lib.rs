@@ -6,3 +6,8 @@
 mod fuzz_checks;
 
 pub use fuzz_checks::*;
+
+/// The runner's parsing of testee responses (a check of the root package, replayed by
+/// `tests/fuzz_regressions_runner.rs`).
+#[path = "../../tests/fuzz_checks_runner/testee_response.rs"]
+pub mod testee_response;

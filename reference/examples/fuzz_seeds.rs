@@ -5,7 +5,7 @@
 //!
 //! Usage: `fuzz_seeds <out-dir> [--small] [<golden-dir>...]`. Golden files are classified by
 //! name: `*.lance` -> `data_file`; `*.bin` -> `coverage_bitmap` and `deletion_file`;
-//! `*.arrow` -> `deletion_file`; `*.manifest` -> `manifest`; `lance14_samples.json` ->
+//! `*.arrow` -> `deletion_file`; `*.manifest` -> `manifest`; `expected/*.json` -> `testee_response`; `lance14_samples.json` ->
 //! `lineage_sequence` (its `hex` fields). Identical inputs are written once. `--small` keeps only inputs of at most
 //! 2 KiB, at most 16 per target and 8 per origin: the curated set committed under `fuzz/seeds/`. Output names are stable
 //! (`<origin>-<name>`), so re-running is idempotent.
@@ -273,8 +273,68 @@ fn goldens(seeds: &mut Seeds, dir: &Path, origin: &str) {
                 deletion_input(DeletionFileType::ArrowArray, u32::MAX, &bytes),
             ),
             Some("json") if path.ends_with("lance14_samples.json") => samples(seeds, &bytes),
+            Some("json") if path.parent().is_some_and(|p| p.ends_with("expected")) => {
+                if let Some(line) = response_line(&bytes) {
+                    add(seeds, "testee_response", name, line);
+                }
+            }
             _ => {}
         }
+    }
+}
+
+/// An expected scan (`expected/v<N>.json`) as a testee's response line: `{"seq", "result"}`.
+fn response_line(json: &[u8]) -> Option<Vec<u8>> {
+    let mut doc: serde_json::Value = serde_json::from_slice(json).ok()?;
+    let object = doc.as_object_mut()?;
+    object.remove("case");
+    object.remove("version");
+    let response = serde_json::json!({"seq": 3, "result": doc});
+    let mut line = serde_json::to_vec(&response).ok()?;
+    line.push(b'\n');
+    Some(line)
+}
+
+/// The other answers and refusals a testee sends, one line each.
+fn protocol_lines(seeds: &mut Seeds) {
+    let lines = [
+        (
+            "start",
+            r#"{"seq":1,"result":{"protocol":1,"implementation":{"name":"t","version":"0"},"capabilities":["scan","query"]}}"#,
+        ),
+        ("open", r#"{"seq":2,"result":{"version":3}}"#),
+        (
+            "error",
+            r#"{"seq":2,"error":{"class":"invalid_data","code":"bad_bitmap","message":"x"}}"#,
+        ),
+        (
+            "unsupported",
+            r#"{"seq":4,"unsupported":{"reason":"no vectors","issue_url":"u"}}"#,
+        ),
+        (
+            "errored",
+            r#"{"seq":5,"errored":{"message":"boom","detail":"d"}}"#,
+        ),
+        (
+            "exclusion",
+            r#"{"seq":6,"result":{"exclusion_sets":[{"index":"i","fragment":0,"offsets":[1,3]}]}}"#,
+        ),
+        (
+            "query",
+            r#"{"seq":7,"result":{"kind":"vector","final":[{"fragment":0,"offset":1,"distance":{"type":"float32","value":"0.5"}}]}}"#,
+        ),
+        (
+            "cells",
+            r#"{"seq":8,"result":{"columns":[{"name":"v","type":"fixed_size_list<float32,2>"}],"rows":[{"fragment":0,"offset":0,"_rowid":{"type":"uint64","value":"18446744073709551615"},"_row_created_at_version":{"type":"uint64","value":"1"},"_row_last_updated_at_version":{"type":"uint64","value":"2"},"values":[{"type":"fixed_size_list<float32,2>","value":["NaN",null]},{"type":"float64","value":"-0.0"},{"type":"int64","value":"-9223372036854775808"},{"type":"struct","value":{"a":null}}]}]}}"#,
+        ),
+    ];
+    for (name, line) in lines {
+        add(
+            seeds,
+            "testee_response",
+            format!("ours-{name}"),
+            format!("{line}\n").into_bytes(),
+        );
     }
 }
 
@@ -310,6 +370,7 @@ fn main() -> ExitCode {
         goldens(&mut seeds, Path::new(dir), "golden");
     }
     worked_example(&mut seeds);
+    protocol_lines(&mut seeds);
     for (target, files) in &seeds {
         let dir = Path::new(out).join(target);
         std::fs::create_dir_all(&dir).unwrap();
