@@ -6,6 +6,7 @@ release=target/x86_64-unknown-linux-gnu/release
 declare -A DICT=(
   [manifest]=protobuf.dict [lineage_sequence]=protobuf.dict
   [coverage_bitmap]=roaring.dict [data_file]=data_file.dict [deletion_file]=deletion_file.dict
+  [testee_response]=protocol.dict
 )
 for source in fuzz_targets/*.rs; do
   target="$(basename "$source" .rs)"
