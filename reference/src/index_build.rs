@@ -54,7 +54,8 @@ pub fn entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
 /// newest version, which may be newer than `read`) as version `commit_version`.
 ///
 /// Refused: an index name already in use, an empty field list, a field not in the schema, a
-/// vector index whose key is not a `fixed_size_list`, or a commit version not newer than `onto`.
+/// vector index whose key is not a `fixed_size_list`, a commit version not newer than `onto`,
+/// or a fragment whose indexed data was rewritten (folded) between `read` and `onto`.
 pub fn build_index(
     read: &Snapshot,
     onto: &Snapshot,
@@ -138,6 +139,42 @@ mod tests {
     use crate::lineage::PendingCommit;
     use crate::model::Value;
     use crate::worked_example::{self, AGE};
+
+    #[test]
+    fn an_index_read_before_a_fold_does_not_cover_the_folded_fragment() {
+        // covers: OVL-IDX-2, OVL-FOLD-1
+        // Found by the `history` fuzz target: the fold removes the overlay that would have
+        // excluded the changed age, so covering the fragment would trust a stale value.
+        let mut v1 = worked_example::version_1();
+        v1.indices.clear();
+        let v2 = PendingCommit {
+            overlays: vec![(0, vec![worked_example::step_1_overlay()])],
+            appended: vec![],
+        }
+        .apply(&v1, 2)
+        .unwrap();
+        let plan = crate::compaction::FoldPlan::new();
+        let v3 = crate::compaction::fold(&v2, 0, &plan, 3, "folded.lance").unwrap();
+        let v4 = build_index(&v1, &v3, "age", &[AGE], IndexKind::BTree, 4).unwrap();
+        assert!(
+            !v4.index("age").unwrap().covers(0),
+            "the folded fragment takes the flat path"
+        );
+        let q = crate::query::reconcile(
+            &v4,
+            "age",
+            &crate::query::Predicate::Eq(AGE, Value::Int32(26)),
+        )
+        .unwrap();
+        assert_eq!(
+            q.final_rows.len(),
+            1,
+            "Bob is found through his folded value"
+        );
+        // Read after the fold, the same build covers the fragment.
+        let fresh = build_index(&v3, &v3, "age", &[AGE], IndexKind::BTree, 4).unwrap();
+        assert!(fresh.index("age").unwrap().covers(0));
+    }
 
     #[test]
     fn an_index_built_before_a_concurrent_overlay_excludes_its_cells() {

@@ -19,9 +19,13 @@
 //!   each data file's own version pair decides, and only v2.0 (`(2,0)` or `(0,3)`) is
 //!   supported.
 //! - **timestamp** is never written (no clock); **transaction_file** is empty.
-//! - **max_fragment_id** is written as the largest fragment id (absent with no fragments).
-//!   On read, a stored value below a real fragment id is refused: a writer trusting it would
-//!   reuse that id.
+//! - **schema_metadata** is written as the [`Layout`] recorded it, so reading and writing a
+//!   manifest keeps the table's schema metadata.
+//! - **max_fragment_id** is written as the larger of the largest fragment id and the value
+//!   the [`Layout`] recorded (absent when both are): a manifest read and written again keeps
+//!   a stored value above every present id (its fragment was removed), so that id is never
+//!   handed out again. On read, a stored value below a real fragment id is refused: a writer
+//!   trusting it would reuse that id.
 //! - **Schema fields** are written as Lance writes them: `type` 0, the v1 `encoding` hint
 //!   (PLAIN for fixed-width types, VAR_BINARY for strings, none for structs; v2 data files
 //!   never use it), `logical_type` in Lance's spelling
@@ -608,13 +612,16 @@ pub fn encode_manifest(
             ..Default::default()
         });
     }
-    let max_fragment_id = match snapshot.fragments.iter().map(|f| f.id).max() {
+    let largest = match snapshot.fragments.iter().map(|f| f.id).max() {
         None => None,
         Some(id) => Some(u32::try_from(id).map_err(|_| DatasetError::Unwritable {
             what: format!("fragment {id}"),
             problem: "fragment ids are 32-bit in max_fragment_id".into(),
         })?),
     };
+    // A recorded value above every present id (the highest fragment was removed) is kept, so
+    // a writer reading this manifest never hands that id out again.
+    let max_fragment_id = largest.max(layout.max_fragment_id);
     let manifest = pb::Manifest {
         fields: schema_to_proto(&snapshot.schema),
         fragments,
@@ -622,6 +629,7 @@ pub fn encode_manifest(
         reader_feature_flags: snapshot.reader_flags,
         writer_feature_flags: snapshot.writer_flags,
         max_fragment_id,
+        schema_metadata: layout.schema_metadata.clone(),
         writer_version: Some(pb::manifest::WriterVersion {
             library: WRITER_LIBRARY.into(),
             version: env!("CARGO_PKG_VERSION").into(),
