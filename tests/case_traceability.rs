@@ -11,8 +11,12 @@ use lance_conformance::case::{Case, RequirementIndex, Step};
 use lance_conformance::corpus::{self, CaseDir};
 use lance_conformance::expected;
 
-/// Whether an uncovered requirement id fails the test (the corpus is still being written).
-const REQUIRE_FULL_COVERAGE: bool = false;
+/// Every requirement id is named by at least one case, except these, which no dataset small
+/// enough for the corpus can exercise (each is covered by reference unit tests instead).
+const NOT_EXPRESSIBLE_AS_CASES: &[(&str, &str)] = &[(
+    "DS-FILE-2",
+    "a file over the reader's size limit would make the corpus gigabytes large",
+)];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -203,6 +207,7 @@ fn requirement_coverage_by_cases() {
         .levels
         .keys()
         .filter(|id| !covered.contains(*id))
+        .filter(|id| !NOT_EXPRESSIBLE_AS_CASES.iter().any(|(x, _)| x == id))
         .collect();
     if !uncovered.is_empty() {
         eprintln!(
@@ -214,10 +219,17 @@ fn requirement_coverage_by_cases() {
             eprintln!("  {id}");
         }
     }
-    assert!(
-        !REQUIRE_FULL_COVERAGE || uncovered.is_empty(),
-        "uncovered: {uncovered:?}"
-    );
+    assert!(uncovered.is_empty(), "uncovered: {uncovered:?}");
+    for (id, why) in NOT_EXPRESSIBLE_AS_CASES {
+        assert!(
+            index.levels.contains_key(*id),
+            "{id} is not a requirement ({why})"
+        );
+        assert!(
+            !covered.contains(*id),
+            "{id} is covered by a case now: drop it from the list"
+        );
+    }
 }
 
 #[test]
