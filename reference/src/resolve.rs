@@ -239,23 +239,9 @@ pub fn resolve_column(
     let mut winner: Vec<Option<&Value>> = vec![None; rows];
     for position in fragment.precedence() {
         let overlay = &fragment.overlays[position];
-        let Some((column_pos, bitmap)) = overlay.coverage_of(field) else {
+        let Some((bitmap, values)) = overlay.covered_values(fragment.id, field)? else {
             continue;
         };
-        let values = overlay
-            .file
-            .columns
-            .get(column_pos)
-            .map_or(&[][..], Vec::as_slice);
-        if values.len() as u64 != bitmap.len() {
-            return Err(Error::ValueCountMismatch {
-                fragment: fragment.id,
-                file: overlay.file.path.clone(),
-                field,
-                values: values.len() as u64,
-                covered: bitmap.len(),
-            });
-        }
         // Walking the bitmap in order yields each offset with its rank.
         for (offset, value) in bitmap.iter().zip(values) {
             let slot = winner

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use roaring::RoaringBitmap;
 
 use super::{CompactionError, carried_value_fields, path_in_use};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{Coverage, DataFile, FieldId, Fragment, Overlay, Schema, Value};
 
 /// Merges the overlays at `positions` (indices into `fragment.overlays`, any order) into one
@@ -34,7 +34,7 @@ use crate::model::{Coverage, DataFile, FieldId, Fragment, Overlay, Schema, Value
 /// Refused ([`CompactionError`]): fewer than two positions, a repeated or missing position, a
 /// path already used by the fragment, or inputs that are not contiguous in
 /// [`Fragment::precedence`] (the error names the overlay in between). An input value column
-/// whose length differs from its coverage is [`Error::ValueCountMismatch`].
+/// whose length differs from its coverage is [`crate::Error::ValueCountMismatch`].
 pub fn merge_overlays(
     schema: &Schema,
     fragment: &Fragment,
@@ -168,23 +168,9 @@ fn post_image(
         // offset -> value; the first (newest) input to cover an offset claims it.
         let mut cells: BTreeMap<u32, Value> = BTreeMap::new();
         for overlay in &inputs {
-            let Some((column_pos, bitmap)) = overlay.coverage_of(field) else {
+            let Some((bitmap, values)) = overlay.covered_values(fragment.id, field)? else {
                 continue;
             };
-            let values = overlay
-                .file
-                .columns
-                .get(column_pos)
-                .map_or(&[][..], Vec::as_slice);
-            if values.len() as u64 != bitmap.len() {
-                return Err(Error::ValueCountMismatch {
-                    fragment: fragment.id,
-                    file: overlay.file.path.clone(),
-                    field,
-                    values: values.len() as u64,
-                    covered: bitmap.len(),
-                });
-            }
             for (offset, value) in bitmap.iter().zip(values) {
                 cells.entry(offset).or_insert_with(|| value.clone());
             }
@@ -219,6 +205,7 @@ mod tests {
 
     use super::*;
     use crate::ErrorClass;
+    use crate::error::Error;
     use crate::model::{DataType, Field, TOMBSTONE_FIELD_ID};
     use crate::resolve::resolve_column;
 

@@ -81,6 +81,34 @@ impl Overlay {
         self
     }
 
+    /// The coverage of the live user field `field` and its value column (value `k` belongs to
+    /// the `k`-th covered offset), if this overlay carries the field. A value column whose length
+    /// differs from the coverage's cardinality is an error: nothing could be looked up by rank.
+    pub fn covered_values(
+        &self,
+        fragment: u64,
+        field: FieldId,
+    ) -> Result<Option<(&RoaringBitmap, &[Value])>> {
+        let Some((position, bitmap)) = self.coverage_of(field) else {
+            return Ok(None);
+        };
+        let values = self
+            .file
+            .columns
+            .get(position)
+            .map_or(&[][..], Vec::as_slice);
+        if values.len() as u64 != bitmap.len() {
+            return Err(Error::ValueCountMismatch {
+                fragment,
+                file: self.file.path.clone(),
+                field,
+                values: values.len() as u64,
+                covered: bitmap.len(),
+            });
+        }
+        Ok(Some((bitmap, values)))
+    }
+
     /// The position and coverage of the live user field `field`, if this overlay carries it.
     pub fn coverage_of(&self, field: FieldId) -> Option<(usize, &RoaringBitmap)> {
         if field < 0 {
