@@ -198,6 +198,17 @@ pub enum Error {
         /// Where it was referenced.
         context: String,
     },
+    /// A lineage sequence stored as a column, while no data file of the fragment holds its
+    /// reserved field id.
+    #[error(
+        "fragment {fragment}: the manifest stores lineage field {field} as a column, but no data file of the fragment holds that id"
+    )]
+    MissingLineageColumn {
+        /// Fragment id.
+        fragment: u64,
+        /// The reserved field id (-3, -4 or -5).
+        field: i32,
+    },
     /// Index metadata that cannot be right (for example built from a future version).
     #[error("index {index}: {problem}")]
     InvalidIndex {
@@ -263,6 +274,7 @@ impl Error {
             Error::MalformedBitmap { .. } => "malformed_bitmap",
             Error::UnknownFragment { .. } => "unknown_fragment",
             Error::InvalidIndex { .. } => "invalid_index",
+            Error::MissingLineageColumn { .. } => "missing_lineage_column",
             Error::Lineage(e) => e.code(),
             Error::Flags(e) => e.code(),
             Error::Compaction(e) => e.code(),

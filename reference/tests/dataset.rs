@@ -384,7 +384,7 @@ fn column_lineage_needs_exactly_one_holder_file() {
         .unwrap()
         .read_version(1)
         .unwrap_err();
-    assert_eq!(err.code(), "duplicate_field", "{err}");
+    assert_eq!(err.code(), "missing_lineage_column", "{err}");
     // Flag 2048 cleared while column arms are present.
     let dir = written(&s);
     edit_manifest(dir.path(), 1, |m| m.reader_feature_flags &= !2048);

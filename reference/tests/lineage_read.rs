@@ -73,7 +73,9 @@ fn column_arm_needs_exactly_one_file_holding_the_reserved_id() {
     // covers: LIN-COL-2
     let mut none = spilled();
     none.fragments[0].files.pop();
-    assert!(none.validate().is_err());
+    let err = none.validate().unwrap_err();
+    assert_eq!(err.code(), "missing_lineage_column", "{err}");
+    assert!(err.to_string().contains("-3"), "{err}");
     assert!(scan(&none, None).is_err());
     let mut two = spilled();
     let again = two.fragments[0].files[1].clone();

@@ -258,6 +258,10 @@ impl Fragment {
                     fields: self.files[*one].fields.len(),
                     columns: self.files[*one].columns.len(),
                 }),
+            [] => Err(Error::MissingLineageColumn {
+                fragment: self.id,
+                field,
+            }),
             _ => Err(Error::DuplicateField {
                 fragment: self.id,
                 file: self.lineage_file_path(field),
