@@ -28,18 +28,10 @@ pub fn entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
     };
     let mut entries = Vec::new();
     for fragment in snapshot.fragments.iter().filter(|f| index.covers(f.id)) {
-        for (offset, value) in resolve_column(&snapshot.schema, fragment, key)?
-            .into_iter()
-            .enumerate()
-        {
+        let rows = fragment.offset_count()?;
+        let column = resolve_column(&snapshot.schema, fragment, key)?;
+        for (offset, value) in (0..rows).zip(column) {
             let Some(value) = value else { continue };
-            let offset = u32::try_from(offset).map_err(|_| Error::OffsetOutOfRange {
-                fragment: fragment.id,
-                file: "(manifest)".into(),
-                what: "physical_rows".into(),
-                offset: fragment.physical_rows,
-                physical_rows: u64::from(u32::MAX),
-            })?;
             entries.push(IndexEntry {
                 fragment: fragment.id,
                 offset,

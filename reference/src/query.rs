@@ -64,7 +64,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use roaring::RoaringBitmap;
 
 use crate::ErrorClass;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::exclusion::exclusion_set;
 use crate::model::{DataType, FieldId, Fragment, Index, IndexKind, Schema, Snapshot, Value};
 use crate::resolve::resolve_column;
@@ -784,13 +784,7 @@ fn flat_path_rows(
 /// The live offsets of `fragment`, in order. Offsets are 32-bit in Lance, so a fragment claiming
 /// more rows than that is refused before anything is enumerated.
 fn live_offsets(fragment: &Fragment) -> Result<impl Iterator<Item = u64> + '_> {
-    let rows = u32::try_from(fragment.physical_rows).map_err(|_| Error::OffsetOutOfRange {
-        fragment: fragment.id,
-        file: "(manifest)".into(),
-        what: "physical_rows".into(),
-        offset: fragment.physical_rows,
-        physical_rows: u64::from(u32::MAX),
-    })?;
+    let rows = fragment.offset_count()?;
     Ok((0..rows)
         .filter(|&o| !fragment.deletions.contains(o))
         .map(u64::from))

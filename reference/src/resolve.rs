@@ -223,7 +223,7 @@ pub fn resolve_column(
         field,
         context: "resolve".into(),
     })?;
-    let rows = usize::try_from(fragment.physical_rows).map_err(|_| too_many_rows(fragment))?;
+    let rows = fragment.offset_count()? as usize;
     if schema_field.data_type == DataType::Struct {
         return resolve_struct(schema, fragment, field, rows);
     }
@@ -393,15 +393,5 @@ fn deletion_out_of_range(fragment: &Fragment, offset: u32) -> Error {
         what: "deletion".into(),
         offset: u64::from(offset),
         physical_rows: fragment.physical_rows,
-    }
-}
-
-fn too_many_rows(fragment: &Fragment) -> Error {
-    Error::OffsetOutOfRange {
-        fragment: fragment.id,
-        file: "(manifest)".into(),
-        what: "physical_rows".into(),
-        offset: fragment.physical_rows,
-        physical_rows: u64::from(u32::MAX),
     }
 }

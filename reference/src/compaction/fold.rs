@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{CompactionError, carried_value_fields, path_in_use, uncover};
+use super::{CompactionError, carried_value_fields, check_newer, path_in_use, uncover};
 use crate::error::Result;
 use crate::model::{
     DataFile, FieldId, Fragment, Index, IndexEntry, Snapshot, TOMBSTONE_FIELD_ID, Value,
@@ -62,14 +62,7 @@ pub fn fold(
     new_version: u64,
     new_file_path: &str,
 ) -> Result<Snapshot> {
-    if new_version <= snapshot.version {
-        let version = snapshot.version;
-        return Err(CompactionError::VersionNotNewer {
-            version,
-            new_version,
-        }
-        .into());
-    }
+    check_newer(snapshot, new_version)?;
     snapshot.validate()?;
     let fragment = snapshot.fragment(fragment_id)?;
     if fragment.overlays.is_empty() {

@@ -239,3 +239,15 @@ fn uncover(index: &mut crate::model::Index, all: &[u64], removed: &[u64]) {
     }
     index.entries.retain(|e| !removed.contains(&e.fragment));
 }
+
+/// Refuses a compaction commit whose version is not newer than the snapshot it rewrites.
+fn check_newer(snapshot: &crate::model::Snapshot, new_version: u64) -> crate::Result<()> {
+    if new_version <= snapshot.version {
+        return Err(CompactionError::VersionNotNewer {
+            version: snapshot.version,
+            new_version,
+        }
+        .into());
+    }
+    Ok(())
+}

@@ -29,7 +29,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{CompactionError, carried_value_fields, path_in_use, uncover};
+use super::{CompactionError, carried_value_fields, check_newer, path_in_use, uncover};
 use crate::error::{Error, Result};
 use crate::lineage::{
     CompactionPlacement, EncodedLengths, RowDatasetVersionSequence, RowIdSequence, SpillConfig,
@@ -115,14 +115,7 @@ pub fn rewrite_rows_into(
     outputs: &[RewriteOutput],
     new_version: u64,
 ) -> Result<Snapshot> {
-    if new_version <= snapshot.version {
-        let version = snapshot.version;
-        return Err(CompactionError::VersionNotNewer {
-            version,
-            new_version,
-        }
-        .into());
-    }
+    check_newer(snapshot, new_version)?;
     snapshot.validate()?;
     let span = input_span(snapshot, fragment_ids)?;
     check_outputs(snapshot, outputs)?;

@@ -177,6 +177,19 @@ impl Fragment {
         }
     }
 
+    /// `physical_rows` as a count of row offsets. Offsets are 32-bit (coverage and deletion
+    /// bitmaps are 32-bit roaring), so a fragment claiming more rows is refused before anything
+    /// is enumerated or allocated for it.
+    pub fn offset_count(&self) -> Result<u32> {
+        u32::try_from(self.physical_rows).map_err(|_| Error::OffsetOutOfRange {
+            fragment: self.id,
+            file: "(manifest)".into(),
+            what: "physical_rows".into(),
+            offset: self.physical_rows,
+            physical_rows: u64::from(u32::MAX),
+        })
+    }
+
     /// The base column of a live field: the file index and its values.
     pub fn base_column(&self, field: FieldId) -> Option<(usize, &[Value])> {
         self.files
