@@ -6,7 +6,7 @@ datasets, written once by the reference writer.
     /work/venv-bench/bin/pip install pylance==14.0.2 pyarrow
     /work/venv-bench/bin/python bench/side_by_side.py [--repeats 7] [--rows 1000000] [--json out.json]
 
-Steps: build `reference/examples/bench_dataset.rs` (release), let it write two datasets of
+Steps: build `reference-io/examples/bench_dataset.rs` (release), let it write two datasets of
 1M rows x 4 columns (`16x10`: 16 dense overlays of 10% on one column, `4x1`: 4 of 1%), each
 with version 1 = the base rows alone and version count+1 = the same rows under the overlays;
 let it time the reference (open + read_version + scan, from disk); time pylance's
@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 def cargo_example(target_dir):
     """Builds bench_dataset in release mode and returns the binary's path."""
     subprocess.run(
-        ["cargo", "build", "--release", "-p", "lance-reference", "--example", "bench_dataset"],
+        ["cargo", "build", "--release", "-p", "lance-reference-io", "--example", "bench_dataset"],
         cwd=REPO,
         check=True,
     )

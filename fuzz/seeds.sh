@@ -6,17 +6,17 @@
 #
 # Golden inputs come from reference/tests/data/ and, when present, conformance-cases/ (files
 # are classified by name: *.lance, *.manifest, *.bin, *.arrow, lance14_samples.json); the
-# rest is written by reference/examples/fuzz_seeds.rs (bitmaps, deletion files, data files,
+# rest is written by reference-io/examples/fuzz_seeds.rs (bitmaps, deletion files, data files,
 # lineage sequences, and the worked example written as a dataset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-goldens=(reference/tests/data)
+goldens=(reference/tests/data reference-io/tests/data)
 [[ -d conformance-cases ]] && goldens+=(conformance-cases)
 if [[ "${1:-}" == "--small" ]]; then
   # Keep grown-* seeds: inputs the fuzzer grew for the structured targets, copied by hand
   # from fuzz/corpus/ (random bytes are poor starting points for an Arbitrary decoder).
   find fuzz/seeds -type f ! -name 'grown-*' -delete 2>/dev/null || true
-  cargo run --quiet -p lance-reference --example fuzz_seeds -- fuzz/seeds --small "${goldens[@]}"
+  cargo run --quiet -p lance-reference-io --example fuzz_seeds -- fuzz/seeds --small "${goldens[@]}"
 else
-  cargo run --quiet -p lance-reference --example fuzz_seeds -- fuzz/corpus "${goldens[@]}"
+  cargo run --quiet -p lance-reference-io --example fuzz_seeds -- fuzz/corpus "${goldens[@]}"
 fi

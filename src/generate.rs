@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 
 use crate::case::RequirementIndex;
 use crate::corpus::{self, CaseDir};
+use crate::error_codes;
 
 /// The generated subdirectories of a case directory.
 pub const GENERATED_DIRS: [&str; 2] = ["dataset", "expected"];
@@ -39,8 +40,23 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
     let index = RequirementIndex::load(requirements)?;
     let all = corpus::load(root, &index)?;
     let selected = select(&all, selectors)?;
+    let codes_file = requirements
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(error_codes::FILE);
+    let table_problems = error_codes::problems(&all);
+    if !table_problems.is_empty() {
+        anyhow::bail!("the error-code tables: {}", table_problems.join("; "));
+    }
     if check {
-        let problems = check_cases(root, &all, &selected)?;
+        let mut problems = check_cases(root, &all, &selected)?;
+        if std::fs::read_to_string(&codes_file).ok().as_deref() != Some(&error_codes::render(&all))
+        {
+            problems.push(format!(
+                "{} differs from the error-code tables",
+                codes_file.display()
+            ));
+        }
         if problems.is_empty() {
             println!(
                 "generate --check: {} case(s) and {SUMS_FILE} are up to date",
@@ -62,6 +78,8 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
     for c in &selected {
         write_case(c, &c.dir)?;
     }
+    std::fs::write(&codes_file, error_codes::render(&all))
+        .with_context(|| format!("writing {}", codes_file.display()))?;
     std::fs::write(root.join(SUMS_FILE), sums(root, &all)?)
         .with_context(|| format!("writing {}", root.join(SUMS_FILE).display()))?;
     let readme = root.join(README_FILE);

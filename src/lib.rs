@@ -21,11 +21,13 @@
 //! | [`render`] | the readable manifest rendering used by the insta snapshots |
 //! | [`corpus`] | the corpus layout on disk and building one case |
 //! | [`generate`] | the `generate` command and `SHA256SUMS` |
+//! | [`error_codes`] | the error vocabulary: every code with its class, rendered as `spec/error-codes.md` |
 //! | [`runner`] | checking a reader (in process or a testee process) against the corpus |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod case;
 pub mod corpus;
+pub mod error_codes;
 pub mod expected;
 pub mod generate;
 pub mod reader;

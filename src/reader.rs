@@ -1,19 +1,16 @@
 //! Reading one version as a conforming reader must: refuse what it cannot trust, then scan.
 //!
-//! Invariant: rows are returned only after the reader word passed
-//! ([`lance_reference::flags::check_for_read`]: unknown bits refused, flags consistent with the
-//! content) and the snapshot validated ([`lance_reference::model::Snapshot::validate`]), in
-//! that order, so a negative case's error is the first check a reader must make, and its
-//! class is the one the reference assigns.
+//! Invariant: rows are returned only after [`lance_reference::readable::check_readable`]
+//! passed (the one check every read path makes), so a negative case's error is the first
+//! check a reader must make, and its class is the one the reference assigns.
 
-use lance_reference::flags;
 use lance_reference::model::Snapshot;
+use lance_reference::readable::check_readable;
 use lance_reference::scan::{ScanRow, scan};
 
 /// Checks `snapshot` as a reader and scans every top-level column.
 pub fn read(snapshot: &Snapshot) -> Result<Vec<ScanRow>, lance_reference::Error> {
-    flags::check_for_read(snapshot)?;
-    snapshot.validate()?;
+    check_readable(snapshot)?;
     scan(snapshot, None)
 }
 

@@ -14,15 +14,15 @@ pub mod bytes;
 
 use std::path::Path;
 
-use lance_reference::dataset::codec::{deletion_layout, encode_manifest};
-use lance_reference::dataset::deletion::{lance_file_type, write_deletion_file};
-use lance_reference::dataset::manifest_file::{decode_manifest_file, encode_manifest_file};
-use lance_reference::dataset::read::reads_position;
-use lance_reference::dataset::version_names::{VERSIONS_DIR, manifest_name};
-use lance_reference::dataset::write::{data_file_bytes, overlay_file_bytes};
-use lance_reference::dataset::{Dataset, DatasetError, Layout, WriteOptions, write_version};
 use lance_reference::model::Snapshot;
 use lance_reference::proto::lance::table as pb;
+use lance_reference_io::codec::{deletion_layout, encode_manifest};
+use lance_reference_io::deletion::{lance_file_type, write_deletion_file};
+use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
+use lance_reference_io::read::reads_position;
+use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
+use lance_reference_io::write::{data_file_bytes, overlay_file_bytes};
+use lance_reference_io::{Dataset, DatasetError, Layout, WriteOptions, write_version};
 use sha2::{Digest, Sha256};
 
 use crate::case::Corruption;
@@ -39,7 +39,7 @@ pub struct Damaged {
     pub snapshot: Option<Snapshot>,
     /// What the reference's dataset reader makes of it: an error, or (if it reads) the
     /// snapshot a reader then has to refuse while scanning.
-    pub read: Result<Snapshot, lance_reference::Error>,
+    pub read: Result<Snapshot, DatasetError>,
 }
 
 /// The versions as read back from the store.
@@ -84,7 +84,7 @@ impl From<DatasetError> for StoreError {
 }
 
 /// Reads one version with the reference's dataset reader.
-fn read_one(root: &Path, version: u64) -> Result<Snapshot, lance_reference::Error> {
+fn read_one(root: &Path, version: u64) -> Result<Snapshot, DatasetError> {
     let dataset = Dataset::open(root)?;
     let (snapshot, _) = dataset.read_version(version)?;
     Ok(snapshot)
@@ -290,7 +290,7 @@ fn rewrite_changed_files(
 fn relocate(
     root: &Path,
     file: &mut lance_reference::model::DataFile,
-    layout: &mut lance_reference::dataset::layout::FileLayout,
+    layout: &mut lance_reference_io::layout::FileLayout,
     bytes: &[u8],
 ) -> Result<(), StoreError> {
     let stem = file

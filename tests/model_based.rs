@@ -83,9 +83,6 @@ use lance_conformance::case::{
     QuerySpec, RequirementIndex, Shape, Step,
 };
 use lance_conformance::scenario;
-use lance_reference::dataset::codec::encode_manifest;
-use lance_reference::dataset::manifest_file::{decode_manifest_file, encode_manifest_file};
-use lance_reference::dataset::{Dataset, Layout, WriteOptions, write_version};
 use lance_reference::flags;
 use lance_reference::lineage::{
     DEFAULT_INLINE_MAX_BYTES, INLINE_MAX_BYTES_KEY, RowDatasetVersionSequence, RowIdSequence,
@@ -94,6 +91,9 @@ use lance_reference::lineage::{
 use lance_reference::model::{IndexKind, LineageSequence, Snapshot, Value};
 use lance_reference::query::{reconcile, reconcile_vector};
 use lance_reference::scan::{ScanRow, row_address, scan};
+use lance_reference_io::codec::encode_manifest;
+use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
+use lance_reference_io::{Dataset, Layout, WriteOptions, write_version};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{FileFailurePersistence, TestRunner};

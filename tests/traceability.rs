@@ -44,7 +44,16 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Every `covers:` claim in the workspace's Rust sources: id -> files claiming it.
 fn claims() -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
-    for dir in ["reference/src", "reference/tests", "src", "tests"] {
+    for dir in [
+        "reference/src",
+        "reference/tests",
+        "reference-io/src",
+        "reference-io/tests",
+        "test-support/src",
+        "test-support/tests",
+        "src",
+        "tests",
+    ] {
         rust_files(&root().join(dir), &mut files);
     }
     let mut claims: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();

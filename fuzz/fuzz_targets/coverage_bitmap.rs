@@ -1,4 +1,4 @@
 #![no_main]
-//! See `reference/tests/fuzz_checks/coverage_bitmap.rs`.
+//! See `test-support/src/fuzz_checks/coverage_bitmap.rs`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lance_reference_fuzz::coverage_bitmap::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lance_conformance_test_support::fuzz_checks::coverage_bitmap::check(data));

@@ -1,4 +1,4 @@
 #![no_main]
-//! See `reference/tests/fuzz_checks/deletion_file.rs`.
+//! See `test-support/src/fuzz_checks/deletion_file.rs`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lance_reference_fuzz::deletion_file::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lance_conformance_test_support::fuzz_checks::deletion_file::check(data));

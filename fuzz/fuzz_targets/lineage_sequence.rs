@@ -1,4 +1,4 @@
 #![no_main]
-//! See `reference/tests/fuzz_checks/lineage_sequence.rs`.
+//! See `test-support/src/fuzz_checks/lineage_sequence.rs`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lance_reference_fuzz::lineage_sequence::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lance_conformance_test_support::fuzz_checks::lineage_sequence::check(data));

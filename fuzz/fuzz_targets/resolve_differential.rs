@@ -1,4 +1,4 @@
 #![no_main]
-//! See `reference/tests/fuzz_checks/resolve_differential.rs`.
+//! See `test-support/src/fuzz_checks/resolve_differential.rs`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lance_reference_fuzz::resolve_differential::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lance_conformance_test_support::fuzz_checks::resolve_differential::check(data));

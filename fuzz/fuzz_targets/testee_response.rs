@@ -1,4 +1,4 @@
 #![no_main]
-//! See `tests/fuzz_checks_runner/testee_response.rs`.
+//! See `test-support/src/fuzz_checks/testee_response.rs`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lance_reference_fuzz::testee_response::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lance_conformance_test_support::fuzz_checks::testee_response::check(data));

@@ -9,8 +9,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use lance_reference::exclusion::exclusion_set;
 use lance_reference::model::{Index, IndexKind};
 
-mod fixtures;
 use fixtures::{Form, ROWS, VALUE, WEIGHT, overlaid_fragment, percent, schema};
+use lance_conformance_test_support::bench_fixtures as fixtures;
 
 const OVERLAYS: usize = 100;
 

@@ -19,8 +19,8 @@ use lance_reference::lineage::placement::{
 };
 use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
 
-mod fixtures;
 use fixtures::{ROWS, Shape};
+use lance_conformance_test_support::bench_fixtures as fixtures;
 
 fn quick(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     group

@@ -16,8 +16,8 @@ use criterion::{
 };
 use lance_reference::resolve::resolve_column;
 
-mod fixtures;
 use fixtures::{Form, ROWS, VALUE, base_fragment, overlaid_fragment, percent, schema};
+use lance_conformance_test_support::bench_fixtures as fixtures;
 
 const COUNTS: [usize; 4] = [1, 4, 16, 64];
 const DENSITIES: [f64; 4] = [0.001, 0.01, 0.1, 0.5];

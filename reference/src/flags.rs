@@ -20,7 +20,6 @@
 //! row ids and obliges every fragment to carry a row-id sequence, so it must agree with the
 //! snapshot.
 
-use crate::ErrorClass;
 use crate::model::{LineageSequence, Snapshot};
 
 /// Bit 0: some fragment has a deletion file. Set in both words.
@@ -223,38 +222,18 @@ pub enum FlagError {
     },
 }
 
-impl FlagError {
-    /// The class of this failure: unimplemented bits are [`ErrorClass::UnsupportedFeature`],
-    /// everything else is an inconsistent manifest, [`ErrorClass::Invalid`].
-    pub fn class(&self) -> ErrorClass {
-        match self {
-            FlagError::UnknownFlags { .. } => ErrorClass::UnsupportedFeature,
-            _ => ErrorClass::Invalid,
-        }
-    }
-
-    /// Stable snake_case code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            FlagError::UnknownFlags {
-                word: FlagWord::Reader,
-                ..
-            } => "unknown_reader_flag",
-            FlagError::UnknownFlags {
-                word: FlagWord::Writer,
-                ..
-            } => "unknown_writer_flag",
-            FlagError::WriterOnlyFlagInReaderWord { .. } => "writer_only_flag_in_reader_word",
-            FlagError::UnpairedFlag { .. } => "unpaired_flag",
-            FlagError::FieldIdHighWaterMarkMismatch { .. } => "field_id_high_water_mark_mismatch",
-            FlagError::MissingFlag { .. } => "missing_flag",
-            FlagError::ForbiddenWrittenFlags { .. } => "forbidden_written_flag",
-            FlagError::ReaderFlagNotInWriterWord { .. } => "reader_flag_not_in_writer_word",
-            FlagError::MissingRowIds { .. } => "missing_row_ids",
-            FlagError::StableRowIdsMismatch { .. } => "stable_row_ids_mismatch",
-        }
-    }
-}
+crate::error_codes! {FlagError {
+    FlagError::UnknownFlags { word: FlagWord::Reader, .. } => code("unknown_reader_flag", UnsupportedFeature, "A word sets bits this reference does not implement"),
+    FlagError::UnknownFlags { word: FlagWord::Writer, .. } => code("unknown_writer_flag", UnsupportedFeature, "A word sets bits this reference does not implement"),
+    FlagError::WriterOnlyFlagInReaderWord { .. } => code("writer_only_flag_in_reader_word", Invalid, "A writer-only bit is set in the reader word"),
+    FlagError::UnpairedFlag { .. } => code("unpaired_flag", Invalid, "A paired bit is set in one word but not the other"),
+    FlagError::FieldIdHighWaterMarkMismatch { .. } => code("field_id_high_water_mark_mismatch", Invalid, "`max_allocated_field_id` (manifest field 24) and writer bit 32768 disagree"),
+    FlagError::MissingFlag { .. } => code("missing_flag", Invalid, "The content requires a bit that the word does not set"),
+    FlagError::ForbiddenWrittenFlags { .. } => code("forbidden_written_flag", Invalid, "A manifest being written sets a bit its writer must not set in that word"),
+    FlagError::ReaderFlagNotInWriterWord { .. } => code("reader_flag_not_in_writer_word", Invalid, "A manifest being written sets a reader bit without the same writer bit"),
+    FlagError::MissingRowIds { .. } => code("missing_row_ids", Invalid, "Reader bit 2 is set but a fragment has no row-id sequence"),
+    FlagError::StableRowIdsMismatch { .. } => code("stable_row_ids_mismatch", Invalid, "Reader bit 2 is set but the snapshot says stable row ids are off"),
+}}
 
 /// Refuses a reader word this reference cannot honour.
 ///
@@ -533,6 +512,7 @@ pub fn check_written_flags(snapshot: &Snapshot) -> Result<(), FlagError> {
 
 #[cfg(test)]
 mod tests {
+    use crate::ErrorClass;
     use std::collections::BTreeMap;
 
     use roaring::RoaringBitmap;

@@ -63,7 +63,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use roaring::RoaringBitmap;
 
-use crate::ErrorClass;
 use crate::error::Result;
 use crate::exclusion::exclusion_set;
 use crate::model::{DataType, FieldId, Fragment, Index, IndexKind, Schema, Snapshot, Value};
@@ -185,36 +184,21 @@ pub enum QueryError {
     },
 }
 
-impl QueryError {
-    /// The class of this failure.
-    pub fn class(&self) -> ErrorClass {
-        match self {
-            QueryError::NotIndexable { .. } | QueryError::PredicateTooDeep { .. } => {
-                ErrorClass::UnsupportedFeature
-            }
-            _ => ErrorClass::Invalid,
-        }
-    }
-
-    /// Stable snake_case code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            QueryError::UnknownIndex { .. } => "unknown_index",
-            QueryError::IndexKindMismatch { .. } => "index_kind_mismatch",
-            QueryError::IndexWithoutFields { .. } => "index_without_fields",
-            QueryError::UnknownField { .. } => "query_unknown_field",
-            QueryError::NotComparable { .. } => "not_comparable",
-            QueryError::TypeMismatch { .. } => "query_type_mismatch",
-            QueryError::NotIndexable { .. } => "not_indexable",
-            QueryError::PredicateTooDeep { .. } => "predicate_too_deep",
-            QueryError::DimensionMismatch { .. } => "dimension_mismatch",
-            QueryError::ZeroK => "zero_k",
-            QueryError::NonFiniteQuery { .. } => "non_finite_query",
-            QueryError::EntryOutOfRange { .. } => "index_entry_out_of_range",
-            QueryError::DuplicateEntry { .. } => "duplicate_index_entry",
-        }
-    }
-}
+crate::error_codes! {QueryError {
+    QueryError::UnknownIndex { .. } => code("unknown_index", Invalid, "No index has this name"),
+    QueryError::IndexKindMismatch { .. } => code("index_kind_mismatch", Invalid, "The index is of the wrong kind for the query (a scalar query on a vector index, ...)"),
+    QueryError::IndexWithoutFields { .. } => code("index_without_fields", Invalid, "The index lists no fields, so it has no key"),
+    QueryError::UnknownField { .. } => code("query_unknown_field", Invalid, "The query references a field the schema does not have"),
+    QueryError::NotComparable { .. } => code("not_comparable", Invalid, "An ordering or equality comparison on a field whose type has no such comparison"),
+    QueryError::TypeMismatch { .. } => code("query_type_mismatch", Invalid, "Two values of different types meet (a literal, an index entry or the indexed field)"),
+    QueryError::NotIndexable { .. } => code("not_indexable", UnsupportedFeature, "The predicate references a field other than the index's key"),
+    QueryError::PredicateTooDeep { .. } => code("predicate_too_deep", UnsupportedFeature, "The predicate nests `And`/`Or` deeper than [`MAX_PREDICATE_DEPTH`]"),
+    QueryError::DimensionMismatch { .. } => code("dimension_mismatch", Invalid, "A vector (query or stored) does not have the field's dimension"),
+    QueryError::ZeroK => code("zero_k", Invalid, "A top-k query with `k = 0`"),
+    QueryError::NonFiniteQuery { .. } => code("non_finite_query", Invalid, "A query vector item is NaN or infinite"),
+    QueryError::EntryOutOfRange { .. } => code("index_entry_out_of_range", Invalid, "An index entry names an offset at or past its fragment's `physical_rows`"),
+    QueryError::DuplicateEntry { .. } => code("duplicate_index_entry", Invalid, "An index holds two entries for one row"),
+}}
 
 /// A physical row: fragment id and offset. Orders by fragment, then offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -873,6 +857,7 @@ fn top_k(mut scored: Vec<Scored>, k: usize) -> Vec<Scored> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorClass;
     use crate::model::{Coverage, DataFile, Field, IndexEntry, Overlay, TOMBSTONE_FIELD_ID};
     use crate::worked_example::{self, AGE, AGE_INDEX, EMBEDDING, ID, NAME, NEW_BOB_EMBEDDING};
 

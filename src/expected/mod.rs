@@ -23,6 +23,7 @@ use crate::case::names::field_id;
 use crate::case::{Case, QuerySpec};
 use crate::reader;
 use crate::store::Damaged;
+use lance_reference::error::CodedError;
 use tagged::{Tagged, tag, tag_scalar};
 
 /// One top-level column of the resolved table.
@@ -438,10 +439,11 @@ pub fn compute_error(case: &Case, damaged: &Damaged) -> Result<ExpectedError, Ex
             "the case declares no expect_error".into(),
         ));
     };
-    let error = match &damaged.read {
-        Err(e) => e.clone(),
+    let refused = |e: &dyn CodedError| (e.class().as_str(), e.code(), e.to_string());
+    let (class, code, error) = match &damaged.read {
+        Err(e) => refused(e),
         Ok(snapshot) => match reader::read(snapshot) {
-            Err(e) => e,
+            Err(e) => refused(&e),
             Ok(_) => {
                 return Err(ExpectedFailure::Negative(format!(
                     "version {} reads without error after the corruption",
@@ -450,7 +452,6 @@ pub fn compute_error(case: &Case, damaged: &Damaged) -> Result<ExpectedError, Ex
             }
         },
     };
-    let (class, code) = (error.class().as_str(), error.code());
     if class != spec.class || spec.code.as_deref().is_some_and(|c| c != code) {
         return Err(ExpectedFailure::Negative(format!(
             "declared {}/{}, the reference fails with {class}/{code}: {error}",

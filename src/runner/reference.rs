@@ -9,9 +9,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use lance_reference::dataset::Dataset;
+use lance_reference::error::CodedError;
 use lance_reference::model::{FieldId, Snapshot};
 use lance_reference::query::Predicate as ModelPredicate;
+use lance_reference_io::{Dataset, DatasetError};
 
 use super::capability;
 use super::conformance_reader::{Answer, ConformanceReader, Description, Refusal};
@@ -75,7 +76,7 @@ impl ReferenceReader {
 }
 
 /// A reference error as the protocol reports it.
-pub fn read_error(e: &lance_reference::Error) -> ReadError {
+pub fn read_error(e: &dyn CodedError) -> ReadError {
     ReadError {
         class: e.class().as_str().to_string(),
         code: Some(e.code().to_string()),
@@ -83,13 +84,11 @@ pub fn read_error(e: &lance_reference::Error) -> ReadError {
     }
 }
 
-/// Opens `root` and reads `version` as a conforming reader must (the dataset reader's checks,
-/// then the flag and snapshot checks of [`crate::reader`]).
+/// Opens `root` and reads `version` as a conforming reader must ([`Dataset::read_version`]
+/// ends with [`lance_reference::readable::check_readable`]).
 pub fn read_checked(root: &Path, version: u64) -> Result<Snapshot, ReadError> {
-    let read = || -> Result<Snapshot, lance_reference::Error> {
+    let read = || -> Result<Snapshot, DatasetError> {
         let (snapshot, _) = Dataset::open(root)?.read_version(version)?;
-        lance_reference::flags::check_for_read(&snapshot)?;
-        snapshot.validate()?;
         Ok(snapshot)
     };
     read().map_err(|e| read_error(&e))

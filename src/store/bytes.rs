@@ -8,15 +8,13 @@
 
 use std::path::Path;
 
-use lance_reference::dataset::data_file::{ColumnData, read_data_file, write_data_file};
-use lance_reference::dataset::deletion::{
-    DeletionFile, write_arrow_int32_offsets, write_arrow_offsets,
-};
-use lance_reference::dataset::manifest_file::{decode_manifest_file, encode_manifest_file};
-use lance_reference::dataset::version_names::{VERSIONS_DIR, manifest_name};
-use lance_reference::dataset::{Dataset, DatasetError};
 use lance_reference::model::{DataType, Field, FieldId, Value};
 use lance_reference::proto::lance::table as pb;
+use lance_reference_io::data_file::{ColumnData, read_data_file, write_data_file};
+use lance_reference_io::deletion::{DeletionFile, write_arrow_int32_offsets, write_arrow_offsets};
+use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
+use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
+use lance_reference_io::{Dataset, DatasetError};
 use pb::data_fragment::{
     CreatedAtVersionSequence, LastUpdatedAtVersionSequence, RowIdSequence as RowIdArm,
 };
@@ -253,7 +251,7 @@ fn replace_deletion_file(
     fragment: u64,
     bytes: &[u8],
     count: u64,
-) -> Result<String, lance_reference::dataset::DatasetIoError> {
+) -> Result<String, lance_reference_io::DatasetIoError> {
     let digest = Sha256::digest(bytes);
     let mut id = [0u8; 8];
     id.copy_from_slice(&digest[..8]);

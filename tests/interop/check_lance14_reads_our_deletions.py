@@ -50,7 +50,7 @@ def main():
         (target,) = glob.glob(os.path.join(path, "_deletions", "*"))
         suffix = ".arrow" if form == "arrow" else ".bin"
         assert target.endswith(suffix), target
-        subprocess.run(["cargo", "run", "-q", "--release", "-p", "lance-reference", "--example",
+        subprocess.run(["cargo", "run", "-q", "--release", "-p", "lance-reference-io", "--example",
                         "write_deletion_file", "--", form, target, *specs], check=True)
         ours = expand(specs)
         if form == "arrow":

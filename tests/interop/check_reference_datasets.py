@@ -20,7 +20,7 @@ INTEROP.md at the repository root explains each.
 
 Usage (from the repository root):
 
-    cargo build -p lance-reference --examples
+    cargo build -p lance-reference-io --examples
     LANCE_ENABLE_UNSTABLE_DATA_OVERLAY_FILES=1 \
         python3 tests/interop/check_reference_datasets.py [--bin-dir target/debug/examples]
 

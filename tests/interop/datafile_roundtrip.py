@@ -34,7 +34,7 @@ CHECKS = []
 def dump(*args):
     """Runs the kit's example binary and parses its JSON output."""
     out = subprocess.run(
-        ["cargo", "run", "-q", "--release", "-p", "lance-reference", "--example", "datafile_dump", "--", *args],
+        ["cargo", "run", "-q", "--release", "-p", "lance-reference-io", "--example", "datafile_dump", "--", *args],
         cwd=REPO, capture_output=True, text=True)
     if out.returncode not in (0, 2):
         sys.exit(f"datafile_dump {args} failed:\n{out.stderr}")

@@ -1,4 +1,4 @@
-"""Writes the small Lance v2.0 golden files under reference/tests/data/lance14_files/ with
+"""Writes the small Lance v2.0 golden files under reference-io/tests/data/lance14_files/ with
 pylance 14.0.2 (see the README there). Run: /work/venv-datafile/bin/python this_script OUT_DIR"""
 import sys
 import pyarrow as pa

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate the Lance 14 deletion-file goldens in reference/tests/data/lance14_deletions/.
+"""Regenerate the Lance 14 deletion-file goldens in reference-io/tests/data/lance14_deletions/.
 
 Needs pylance==14.0.2 and pyarrow (see the README beside the goldens). Every case builds a
 fresh dataset with one int64 column `id` whose value equals the row's physical offset, runs one

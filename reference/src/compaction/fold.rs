@@ -28,9 +28,7 @@ use std::collections::BTreeMap;
 
 use super::{CompactionError, carried_value_fields, check_newer, path_in_use, uncover};
 use crate::error::Result;
-use crate::model::{
-    DataFile, FieldId, Fragment, Index, IndexEntry, Snapshot, TOMBSTONE_FIELD_ID, Value,
-};
+use crate::model::{DataFile, FieldId, Fragment, Snapshot, TOMBSTONE_FIELD_ID, Value};
 use crate::resolve::resolve_column;
 
 /// What a fold commit does to one index.
@@ -109,7 +107,7 @@ pub fn fold(
             }
             IndexPolicy::Rebuild => {
                 let entries = match next.indices.get(position) {
-                    Some(index) => rebuilt_entries(&next, index)?,
+                    Some(index) => crate::index_build::entries(&next, index)?,
                     None => continue,
                 };
                 if let Some(index) = next.indices.get_mut(position) {
@@ -121,11 +119,6 @@ pub fn fold(
     }
     crate::flags::set_commit_flags(&mut next);
     Ok(next)
-}
-
-/// The entries an index built over `snapshot` holds (see [`crate::index_build::entries`]).
-pub fn rebuilt_entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
-    crate::index_build::entries(snapshot, index)
 }
 
 /// Every live value field carried by an overlay of `fragment`, with the newest
@@ -330,7 +323,7 @@ mod tests {
     fn an_index_built_after_the_overlays_needs_no_plan_entry() {
         // covers: OVL-FOLD-5, OVL-IDX-2
         let mut v3 = version_3();
-        let entries = rebuilt_entries(&v3, &v3.indices[0]).unwrap();
+        let entries = crate::index_build::entries(&v3, &v3.indices[0]).unwrap();
         v3.indices[0].dataset_version = 3;
         v3.indices[0].entries = entries;
         let v4 = fold(&v3, 0, &FoldPlan::new(), 4, "file1.lance").unwrap();
@@ -365,7 +358,10 @@ mod tests {
             fold(s, 0, plan, version, path).unwrap_err().code()
         };
         let unknown: FoldPlan = [("nope".to_string(), IndexPolicy::Rebuild)].into();
-        assert_eq!(code(&v3, &unknown, 4, "file1.lance"), "unknown_index");
+        assert_eq!(
+            code(&v3, &unknown, 4, "file1.lance"),
+            "fold_plan_unknown_index"
+        );
         assert_eq!(code(&v3, &drop, 3, "file1.lance"), "version_not_newer");
         assert_eq!(code(&v3, &drop, 4, "file0.lance"), "path_in_use");
         assert_eq!(
@@ -475,7 +471,7 @@ mod tests {
                 match plan.get(&index.name) {
                     Some(IndexPolicy::Rebuild) => {
                         prop_assert_eq!(index.dataset_version, new_version);
-                        prop_assert_eq!(&index.entries, &rebuilt_entries(&after, index).unwrap());
+                        prop_assert_eq!(&index.entries, &crate::index_build::entries(&after, index).unwrap());
                         let expected = generated::entries_as_of(
                             &after.schema, &after.fragments, index.fragment_bitmap.as_ref(),
                             index.fields[0], new_version);

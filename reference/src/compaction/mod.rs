@@ -31,7 +31,6 @@ pub use rewrite::{
     CarriedLineage, RewriteOutput, place_carried_lineage, rewrite_rows, rewrite_rows_into,
 };
 
-use crate::ErrorClass;
 use crate::model::FieldId;
 
 /// A compaction request the kit refuses to perform.
@@ -170,32 +169,22 @@ pub enum CompactionError {
     },
 }
 
-impl CompactionError {
-    /// The class of this failure: every compaction error is a refusal.
-    pub fn class(&self) -> ErrorClass {
-        ErrorClass::Refused
-    }
-
-    /// Stable snake_case code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            CompactionError::TooFewInputs { .. } => "too_few_inputs",
-            CompactionError::DuplicateInput { .. } => "duplicate_input",
-            CompactionError::InputOutOfRange { .. } => "input_out_of_range",
-            CompactionError::NonContiguous { .. } => "non_contiguous_merge",
-            CompactionError::NothingToFold { .. } => "nothing_to_fold",
-            CompactionError::StaleIndex { .. } => "stale_index",
-            CompactionError::UnknownIndex { .. } => "unknown_index",
-            CompactionError::VersionNotNewer { .. } => "version_not_newer",
-            CompactionError::PathInUse { .. } => "path_in_use",
-            CompactionError::NoFragments => "no_fragments",
-            CompactionError::DuplicateFragment { .. } => "duplicate_fragment",
-            CompactionError::NotAdjacent { .. } => "not_adjacent",
-            CompactionError::FragmentIdInUse { .. } => "fragment_id_in_use",
-            CompactionError::OutputRowsMismatch { .. } => "output_rows_mismatch",
-        }
-    }
-}
+crate::error_codes! {CompactionError {
+    CompactionError::TooFewInputs { .. } => code("too_few_inputs", Refused, "A merge needs at least two overlays"),
+    CompactionError::DuplicateInput { .. } => code("duplicate_input", Refused, "A merge names the same overlay twice"),
+    CompactionError::InputOutOfRange { .. } => code("input_out_of_range", Refused, "A merge names an overlay position the fragment does not have"),
+    CompactionError::NonContiguous { .. } => code("non_contiguous_merge", Refused, "The merge inputs are not contiguous in precedence order"),
+    CompactionError::NothingToFold { .. } => code("nothing_to_fold", Refused, "A fold was asked of a fragment that has no overlays"),
+    CompactionError::StaleIndex { .. } => code("stale_index", Refused, "A fold would remove the overlay that keeps an index from serving a stale value, and the plan says neither to rebuild the index nor to drop the fragment from it"),
+    CompactionError::UnknownIndex { .. } => code("fold_plan_unknown_index", Refused, "A fold plan names an index the snapshot does not have"),
+    CompactionError::VersionNotNewer { .. } => code("version_not_newer", Refused, "A commit's version is not newer than the snapshot it starts from"),
+    CompactionError::PathInUse { .. } => code("path_in_use", Refused, "The path of the file to write is already used by a file of the snapshot"),
+    CompactionError::NoFragments => code("no_fragments", Refused, "A row rewrite needs at least one fragment"),
+    CompactionError::DuplicateFragment { .. } => code("duplicate_fragment", Refused, "A row rewrite names the same fragment twice"),
+    CompactionError::NotAdjacent { .. } => code("not_adjacent", Refused, "A row rewrite's inputs are not adjacent in the fragment list, so one new fragment could not keep the scan's row order"),
+    CompactionError::FragmentIdInUse { .. } => code("fragment_id_in_use", Refused, "The new fragment id is already used"),
+    CompactionError::OutputRowsMismatch { .. } => code("output_rows_mismatch", Refused, "A row rewrite's output fragments do not hold exactly the live rows of its inputs, or one of several outputs would be empty"),
+}}
 
 /// Whether any base, lineage or overlay file of `fragments` uses `path`.
 fn path_in_use<'a>(

@@ -57,8 +57,6 @@ pub use stamping::{
 };
 pub use version::{RowDatasetVersionSequence, VersionRun};
 
-use crate::ErrorClass;
-
 /// Errors of this module. Decoding errors name where in the message they were found
 /// (`location`, e.g. `RowIdSequence.segments[2]`) and which message field was wrong (`field`,
 /// e.g. `U64Segment.range_with_bitmap.bitmap`).
@@ -225,36 +223,20 @@ pub enum LineageError {
     },
 }
 
-impl LineageError {
-    /// The class of this failure: undecodable bytes are malformed, decodable bytes or requests
-    /// that break an invariant are invalid.
-    pub fn class(&self) -> ErrorClass {
-        match self {
-            LineageError::Protobuf { .. }
-            | LineageError::MissingField { .. }
-            | LineageError::ByteLength { .. } => ErrorClass::Malformed,
-            _ => ErrorClass::Invalid,
-        }
-    }
-
-    /// Stable snake_case code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            LineageError::Protobuf { .. } => "lineage_protobuf",
-            LineageError::MissingField { .. } => "lineage_missing_field",
-            LineageError::ByteLength { .. } => "lineage_byte_length",
-            LineageError::RangeReversed { .. } => "lineage_range_reversed",
-            LineageError::NotIncreasing { .. } => "lineage_not_increasing",
-            LineageError::HoleOutsideRange { .. } => "lineage_hole_outside_range",
-            LineageError::BitmapLength { .. } => "lineage_bitmap_length",
-            LineageError::BitmapPadding { .. } => "lineage_bitmap_padding",
-            LineageError::OffsetOverflow { .. } => "lineage_offset_overflow",
-            LineageError::LengthOverflow { .. } => "lineage_length_overflow",
-            LineageError::LengthMismatch { .. } => "lineage_length_mismatch",
-            LineageError::ChunkMismatch { .. } => "lineage_chunk_mismatch",
-            LineageError::OffsetOutOfRange { .. } => "lineage_offset_out_of_range",
-            LineageError::BadConfig { .. } => "lineage_bad_config",
-            LineageError::UnknownFragment { .. } => "lineage_unknown_fragment",
-        }
-    }
-}
+crate::error_codes! {LineageError {
+    LineageError::Protobuf { .. } => code("lineage_protobuf", Malformed, "The bytes are not a protobuf message of the expected type"),
+    LineageError::MissingField { .. } => code("lineage_missing_field", Malformed, "A oneof that must hold one arm holds none (or a required sub-message is absent)"),
+    LineageError::ByteLength { .. } => code("lineage_byte_length", Malformed, "A packed byte array's length is not a multiple of its element width"),
+    LineageError::RangeReversed { .. } => code("lineage_range_reversed", Invalid, "A range's start exceeds its end"),
+    LineageError::NotIncreasing { .. } => code("lineage_not_increasing", Invalid, "Values that must be strictly increasing are not"),
+    LineageError::HoleOutsideRange { .. } => code("lineage_hole_outside_range", Invalid, "A hole lies outside its segment's range"),
+    LineageError::BitmapLength { .. } => code("lineage_bitmap_length", Invalid, "A bitmap's byte length is not ceil(range length / 8)"),
+    LineageError::BitmapPadding { .. } => code("lineage_bitmap_padding", Invalid, "A bitmap's bits past the range's end are not zero"),
+    LineageError::OffsetOverflow { .. } => code("lineage_offset_overflow", Invalid, "`base + offset` does not fit in u64"),
+    LineageError::LengthOverflow { .. } => code("lineage_length_overflow", Invalid, "The total number of values does not fit in u64"),
+    LineageError::LengthMismatch { .. } => code("lineage_length_mismatch", Invalid, "A sequence's length differs from the row count it must match"),
+    LineageError::ChunkMismatch { .. } => code("lineage_chunk_mismatch", Invalid, "Rechunking was asked for chunk sizes that do not add up to the rows available"),
+    LineageError::OffsetOutOfRange { .. } => code("lineage_offset_out_of_range", Invalid, "An offset (coverage, deletion) is at or past the sequence's / fragment's row count"),
+    LineageError::BadConfig { .. } => code("lineage_bad_config", Invalid, "A table config value could not be used"),
+    LineageError::UnknownFragment { .. } => code("lineage_unknown_fragment", Invalid, "A commit names a fragment the snapshot does not hold"),
+}}

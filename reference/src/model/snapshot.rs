@@ -55,10 +55,7 @@ impl Snapshot {
     pub fn validate(&self) -> Result<()> {
         for (i, frag) in self.fragments.iter().enumerate() {
             if self.fragments[..i].iter().any(|f| f.id == frag.id) {
-                return Err(Error::UnknownFragment {
-                    fragment: frag.id,
-                    context: "fragment id appears twice in the manifest".into(),
-                });
+                return Err(Error::DuplicateFragmentId { fragment: frag.id });
             }
             frag.validate(&self.schema, self.version)?;
         }

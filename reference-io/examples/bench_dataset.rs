@@ -1,0 +1,154 @@
+//! The reference's half of `bench/side_by_side.py`: writes the benchmark datasets with the
+//! reference writer, then times the reference reader on them.
+//!
+//! ```text
+//! cargo run --release -p lance-reference --example bench_dataset -- write <dir> [rows]
+//! cargo run --release -p lance-reference --example bench_dataset -- time <dir> [repeats]
+//! ```
+//!
+//! `write` creates one dataset per configuration under `<dir>` (`16x10`: 16 overlays of 10%,
+//! `4x1`: 4 overlays of 1%, both on one of four columns), each with version 1 (the base rows
+//! alone) and version `count + 1` (the same rows under the overlays), and prints one JSON line
+//! per dataset: its path and the two versions.
+//!
+//! `time` prints one JSON line per dataset with the minimum over `repeats` runs (default 5) of:
+//! `scan_base_s` / `scan_overlaid_s` (open + `read_version` + `scan`, from disk), their ratio
+//! `overlay_read_overhead`; `resolve_s` (`resolve_column` of every column of the overlaid
+//! fragment, in memory), `copy_s` (cloning the same columns' base values, the plain copy)
+//! and `resolution_vs_copy` = `copy_s / resolve_s` (1.0 = resolving is as fast as copying).
+//! The minimum, not the mean, because on a shared machine noise only ever adds time.
+
+use lance_conformance_test_support::bench_fixtures as fixtures;
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use lance_reference::model::Snapshot;
+use lance_reference::resolve::resolve_column;
+use lance_reference::scan::scan;
+use lance_reference_io::Dataset;
+use serde_json::json;
+
+/// (directory name, overlay count, density).
+const CONFIGS: [(&str, usize, f64); 2] = [("16x10", 16, 0.1), ("4x1", 4, 0.01)];
+
+fn fastest(repeats: usize, mut run: impl FnMut()) -> Duration {
+    (0..repeats.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            run();
+            start.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+fn read(root: &Path, version: u64) -> Result<Snapshot, String> {
+    let dataset = Dataset::open(root).map_err(|e| e.to_string())?;
+    let (snapshot, _) = dataset.read_version(version).map_err(|e| e.to_string())?;
+    Ok(snapshot)
+}
+
+fn write(dir: &Path, rows: u64) -> Result<(), String> {
+    for (name, count, density) in CONFIGS {
+        let root = dir.join(name);
+        if root.exists() {
+            return Err(format!(
+                "{} exists; give an empty directory",
+                root.display()
+            ));
+        }
+        let (base, overlaid) = fixtures::write_dataset(&root, rows, count, density);
+        let line = json!({"dataset": name, "path": root, "rows": rows,
+            "overlays": count, "density": density, "base_version": base,
+            "overlaid_version": overlaid});
+        println!("{line}");
+    }
+    Ok(())
+}
+
+fn time(dir: &Path, repeats: usize) -> Result<(), String> {
+    for (name, count, density) in CONFIGS {
+        let root = dir.join(name);
+        let dataset = Dataset::open(&root).map_err(|e| e.to_string())?;
+        let versions = dataset.versions();
+        let (Some(&base), Some(&overlaid)) = (versions.first(), versions.last()) else {
+            return Err(format!("{}: no versions", root.display()));
+        };
+        // Sanity: the overlaid version really carries the overlays, the base none.
+        let with = read(&root, overlaid)?;
+        let without = read(&root, base)?;
+        if with.fragments[0].overlays.len() != count || !without.fragments[0].overlays.is_empty() {
+            return Err(format!("{}: unexpected overlay counts", root.display()));
+        }
+        let mut rows = 0;
+        // Alternate the two reads so drift on a shared machine hits both alike.
+        let (mut scan_base, mut scan_overlaid) = (Duration::MAX, Duration::MAX);
+        for _ in 0..repeats.max(1) {
+            for (v, best) in [(base, &mut scan_base), (overlaid, &mut scan_overlaid)] {
+                let mut scanned = Ok(0);
+                let t = fastest(1, || {
+                    scanned = read(&root, v)
+                        .and_then(|s| scan(&s, None).map_err(|e| e.to_string()))
+                        .map(|r| r.len());
+                });
+                rows = scanned?;
+                *best = (*best).min(t);
+            }
+        }
+        let fragment = &with.fragments[0];
+        let fields: Vec<_> = with.schema.top_level().map(|f| f.id).collect();
+        let resolve = fastest(repeats, || {
+            for &f in &fields {
+                black_box(
+                    resolve_column(&with.schema, fragment, f)
+                        .map(|c| c.len())
+                        .ok(),
+                );
+            }
+        });
+        let copy = fastest(repeats, || {
+            for column in &fragment.files[0].columns {
+                black_box(column.clone());
+            }
+        });
+        let line = json!({
+            "dataset": name, "overlays": count, "density": density, "rows": rows,
+            "scan_base_s": scan_base.as_secs_f64(),
+            "scan_overlaid_s": scan_overlaid.as_secs_f64(),
+            "overlay_read_overhead": scan_overlaid.as_secs_f64() / scan_base.as_secs_f64(),
+            "resolve_s": resolve.as_secs_f64(),
+            "copy_s": copy.as_secs_f64(),
+            "resolution_vs_copy": copy.as_secs_f64() / resolve.as_secs_f64(),
+        });
+        println!("{line}");
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let number = |i: usize, default: u64| {
+        args.get(i).map_or(Ok(default), |s| {
+            s.parse::<u64>().map_err(|e| format!("{s}: {e}"))
+        })
+    };
+    let result = match (args.first().map(String::as_str), args.get(1)) {
+        (Some("write"), Some(dir)) => {
+            number(2, fixtures::ROWS).and_then(|rows| write(&PathBuf::from(dir), rows))
+        }
+        (Some("time"), Some(dir)) => {
+            number(2, 5).and_then(|repeats| time(&PathBuf::from(dir), repeats as usize))
+        }
+        _ => Err("usage: bench_dataset write <dir> [rows] | time <dir> [repeats]".into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench_dataset: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

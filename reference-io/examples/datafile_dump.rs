@@ -1,0 +1,272 @@
+//! Interop helper for `tests/interop/datafile_roundtrip.py`: dumps a Lance v2.0 data file as
+//! JSON, or writes the kit's sample files for pylance to read.
+//!
+//! ```text
+//! datafile_dump read FILE [TYPE,TYPE,...]   # types as Lance logical types; default: file schema
+//! datafile_dump write-sample DIR            # writes DIR/sample.lance and DIR/ragged.lance
+//! ```
+//!
+//! Output is one JSON document on stdout: the footer version, `num_rows`, and per column its
+//! schema entry, page encodings and values. Floats are printed as the exact decimal of their
+//! value widened to f64 (so a float32 compares equal to pyarrow's Python float), and non-finite
+//! floats as the strings `"NaN"`, `"inf"`, `"-inf"`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::fmt::Write as _;
+
+use lance_reference::model::{DataType, Field, Value};
+use lance_reference_io::data_file::{ColumnData, read_data_file, write_data_file};
+
+fn json_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => write!(out, "\\u{:04x}", c as u32).unwrap(),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json_float(x: f64) -> String {
+    if x.is_nan() {
+        "\"NaN\"".into()
+    } else if x.is_infinite() {
+        if x > 0.0 {
+            "\"inf\"".into()
+        } else {
+            "\"-inf\"".into()
+        }
+    } else {
+        format!("{x:?}")
+    }
+}
+
+fn json_value(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int32(x) => x.to_string(),
+        Value::Int64(x) => x.to_string(),
+        Value::UInt64(x) => x.to_string(),
+        Value::Float32(x) => json_float(f64::from(*x)),
+        Value::Float64(x) => json_float(*x),
+        Value::Utf8(s) => json_str(s),
+        Value::Vector(xs) => {
+            let items: Vec<String> = xs
+                .iter()
+                .map(|x| x.map_or("null".into(), |x| json_float(f64::from(x))))
+                .collect();
+            format!("[{}]", items.join(","))
+        }
+        Value::Struct(_) => "{}".into(),
+    }
+}
+
+fn dump(path: &str, types: Option<Vec<DataType>>) -> String {
+    let bytes = std::fs::read(path).unwrap();
+    let file = read_data_file(&bytes, path).unwrap_or_else(|e| {
+        println!(
+            "{{\"error\": {}, \"code\": {}}}",
+            json_str(&e.to_string()),
+            json_str(e.code())
+        );
+        std::process::exit(2)
+    });
+    let mut columns = Vec::new();
+    for i in 0..file.num_columns() {
+        let schema = file.schema().get(i);
+        let dt = match &types {
+            Some(t) => t[i].clone(),
+            None => DataType::from_logical_type(&schema.unwrap().logical_type).unwrap(),
+        };
+        let values = match file.column(i, &dt) {
+            Ok(values) => format!(
+                "[{}]",
+                values.iter().map(json_value).collect::<Vec<_>>().join(",")
+            ),
+            Err(e) => {
+                println!(
+                    "{{\"error\": {}, \"code\": {}}}",
+                    json_str(&e.to_string()),
+                    json_str(e.code())
+                );
+                std::process::exit(2)
+            }
+        };
+        let pages: Vec<String> = file
+            .page_summaries(i)
+            .unwrap()
+            .iter()
+            .map(|p| json_str(&p.encoding))
+            .collect();
+        let (id, parent_id, name) = schema.map_or((0, -1, String::new()), |f| {
+            (f.id, f.parent_id, f.name.clone())
+        });
+        columns.push(format!(
+            "{{\"id\":{id},\"parent_id\":{parent_id},\"name\":{},\"logical_type\":{},\"pages\":[{}],\"values\":{values}}}",
+            json_str(&name),
+            json_str(&dt.logical_type()),
+            pages.join(",")
+        ));
+    }
+    let v = file.version();
+    format!(
+        "{{\"path\":{},\"version\":[{},{}],\"num_rows\":{},\"columns\":[{}]}}",
+        json_str(path),
+        v.major,
+        v.minor,
+        file.num_rows(),
+        columns.join(",")
+    )
+}
+
+fn sample_columns() -> Vec<ColumnData> {
+    let f = |id, name: &str, dt| Field::new(id, name, dt);
+    let s = |x: &str| Value::Utf8(x.to_string());
+    let vec3 = |xs: [Option<f32>; 3]| Value::Vector(xs.to_vec());
+    let present = Value::Struct(vec![]);
+    let hidden = |id, name: &str| Field {
+        id,
+        parent_id: -1,
+        name: name.to_string(),
+        data_type: DataType::UInt64,
+        nullable: false,
+    };
+    vec![
+        ColumnData::new(
+            f(0, "i32", DataType::Int32),
+            vec![
+                Value::Int32(-5),
+                Value::Null,
+                Value::Int32(i32::MAX),
+                Value::Int32(0),
+            ],
+        ),
+        ColumnData::new(
+            f(1, "i64", DataType::Int64),
+            vec![
+                Value::Null,
+                Value::Int64(i64::MIN),
+                Value::Int64(42),
+                Value::Null,
+            ],
+        ),
+        ColumnData::new(
+            f(2, "u64", DataType::UInt64),
+            vec![
+                Value::UInt64(u64::MAX),
+                Value::Null,
+                Value::UInt64(0),
+                Value::UInt64(9),
+            ],
+        ),
+        ColumnData::new(
+            f(3, "f32", DataType::Float32),
+            vec![
+                Value::Float32(0.1),
+                Value::Float32(-0.0),
+                Value::Null,
+                Value::Float32(f32::INFINITY),
+            ],
+        ),
+        ColumnData::new(
+            f(4, "f64", DataType::Float64),
+            vec![
+                Value::Float64(0.1),
+                Value::Null,
+                Value::Float64(f64::NAN),
+                Value::Float64(-1e308),
+            ],
+        ),
+        ColumnData::new(
+            f(5, "s", DataType::Utf8),
+            vec![s(""), Value::Null, s("héllo \"world\""), s("")],
+        ),
+        ColumnData::new(f(6, "s_all_null", DataType::Utf8), vec![Value::Null; 4]),
+        ColumnData::new(f(7, "i32_all_null", DataType::Int32), vec![Value::Null; 4]),
+        ColumnData::new(
+            f(8, "b", DataType::Bool),
+            vec![
+                Value::Bool(true),
+                Value::Null,
+                Value::Bool(false),
+                Value::Bool(true),
+            ],
+        ),
+        ColumnData::new(
+            f(9, "v", DataType::FixedSizeList { dimension: 3 }),
+            vec![
+                vec3([Some(1.0), None, Some(3.5)]),
+                Value::Null,
+                vec3([Some(0.0), Some(-2.0), Some(1e-3)]),
+                Value::Null,
+            ],
+        ),
+        ColumnData::new(f(10, "st", DataType::Struct), vec![present; 4]),
+        ColumnData::new(
+            Field::child(11, 10, "a", DataType::Int32),
+            vec![Value::Int32(1), Value::Null, Value::Int32(3), Value::Null],
+        ),
+        ColumnData::new(
+            Field::child(12, 10, "b", DataType::Utf8),
+            vec![s("x"), s(""), Value::Null, Value::Null],
+        ),
+        ColumnData::new(hidden(-3, "_rowid"), (0..4).map(Value::UInt64).collect()),
+        ColumnData::new(
+            hidden(-4, "_row_created_at_version"),
+            vec![Value::UInt64(1); 4],
+        ),
+        ColumnData::new(
+            hidden(-5, "_row_last_updated_at_version"),
+            vec![Value::UInt64(2); 4],
+        ),
+    ]
+}
+
+fn ragged_columns() -> Vec<ColumnData> {
+    vec![
+        ColumnData::new(Field::new(0, "one", DataType::Int64), vec![Value::Int64(7)]),
+        ColumnData::new(
+            Field::new(1, "three", DataType::Utf8),
+            vec![
+                Value::Utf8("a".into()),
+                Value::Null,
+                Value::Utf8("c".into()),
+            ],
+        ),
+        ColumnData::new(Field::new(2, "empty", DataType::Float64), vec![]),
+    ]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("read") => {
+            let types = args.get(3).map(|t| {
+                t.split(',')
+                    .map(|x| DataType::from_logical_type(x).expect("logical type"))
+                    .collect()
+            });
+            println!("{}", dump(&args[2], types));
+        }
+        Some("write-sample") => {
+            let dir = &args[2];
+            for (name, columns) in [
+                ("sample.lance", sample_columns()),
+                ("ragged.lance", ragged_columns()),
+            ] {
+                let path = format!("{dir}/{name}");
+                std::fs::write(&path, write_data_file(&columns).unwrap()).unwrap();
+                println!("{}", dump(&path, None));
+            }
+        }
+        _ => {
+            eprintln!("usage: datafile_dump read FILE [TYPES] | datafile_dump write-sample DIR");
+            std::process::exit(1)
+        }
+    }
+}

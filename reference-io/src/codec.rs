@@ -1,0 +1,728 @@
+//! `lance.table.Manifest` (+ `IndexSection`) <-> [`Snapshot`] + [`Layout`].
+//!
+//! Invariant: [`decode_manifest`] turns a manifest into a snapshot *skeleton* only after every
+//! path in it is confined to the dataset root ([`super::paths`]), every required field is
+//! present, every bitmap and inline lineage sequence decodes, and every fragment's
+//! `physical_rows` is within the reader's limit (so no sequence is expanded beyond it). The
+//! skeleton holds no bytes from other files: data-file columns are empty, deletion sets are
+//! empty and index entries are empty; [`super::read`] fills them and the [`Layout`] says
+//! where from. [`encode_manifest`] is its inverse for everything the model holds, writing
+//! what Lance 14 writes where the model is silent.
+//!
+//! Decisions where the sources leave room:
+//! - **writer_version** is always written, as `{library: "lance-conformance", version: <crate
+//!   version>}`. Lance stops trusting `physical_rows` (and may auto-migrate) when the field is
+//!   absent; a library other than `"lance"` is accepted and only skips workarounds for old
+//!   Lance releases.
+//! - **data_format** is written as `{file_format: "lance", version: "2.0"}`, the format of
+//!   every data file this kit writes (`file_major_version` 2, `file_minor_version` 0). On read
+//!   each data file's own version pair decides, and only v2.0 (`(2,0)` or `(0,3)`) is
+//!   supported.
+//! - **timestamp** is never written (no clock); **transaction_file** is empty.
+//! - **schema_metadata** is written as the [`Layout`] recorded it, so reading and writing a
+//!   manifest keeps the table's schema metadata.
+//! - **max_fragment_id** is written as the larger of the largest fragment id and the value
+//!   the [`Layout`] recorded (absent when both are): a manifest read and written again keeps
+//!   a stored value above every present id (its fragment was removed), so that id is never
+//!   handed out again. On read, a stored value below a real fragment id is refused: a writer
+//!   trusting it would reuse that id.
+//! - **Schema fields** are written as Lance writes them: `type` 0, the v1 `encoding` hint
+//!   (PLAIN for fixed-width types, VAR_BINARY for strings, none for structs; v2 data files
+//!   never use it), `logical_type` in Lance's spelling
+//!   ([`lance_reference::model::DataType::logical_type`]).
+//! - **Indices**: `uuid` is derived from the index name and `dataset_version`
+//!   ([`index_uuid`]); `index_details` is `/lance.table.BTreeIndexDetails` for a BTree and
+//!   `/lance.index.pb.VectorIndexDetails` (the message Lance 14 writes for its vector indices)
+//!   for a vector index, both with an empty value;
+//!   `index_version` is 1; `fragment_bitmap` is the optimized roaring serialization, or empty
+//!   for "unknown". Index entries are not stored: see [`super::read`].
+//! - **stable_row_ids** is reader flag bit 2 (as Lance's `uses_stable_row_ids`).
+//! - **max_allocated_field_id**, **base_paths** (unless a file uses a `base_id`),
+//!   **table_metadata**, **branch**, **tag** and the transaction fields are not modelled and
+//!   ignored on read.
+
+use std::collections::BTreeMap;
+
+use prost_types::Any;
+use roaring::RoaringBitmap;
+use sha2::{Digest, Sha256};
+
+use super::deletion::{DeletionFile, DeletionFileType};
+use super::error::DatasetError;
+use super::layout::{
+    DataFormat, DeletionLayout, FileLayout, FragmentLayout, IndexLayout, Layout, WriterVersion,
+};
+use super::manifest_file::ManifestFile;
+use super::paths::{checked_relative, data_file_path, refuse_base_id};
+use super::roaring_format::{read_bitmap, write_bitmap};
+use lance_reference::flags::FLAG_STABLE_ROW_IDS;
+use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
+use lance_reference::model::{
+    Coverage, DataFile, DataType, Field, Fragment, Index, IndexKind, Lineage, LineageSequence,
+    Overlay, Schema, Snapshot,
+};
+use lance_reference::proto::lance::file as pbf;
+use lance_reference::proto::lance::table as pb;
+use pb::data_fragment::{
+    CreatedAtVersionSequence, LastUpdatedAtVersionSequence, RowIdSequence as RowIdArm,
+};
+use pb::data_overlay_file::Coverage as CoverageArm;
+
+/// `writer_version.library` of manifests this kit writes.
+pub const WRITER_LIBRARY: &str = "lance-conformance";
+/// `data_format.file_format` written.
+pub const FILE_FORMAT: &str = "lance";
+/// `data_format.version` written.
+pub const DATA_FORMAT_VERSION: &str = "2.0";
+/// `index_details.type_url` of a BTree index.
+pub const BTREE_DETAILS_URL: &str = "/lance.table.BTreeIndexDetails";
+/// `index_details.type_url` of a vector index.
+pub const VECTOR_DETAILS_URL: &str = "/lance.index.pb.VectorIndexDetails";
+/// `index_version` written.
+pub const INDEX_VERSION: i32 = 1;
+/// The data file version pair written (`file_major_version`, `file_minor_version`).
+pub const DATA_FILE_VERSION: (u32, u32) = (2, 0);
+
+/// The uuid of an index: the first 16 bytes of SHA-256 over a fixed tag, the name and the
+/// `dataset_version`, with the RFC 9562 version nibble set to 8 (custom) and the variant bits
+/// to `10`. Deterministic, so rewriting a version gives the same bytes, and the same index
+/// keeps its uuid in every version that carries it.
+pub fn index_uuid(name: &str, dataset_version: u64) -> [u8; 16] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"lance-conformance index\0");
+    hasher.update(name.as_bytes());
+    hasher.update([0]);
+    hasher.update(dataset_version.to_le_bytes());
+    let digest = hasher.finalize();
+    let mut uuid = [0u8; 16];
+    uuid.copy_from_slice(&digest[..16]);
+    uuid[6] = (uuid[6] & 0x0f) | 0x80;
+    uuid[8] = (uuid[8] & 0x3f) | 0x80;
+    uuid
+}
+
+/// The model schema as Lance schema entries (pre-order).
+pub fn schema_to_proto(schema: &Schema) -> Vec<pbf::Field> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| pbf::Field {
+            name: f.name.clone(),
+            id: f.id,
+            parent_id: f.parent_id,
+            logical_type: f.data_type.logical_type(),
+            nullable: f.nullable,
+            encoding: match f.data_type {
+                DataType::Struct => pbf::Encoding::None,
+                DataType::Utf8 => pbf::Encoding::VarBinary,
+                _ => pbf::Encoding::Plain,
+            } as i32,
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// Lance schema entries as a validated model schema.
+pub fn schema_from_proto(fields: &[pbf::Field], file: &str) -> Result<Schema, DatasetError> {
+    let mut out = Vec::with_capacity(fields.len());
+    for (i, f) in fields.iter().enumerate() {
+        let data_type = DataType::from_logical_type(&f.logical_type).ok_or_else(|| {
+            DatasetError::Unsupported {
+                file: file.to_string(),
+                field: format!("fields[{i}].logical_type"),
+                feature: format!("logical type {:?}", f.logical_type),
+            }
+        })?;
+        out.push(Field {
+            id: f.id,
+            parent_id: f.parent_id,
+            name: f.name.clone(),
+            data_type,
+            nullable: f.nullable,
+        });
+    }
+    Schema::new(out).map_err(|error| DatasetError::Model {
+        file: file.to_string(),
+        error: Box::new(error),
+    })
+}
+
+/// Decodes a manifest file into a snapshot skeleton and its layout (see the module docs).
+/// `file` is the manifest's root-relative path; `max_fragment_rows` bounds `physical_rows`.
+pub fn decode_manifest(
+    manifest_file: &ManifestFile,
+    file: &str,
+    max_fragment_rows: u64,
+) -> Result<(Snapshot, Layout), DatasetError> {
+    let m = &manifest_file.manifest;
+    let schema = schema_from_proto(&m.fields, file)?;
+    let base_ids: Vec<u32> = m.base_paths.iter().map(|b| b.id).collect();
+    let mut fragments = Vec::with_capacity(m.fragments.len());
+    let mut fragment_layouts = Vec::with_capacity(m.fragments.len());
+    for (i, f) in m.fragments.iter().enumerate() {
+        let (fragment, layout) = decode_fragment(
+            f,
+            &format!("fragments[{i}]"),
+            file,
+            &base_ids,
+            max_fragment_rows,
+        )?;
+        fragments.push(fragment);
+        fragment_layouts.push(layout);
+    }
+    if let (Some(stored), Some(real)) = (m.max_fragment_id, fragments.iter().map(|f| f.id).max()) {
+        if u64::from(stored) < real {
+            return Err(DatasetError::InvalidField {
+                file: file.to_string(),
+                field: "max_fragment_id".into(),
+                problem: format!("{stored} is below fragment id {real}"),
+            });
+        }
+    }
+    let (indices, index_layouts) = match &manifest_file.index_section {
+        None => (Vec::new(), Vec::new()),
+        Some(section) => decode_indices(section, file, &base_ids)?,
+    };
+    let snapshot = Snapshot {
+        version: m.version,
+        schema,
+        fragments,
+        indices,
+        config: m
+            .config
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        stable_row_ids: m.reader_feature_flags & FLAG_STABLE_ROW_IDS != 0,
+        next_row_id: m.next_row_id,
+        reader_flags: m.reader_feature_flags,
+        writer_flags: m.writer_feature_flags,
+    };
+    let layout = Layout {
+        manifest: file.to_string(),
+        writer_version: m.writer_version.as_ref().map(|w| WriterVersion {
+            library: w.library.clone(),
+            version: w.version.clone(),
+        }),
+        data_format: m.data_format.as_ref().map(|d| DataFormat {
+            file_format: d.file_format.clone(),
+            version: d.version.clone(),
+        }),
+        timestamp: m.timestamp.as_ref().map(|t| (t.seconds, t.nanos)),
+        max_fragment_id: m.max_fragment_id,
+        schema_metadata: m
+            .schema_metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        fragments: fragment_layouts,
+        indices: index_layouts,
+    };
+    Ok((snapshot, layout))
+}
+
+fn decode_data_file(
+    df: &pb::DataFile,
+    field: &str,
+    file: &str,
+    base_ids: &[u32],
+) -> Result<(DataFile, FileLayout), DatasetError> {
+    refuse_base_id(df.base_id, base_ids, file, &format!("{field}.base_id"))?;
+    let path = data_file_path(&df.path, file, &format!("{field}.path"))?;
+    let version = (df.file_major_version, df.file_minor_version);
+    if version != (2, 0) && version != (0, 3) {
+        return Err(DatasetError::Unsupported {
+            file: file.to_string(),
+            field: format!("{field}.file_major_version"),
+            feature: format!(
+                "data file version {}.{} (only 2.0 is read)",
+                version.0, version.1
+            ),
+        });
+    }
+    if df.column_indices.len() < df.fields.len() {
+        return Err(DatasetError::InvalidField {
+            file: file.to_string(),
+            field: format!("{field}.column_indices"),
+            problem: format!(
+                "{} column indices for {} fields (a v2 file needs one per field)",
+                df.column_indices.len(),
+                df.fields.len()
+            ),
+        });
+    }
+    let model = DataFile {
+        path: df.path.clone(),
+        fields: df.fields.clone(),
+        columns: Vec::new(),
+    };
+    let layout = FileLayout {
+        path,
+        column_indices: df.column_indices.clone(),
+        file_major_version: df.file_major_version,
+        file_minor_version: df.file_minor_version,
+        file_size_bytes: df.file_size_bytes,
+    };
+    Ok((model, layout))
+}
+
+fn decode_fragment(
+    f: &pb::DataFragment,
+    at: &str,
+    file: &str,
+    base_ids: &[u32],
+    max_rows: u64,
+) -> Result<(Fragment, FragmentLayout), DatasetError> {
+    if f.physical_rows > max_rows {
+        return Err(DatasetError::Unsupported {
+            file: file.to_string(),
+            field: format!("{at}.physical_rows"),
+            feature: format!(
+                "{} rows (this reader's limit is {max_rows})",
+                f.physical_rows
+            ),
+        });
+    }
+    let mut files = Vec::with_capacity(f.files.len());
+    let mut file_layouts = Vec::with_capacity(f.files.len());
+    for (j, df) in f.files.iter().enumerate() {
+        let (model, layout) = decode_data_file(df, &format!("{at}.files[{j}]"), file, base_ids)?;
+        files.push(model);
+        file_layouts.push(layout);
+    }
+    let mut overlays = Vec::with_capacity(f.overlays.len());
+    let mut overlay_layouts = Vec::with_capacity(f.overlays.len());
+    for (k, o) in f.overlays.iter().enumerate() {
+        let here = format!("{at}.overlays[{k}]");
+        let df = o
+            .data_file
+            .as_ref()
+            .ok_or_else(|| DatasetError::MissingField {
+                file: file.to_string(),
+                field: format!("{here}.data_file"),
+            })?;
+        let (model, layout) = decode_data_file(df, &format!("{here}.data_file"), file, base_ids)?;
+        let bitmap = |bytes: &[u8], field: String| {
+            read_bitmap(bytes, file, &field)
+                .map_err(|error| DatasetError::FileFormat { field, error })
+        };
+        let coverage = match &o.coverage {
+            None => {
+                return Err(DatasetError::MissingField {
+                    file: file.to_string(),
+                    field: format!("{here}.coverage"),
+                });
+            }
+            Some(CoverageArm::SharedOffsetBitmap(bytes)) => {
+                Coverage::Dense(bitmap(bytes, format!("{here}.shared_offset_bitmap"))?)
+            }
+            Some(CoverageArm::FieldCoverage(fc)) => Coverage::PerField(
+                fc.offset_bitmaps
+                    .iter()
+                    .enumerate()
+                    .map(|(n, b)| bitmap(b, format!("{here}.field_coverage.offset_bitmaps[{n}]")))
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        overlays.push(Overlay {
+            file: model,
+            coverage,
+            committed_version: o.committed_version,
+        });
+        overlay_layouts.push(layout);
+    }
+    let deletion = match &f.deletion_file {
+        None => None,
+        Some(d) => Some(decode_deletion(
+            d,
+            f.id,
+            &format!("{at}.deletion_file"),
+            file,
+            base_ids,
+        )?),
+    };
+    let lineage_err = |field: String| {
+        move |error| DatasetError::Lineage {
+            file: file.to_string(),
+            field,
+            error,
+        }
+    };
+    let rows = f.physical_rows;
+    let row_ids = match &f.row_id_sequence {
+        None => LineageSequence::Absent,
+        Some(RowIdArm::ColumnRowIds(_)) => LineageSequence::Column,
+        Some(RowIdArm::InlineRowIds(bytes)) => {
+            let field = format!("{at}.inline_row_ids");
+            let seq = RowIdSequence::decode(bytes).map_err(lineage_err(field.clone()))?;
+            LineageSequence::Inline(seq.values(rows).map_err(lineage_err(field))?)
+        }
+    };
+    let versions = |bytes: &[u8], field: String| -> Result<LineageSequence, DatasetError> {
+        let seq = RowDatasetVersionSequence::decode(bytes).map_err(lineage_err(field.clone()))?;
+        Ok(LineageSequence::Inline(
+            seq.versions(rows).map_err(lineage_err(field))?,
+        ))
+    };
+    let created_at = match &f.created_at_version_sequence {
+        None => LineageSequence::Absent,
+        Some(CreatedAtVersionSequence::ColumnCreatedAtVersions(_)) => LineageSequence::Column,
+        Some(CreatedAtVersionSequence::InlineCreatedAtVersions(bytes)) => {
+            versions(bytes, format!("{at}.inline_created_at_versions"))?
+        }
+    };
+    let last_updated_at = match &f.last_updated_at_version_sequence {
+        None => LineageSequence::Absent,
+        Some(LastUpdatedAtVersionSequence::ColumnLastUpdatedAtVersions(_)) => {
+            LineageSequence::Column
+        }
+        Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(bytes)) => {
+            versions(bytes, format!("{at}.inline_last_updated_at_versions"))?
+        }
+    };
+    let fragment = Fragment {
+        id: f.id,
+        physical_rows: rows,
+        files,
+        deletions: RoaringBitmap::new(),
+        overlays,
+        lineage: Lineage {
+            row_ids,
+            created_at,
+            last_updated_at,
+        },
+    };
+    Ok((
+        fragment,
+        FragmentLayout {
+            files: file_layouts,
+            overlays: overlay_layouts,
+            deletion,
+        },
+    ))
+}
+
+fn decode_deletion(
+    d: &pb::DeletionFile,
+    fragment: u64,
+    field: &str,
+    file: &str,
+    base_ids: &[u32],
+) -> Result<DeletionLayout, DatasetError> {
+    refuse_base_id(d.base_id, base_ids, file, &format!("{field}.base_id"))?;
+    let stored = DeletionFile {
+        file_type: d.file_type,
+        read_version: d.read_version,
+        id: d.id,
+        num_deleted_rows: d.num_deleted_rows,
+        base_id: d.base_id,
+    };
+    let io = |error| DatasetError::FileFormat {
+        field: format!("{field}.file_type"),
+        error,
+    };
+    let form = stored.file_type(fragment).map_err(io)?;
+    let path = stored.relative_path(fragment).map_err(io)?;
+    let path = checked_relative(&path, file, field)?;
+    Ok(DeletionLayout {
+        path,
+        form,
+        read_version: d.read_version,
+        id: d.id,
+        num_deleted_rows: d.num_deleted_rows,
+    })
+}
+
+fn decode_indices(
+    section: &pb::IndexSection,
+    file: &str,
+    base_ids: &[u32],
+) -> Result<(Vec<Index>, Vec<IndexLayout>), DatasetError> {
+    let mut indices = Vec::with_capacity(section.indices.len());
+    let mut layouts = Vec::with_capacity(section.indices.len());
+    for (n, meta) in section.indices.iter().enumerate() {
+        let at = format!("indices[{n}]");
+        refuse_base_id(meta.base_id, base_ids, file, &format!("{at}.base_id"))?;
+        let uuid_bytes = meta
+            .uuid
+            .as_ref()
+            .ok_or_else(|| DatasetError::MissingField {
+                file: file.to_string(),
+                field: format!("{at}.uuid"),
+            })?;
+        let uuid: [u8; 16] =
+            uuid_bytes
+                .uuid
+                .as_slice()
+                .try_into()
+                .map_err(|_| DatasetError::InvalidField {
+                    file: file.to_string(),
+                    field: format!("{at}.uuid.uuid"),
+                    problem: format!("{} bytes, a uuid has 16", uuid_bytes.uuid.len()),
+                })?;
+        let details = meta
+            .index_details
+            .as_ref()
+            .ok_or_else(|| DatasetError::Unsupported {
+                file: file.to_string(),
+                field: format!("{at}.index_details"),
+                feature: "an index without index_details (its kind is unknown)".into(),
+            })?;
+        let kind = index_kind(&details.type_url).ok_or_else(|| DatasetError::Unsupported {
+            file: file.to_string(),
+            field: format!("{at}.index_details.type_url"),
+            feature: format!("index kind {:?}", details.type_url),
+        })?;
+        let fragment_bitmap = if meta.fragment_bitmap.is_empty() {
+            None
+        } else {
+            let field = format!("{at}.fragment_bitmap");
+            Some(
+                read_bitmap(&meta.fragment_bitmap, file, &field)
+                    .map_err(|error| DatasetError::FileFormat { field, error })?,
+            )
+        };
+        indices.push(Index {
+            name: meta.name.clone(),
+            fields: meta.fields.clone(),
+            dataset_version: meta.dataset_version,
+            fragment_bitmap,
+            kind,
+            entries: Vec::new(),
+        });
+        layouts.push(IndexLayout {
+            uuid,
+            details_type_url: details.type_url.clone(),
+            index_version: meta.index_version,
+            created_at: meta.created_at,
+        });
+    }
+    Ok((indices, layouts))
+}
+
+/// The index kind a details type URL names; matching is on the message name after the last
+/// `/`, as Lance matches it.
+pub fn index_kind(type_url: &str) -> Option<IndexKind> {
+    let name = type_url.rsplit('/').next().unwrap_or(type_url);
+    match name {
+        "lance.table.BTreeIndexDetails" | "BTreeIndexDetails" => Some(IndexKind::BTree),
+        "lance.index.pb.VectorIndexDetails" | "VectorIndexDetails" => Some(IndexKind::Vector),
+        _ => None,
+    }
+}
+
+fn encode_data_file(file: &DataFile, layout: &FileLayout) -> pb::DataFile {
+    pb::DataFile {
+        path: file.path.clone(),
+        fields: file.fields.clone(),
+        column_indices: layout.column_indices.clone(),
+        file_major_version: layout.file_major_version,
+        file_minor_version: layout.file_minor_version,
+        file_size_bytes: layout.file_size_bytes,
+        base_id: None,
+    }
+}
+
+fn misaligned(what: String) -> DatasetError {
+    DatasetError::Unwritable {
+        what,
+        problem: "the layout is not aligned with the snapshot".into(),
+    }
+}
+
+/// Encodes a snapshot and its layout as a Manifest and (when it has indices) an IndexSection.
+/// The snapshot's stored flag words are written as they are; the caller decides them.
+pub fn encode_manifest(
+    snapshot: &Snapshot,
+    layout: &Layout,
+) -> Result<(pb::Manifest, Option<pb::IndexSection>), DatasetError> {
+    let mut fragments = Vec::with_capacity(snapshot.fragments.len());
+    for (i, f) in snapshot.fragments.iter().enumerate() {
+        let fl = layout
+            .fragments
+            .get(i)
+            .ok_or_else(|| misaligned(format!("fragments[{i}]")))?;
+        if fl.files.len() != f.files.len() || fl.overlays.len() != f.overlays.len() {
+            return Err(misaligned(format!("fragments[{i}]")));
+        }
+        let files = f
+            .files
+            .iter()
+            .zip(&fl.files)
+            .map(|(m, l)| encode_data_file(m, l))
+            .collect();
+        let overlays = f
+            .overlays
+            .iter()
+            .zip(&fl.overlays)
+            .map(|(o, l)| pb::DataOverlayFile {
+                data_file: Some(encode_data_file(&o.file, l)),
+                coverage: Some(match &o.coverage {
+                    Coverage::Dense(b) => CoverageArm::SharedOffsetBitmap(write_bitmap(b)),
+                    Coverage::PerField(bs) => CoverageArm::FieldCoverage(pb::FieldCoverage {
+                        offset_bitmaps: bs.iter().map(write_bitmap).collect(),
+                    }),
+                }),
+                committed_version: o.committed_version,
+            })
+            .collect();
+        let deletion_file = fl.deletion.as_ref().map(|d| pb::DeletionFile {
+            file_type: d.form.proto_value(),
+            read_version: d.read_version,
+            id: d.id,
+            num_deleted_rows: d.num_deleted_rows,
+            base_id: None,
+        });
+        let row_id_sequence = match &f.lineage.row_ids {
+            LineageSequence::Absent => None,
+            LineageSequence::Column => Some(RowIdArm::ColumnRowIds(pb::RowLineageColumn {})),
+            LineageSequence::Inline(v) => Some(RowIdArm::InlineRowIds(
+                RowIdSequence::from_values(v).encode(),
+            )),
+        };
+        let created_at_version_sequence = match &f.lineage.created_at {
+            LineageSequence::Absent => None,
+            LineageSequence::Column => Some(CreatedAtVersionSequence::ColumnCreatedAtVersions(
+                pb::RowLineageColumn {},
+            )),
+            LineageSequence::Inline(v) => Some(CreatedAtVersionSequence::InlineCreatedAtVersions(
+                RowDatasetVersionSequence::from_versions(v).encode(),
+            )),
+        };
+        let last_updated_at_version_sequence = match &f.lineage.last_updated_at {
+            LineageSequence::Absent => None,
+            LineageSequence::Column => Some(
+                LastUpdatedAtVersionSequence::ColumnLastUpdatedAtVersions(pb::RowLineageColumn {}),
+            ),
+            LineageSequence::Inline(v) => {
+                Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(
+                    RowDatasetVersionSequence::from_versions(v).encode(),
+                ))
+            }
+        };
+        fragments.push(pb::DataFragment {
+            id: f.id,
+            files,
+            deletion_file,
+            physical_rows: f.physical_rows,
+            row_id_sequence,
+            last_updated_at_version_sequence,
+            created_at_version_sequence,
+            overlays,
+            ..Default::default()
+        });
+    }
+    let largest = match snapshot.fragments.iter().map(|f| f.id).max() {
+        None => None,
+        Some(id) => Some(u32::try_from(id).map_err(|_| DatasetError::Unwritable {
+            what: format!("fragment {id}"),
+            problem: "fragment ids are 32-bit in max_fragment_id".into(),
+        })?),
+    };
+    // A recorded value above every present id (the highest fragment was removed) is kept, so
+    // a writer reading this manifest never hands that id out again.
+    let max_fragment_id = largest.max(layout.max_fragment_id);
+    let manifest = pb::Manifest {
+        fields: schema_to_proto(&snapshot.schema),
+        fragments,
+        version: snapshot.version,
+        reader_feature_flags: snapshot.reader_flags,
+        writer_feature_flags: snapshot.writer_flags,
+        max_fragment_id,
+        schema_metadata: layout.schema_metadata.clone(),
+        writer_version: Some(pb::manifest::WriterVersion {
+            library: WRITER_LIBRARY.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            prerelease: None,
+            build_metadata: None,
+        }),
+        next_row_id: snapshot.next_row_id,
+        data_format: Some(pb::manifest::DataStorageFormat {
+            file_format: FILE_FORMAT.into(),
+            version: DATA_FORMAT_VERSION.into(),
+        }),
+        config: snapshot
+            .config
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<BTreeMap<_, _>>(),
+        ..Default::default()
+    };
+    let section = if snapshot.indices.is_empty() {
+        None
+    } else {
+        let mut indices = Vec::with_capacity(snapshot.indices.len());
+        for (n, index) in snapshot.indices.iter().enumerate() {
+            let il = layout
+                .indices
+                .get(n)
+                .ok_or_else(|| misaligned(format!("indices[{n}]")))?;
+            indices.push(pb::IndexMetadata {
+                uuid: Some(pb::Uuid {
+                    uuid: il.uuid.to_vec(),
+                }),
+                fields: index.fields.clone(),
+                name: index.name.clone(),
+                dataset_version: index.dataset_version,
+                fragment_bitmap: index
+                    .fragment_bitmap
+                    .as_ref()
+                    .map(write_bitmap)
+                    .unwrap_or_default(),
+                index_details: Some(Any {
+                    type_url: il.details_type_url.clone(),
+                    value: Vec::new(),
+                }),
+                index_version: il.index_version,
+                created_at: il.created_at,
+                ..Default::default()
+            });
+        }
+        Some(pb::IndexSection { indices })
+    };
+    Ok((manifest, section))
+}
+
+/// The layout this kit writes for an index (see the module docs).
+pub fn index_layout(index: &Index) -> IndexLayout {
+    IndexLayout {
+        uuid: index_uuid(&index.name, index.dataset_version),
+        details_type_url: match index.kind {
+            IndexKind::BTree => BTREE_DETAILS_URL,
+            IndexKind::Vector => VECTOR_DETAILS_URL,
+        }
+        .to_string(),
+        index_version: Some(INDEX_VERSION),
+        created_at: None,
+    }
+}
+
+/// The deletion layout of `deleted` stored in `form` with bytes `bytes` (see [`super::write`]
+/// for how `id` is derived).
+pub fn deletion_layout(
+    fragment: u64,
+    form: DeletionFileType,
+    id: u64,
+    count: u64,
+) -> Result<DeletionLayout, DatasetError> {
+    let stored = DeletionFile {
+        file_type: form.proto_value(),
+        read_version: 0,
+        id,
+        num_deleted_rows: count,
+        base_id: None,
+    };
+    let path = stored
+        .relative_path(fragment)
+        .map_err(|error| DatasetError::FileFormat {
+            field: format!("fragment {fragment} deletion_file"),
+            error,
+        })?;
+    Ok(DeletionLayout {
+        path,
+        form,
+        read_version: 0,
+        id,
+        num_deleted_rows: count,
+    })
+}

@@ -1,0 +1,572 @@
+//! Turning one v2.0 page (an `ArrayEncoding` tree plus the page's buffers) back into values.
+//!
+//! Invariant: decoding never reads outside a buffer and never allocates for a count the input
+//! has not backed: before building `rows` values from a buffer it checks the buffer holds
+//! `rows` values, and every count is first checked against [`super::MAX_DECODED_VALUES`]. Every
+//! encoding this reader does not decode is refused by name ([`DataFileError::UnsupportedEncoding`])
+//! and every mismatch between the tree and the expected type is reported, never guessed at.
+
+use super::DataFileError;
+use super::MAX_DECODED_VALUES;
+use super::layout::Extent;
+use lance_reference::model::{DataType, Value};
+use lance_reference::proto::lance::encodings as pb;
+use pb::array_encoding::ArrayEncoding as Arm;
+
+/// What the caller expects a (sub)tree to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `bool`: one bit per value.
+    Bool,
+    /// `int32`.
+    Int32,
+    /// `int64`.
+    Int64,
+    /// `uint64`.
+    UInt64,
+    /// `float32`.
+    Float32,
+    /// `float64`.
+    Float64,
+    /// `utf8`.
+    Utf8,
+    /// `fixed_size_list<float32, N>`.
+    Vector(u32),
+    /// A struct header column.
+    Struct,
+    /// Unsigned integers of 8, 16, 32 or 64 bits (string end offsets, dictionary codes),
+    /// returned as [`Value::UInt64`].
+    Code,
+}
+
+impl Kind {
+    /// The kind of a column of `data_type`.
+    pub fn of(data_type: &DataType) -> Kind {
+        match data_type {
+            DataType::Bool => Kind::Bool,
+            DataType::Int32 => Kind::Int32,
+            DataType::Int64 => Kind::Int64,
+            DataType::UInt64 => Kind::UInt64,
+            DataType::Float32 => Kind::Float32,
+            DataType::Float64 => Kind::Float64,
+            DataType::Utf8 => Kind::Utf8,
+            DataType::FixedSizeList { dimension } => Kind::Vector(*dimension),
+            DataType::Struct => Kind::Struct,
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            Kind::Bool => "bool".into(),
+            Kind::Int32 => "int32".into(),
+            Kind::Int64 => "int64".into(),
+            Kind::UInt64 => "uint64".into(),
+            Kind::Float32 => "float32".into(),
+            Kind::Float64 => "float64".into(),
+            Kind::Utf8 => "utf8".into(),
+            Kind::Vector(n) => format!("fixed_size_list<float32, {n}>"),
+            Kind::Struct => "struct".into(),
+            Kind::Code => "unsigned integer codes".into(),
+        }
+    }
+
+    /// The `bits_per_value` a `flat` leaf of this kind may have.
+    fn flat_widths(self) -> &'static [u64] {
+        match self {
+            Kind::Bool => &[1],
+            Kind::Int32 | Kind::Float32 => &[32],
+            Kind::Int64 | Kind::UInt64 | Kind::Float64 => &[64],
+            Kind::Code => &[8, 16, 32, 64],
+            Kind::Utf8 | Kind::Vector(_) | Kind::Struct => &[],
+        }
+    }
+}
+
+/// The name of an `ArrayEncoding` arm, as written in the proto.
+pub fn arm_name(encoding: &pb::ArrayEncoding) -> &'static str {
+    match &encoding.array_encoding {
+        None => "empty or unknown ArrayEncoding",
+        Some(a) => match a {
+            Arm::Flat(_) => "flat",
+            Arm::Nullable(_) => "nullable",
+            Arm::FixedSizeList(_) => "fixed_size_list",
+            Arm::List(_) => "list",
+            Arm::Struct(_) => "struct",
+            Arm::Binary(_) => "binary",
+            Arm::Dictionary(_) => "dictionary",
+            Arm::Fsst(_) => "fsst",
+            Arm::PackedStruct(_) => "packed_struct",
+            Arm::Bitpacked(_) => "bitpacked",
+            Arm::FixedSizeBinary(_) => "fixed_size_binary",
+            Arm::BitpackedForNonNeg(_) => "bitpacked_for_non_neg",
+            Arm::Constant(_) => "constant",
+            Arm::InlineBitpacking(_) => "inline_bitpacking",
+            Arm::OutOfLineBitpacking(_) => "out_of_line_bitpacking",
+            Arm::Variable(_) => "variable",
+            Arm::PackedStructFixedWidthMiniBlock(_) => "packed_struct_fixed_width_mini_block",
+            Arm::Block(_) => "block",
+            Arm::Rle(_) => "rle",
+            Arm::GeneralMiniBlock(_) => "general_mini_block",
+            Arm::ByteStreamSplit(_) => "byte_stream_split",
+        },
+    }
+}
+
+/// A compact one-line rendering of an encoding tree, e.g.
+/// `nullable.some_nulls(flat(1), flat(32))`, for summaries and reports.
+pub fn describe(encoding: &pb::ArrayEncoding) -> String {
+    let sub = |e: &Option<Box<pb::ArrayEncoding>>| e.as_deref().map_or("?".to_string(), describe);
+    match &encoding.array_encoding {
+        Some(Arm::Flat(f)) => {
+            let c = if f.compression.is_some() {
+                ", compressed"
+            } else {
+                ""
+            };
+            format!("flat({}{c})", f.bits_per_value)
+        }
+        Some(Arm::Nullable(n)) => match &n.nullability {
+            Some(pb::nullable::Nullability::NoNulls(x)) => {
+                format!("nullable.no_nulls({})", sub(&x.values))
+            }
+            Some(pb::nullable::Nullability::SomeNulls(x)) => {
+                format!(
+                    "nullable.some_nulls({}, {})",
+                    sub(&x.validity),
+                    sub(&x.values)
+                )
+            }
+            Some(pb::nullable::Nullability::AllNulls(_)) => "nullable.all_nulls".into(),
+            None => "nullable(?)".into(),
+        },
+        Some(Arm::FixedSizeList(f)) => {
+            format!("fixed_size_list({}, {})", f.dimension, sub(&f.items))
+        }
+        Some(Arm::Binary(b)) => format!(
+            "binary({}, {}, null_adjustment={})",
+            sub(&b.indices),
+            sub(&b.bytes),
+            b.null_adjustment
+        ),
+        Some(Arm::Dictionary(d)) => format!(
+            "dictionary({}, {}, items={})",
+            sub(&d.indices),
+            sub(&d.items),
+            d.num_dictionary_items
+        ),
+        _ => arm_name(encoding).to_string(),
+    }
+}
+
+/// The nesting depth of an encoding tree (a lone `flat` is 1). What Lance writes for the
+/// supported types is at most 4 deep; the reader refuses trees deeper than
+/// [`MAX_ENCODING_DEPTH`], which bounds the memory one page's decoding holds at once.
+pub fn depth(encoding: &pb::ArrayEncoding) -> u32 {
+    let sub = |e: &Option<Box<pb::ArrayEncoding>>| e.as_deref().map_or(0, depth);
+    1 + match &encoding.array_encoding {
+        Some(Arm::Nullable(n)) => match &n.nullability {
+            Some(pb::nullable::Nullability::NoNulls(x)) => sub(&x.values),
+            Some(pb::nullable::Nullability::SomeNulls(x)) => sub(&x.validity).max(sub(&x.values)),
+            _ => 0,
+        },
+        Some(Arm::FixedSizeList(f)) => sub(&f.items),
+        Some(Arm::Binary(b)) => sub(&b.indices).max(sub(&b.bytes)),
+        Some(Arm::Dictionary(d)) => sub(&d.indices).max(sub(&d.items)),
+        _ => 0,
+    }
+}
+
+/// The deepest encoding tree the reader decodes.
+pub const MAX_ENCODING_DEPTH: u32 = 8;
+
+/// The buffers of one page, already checked to lie inside the file.
+pub struct PageData<'a> {
+    /// File path, for errors.
+    pub file: &'a str,
+    /// The whole file.
+    pub bytes: &'a [u8],
+    /// The page's buffers (`Page.buffer_offsets` / `buffer_sizes`).
+    pub buffers: &'a [Extent],
+}
+
+fn required<'e>(
+    e: &'e Option<Box<pb::ArrayEncoding>>,
+    file: &str,
+    path: &str,
+) -> Result<&'e pb::ArrayEncoding, DataFileError> {
+    e.as_deref().ok_or_else(|| DataFileError::MissingField {
+        file: file.to_string(),
+        structure: path.to_string(),
+    })
+}
+
+impl PageData<'_> {
+    fn mismatch(&self, path: &str, expected: Kind, found: String) -> DataFileError {
+        DataFileError::EncodingTypeMismatch {
+            file: self.file.to_string(),
+            structure: path.to_string(),
+            expected: expected.name(),
+            found,
+        }
+    }
+
+    fn invalid(&self, path: &str, problem: String) -> DataFileError {
+        DataFileError::InvalidPageData {
+            file: self.file.to_string(),
+            structure: path.to_string(),
+            problem,
+        }
+    }
+
+    fn unsupported(&self, path: &str, encoding: String) -> DataFileError {
+        DataFileError::UnsupportedEncoding {
+            file: self.file.to_string(),
+            structure: path.to_string(),
+            encoding,
+        }
+    }
+
+    /// Decodes `rows` values of `kind` from the tree `encoding` (found at `path`).
+    pub fn decode(
+        &self,
+        encoding: &pb::ArrayEncoding,
+        kind: Kind,
+        rows: u64,
+        path: &str,
+    ) -> Result<Vec<Value>, DataFileError> {
+        if rows > MAX_DECODED_VALUES {
+            return Err(DataFileError::RowLimitExceeded {
+                file: self.file.to_string(),
+                structure: path.to_string(),
+                rows,
+                limit: MAX_DECODED_VALUES,
+            });
+        }
+        let Some(a) = &encoding.array_encoding else {
+            return Err(self.unsupported(path, arm_name(encoding).to_string()));
+        };
+        match a {
+            Arm::Flat(f) => self.flat(f, kind, rows, &format!("{path}.flat")),
+            Arm::Nullable(n) => self.nullable(n, kind, rows, &format!("{path}.nullable")),
+            Arm::FixedSizeList(f) => {
+                self.fixed_size_list(f, kind, rows, &format!("{path}.fixed_size_list"))
+            }
+            Arm::Binary(b) => self.binary(b, kind, rows, &format!("{path}.binary")),
+            Arm::Dictionary(d) => self.dictionary(d, kind, rows, &format!("{path}.dictionary")),
+            Arm::Struct(_) => {
+                if kind != Kind::Struct {
+                    return Err(self.mismatch(path, kind, "a struct header".into()));
+                }
+                Ok(vec![Value::Struct(Vec::new()); rows as usize])
+            }
+            _ => Err(self.unsupported(path, arm_name(encoding).to_string())),
+        }
+    }
+
+    /// The bytes of the page buffer `buffer` refers to.
+    fn buffer(&self, buffer: Option<&pb::Buffer>, path: &str) -> Result<&[u8], DataFileError> {
+        let buffer = buffer.ok_or_else(|| DataFileError::MissingField {
+            file: self.file.to_string(),
+            structure: path.to_string(),
+        })?;
+        match pb::buffer::BufferType::try_from(buffer.buffer_type) {
+            Ok(pb::buffer::BufferType::Page) => {}
+            Ok(other) => {
+                return Err(self.unsupported(path, format!("{} buffer", other.as_str_name())));
+            }
+            Err(_) => {
+                return Err(DataFileError::MalformedProtobuf {
+                    file: self.file.to_string(),
+                    structure: path.to_string(),
+                    problem: format!("unknown buffer_type {}", buffer.buffer_type),
+                });
+            }
+        }
+        let extent = self
+            .buffers
+            .get(buffer.buffer_index as usize)
+            .ok_or_else(|| DataFileError::OutOfBounds {
+                file: self.file.to_string(),
+                structure: path.to_string(),
+                problem: format!(
+                    "buffer_index {} but the page has {} buffers",
+                    buffer.buffer_index,
+                    self.buffers.len()
+                ),
+            })?;
+        extent
+            .slice(self.bytes)
+            .ok_or_else(|| DataFileError::OutOfBounds {
+                file: self.file.to_string(),
+                structure: path.to_string(),
+                problem: format!("buffer {} lies outside the file", buffer.buffer_index),
+            })
+    }
+
+    fn flat(
+        &self,
+        f: &pb::Flat,
+        kind: Kind,
+        rows: u64,
+        path: &str,
+    ) -> Result<Vec<Value>, DataFileError> {
+        if let Some(c) = &f.compression {
+            return Err(self.unsupported(path, format!("flat with compression {:?}", c.scheme)));
+        }
+        let bits = f.bits_per_value;
+        if !kind.flat_widths().contains(&bits) {
+            return Err(self.mismatch(path, kind, format!("flat {bits}-bit values")));
+        }
+        let data = self.buffer(f.buffer.as_ref(), &format!("{path}.buffer"))?;
+        // bits <= 64 and rows <= MAX_DECODED_VALUES, so this cannot overflow.
+        let need = (rows * bits).div_ceil(8);
+        if need > data.len() as u64 {
+            return Err(DataFileError::OutOfBounds {
+                file: self.file.to_string(),
+                structure: path.to_string(),
+                problem: format!(
+                    "{rows} values of {bits} bits need {need} bytes but the buffer holds {}",
+                    data.len()
+                ),
+            });
+        }
+        let rows = rows as usize;
+        let width = (bits / 8) as usize;
+        let values: Vec<Value> = match kind {
+            Kind::Bool => (0..rows).map(|i| Value::Bool(bit(data, i))).collect(),
+            _ => data
+                .chunks_exact(width.max(1))
+                .take(rows)
+                .map(|c| fixed_value(kind, c))
+                .collect(),
+        };
+        Ok(values)
+    }
+
+    fn nullable(
+        &self,
+        n: &pb::Nullable,
+        kind: Kind,
+        rows: u64,
+        path: &str,
+    ) -> Result<Vec<Value>, DataFileError> {
+        use pb::nullable::Nullability;
+        match &n.nullability {
+            None => Err(DataFileError::MissingField {
+                file: self.file.to_string(),
+                structure: format!("{path}.nullability"),
+            }),
+            Some(Nullability::AllNulls(_)) => Ok(vec![Value::Null; rows as usize]),
+            Some(Nullability::NoNulls(x)) => {
+                let p = format!("{path}.no_nulls.values");
+                self.decode(required(&x.values, self.file, &p)?, kind, rows, &p)
+            }
+            Some(Nullability::SomeNulls(x)) => {
+                let pv = format!("{path}.some_nulls.validity");
+                // Kept as one byte per row while the values are decoded.
+                let validity: Vec<bool> = self
+                    .decode(
+                        required(&x.validity, self.file, &pv)?,
+                        Kind::Bool,
+                        rows,
+                        &pv,
+                    )?
+                    .into_iter()
+                    .map(|v| v == Value::Bool(true))
+                    .collect();
+                let p = format!("{path}.some_nulls.values");
+                let values = self.decode(required(&x.values, self.file, &p)?, kind, rows, &p)?;
+                Ok(validity
+                    .into_iter()
+                    .zip(values)
+                    .map(|(valid, v)| if valid { v } else { Value::Null })
+                    .collect())
+            }
+        }
+    }
+
+    fn fixed_size_list(
+        &self,
+        f: &pb::FixedSizeList,
+        kind: Kind,
+        rows: u64,
+        path: &str,
+    ) -> Result<Vec<Value>, DataFileError> {
+        let Kind::Vector(dimension) = kind else {
+            return Err(self.mismatch(
+                path,
+                kind,
+                format!("fixed_size_list of dimension {}", f.dimension),
+            ));
+        };
+        if f.dimension != dimension {
+            return Err(self.mismatch(
+                path,
+                kind,
+                format!("fixed_size_list of dimension {}", f.dimension),
+            ));
+        }
+        if dimension == 0 {
+            return Err(self.invalid(path, "dimension is 0".into()));
+        }
+        if f.has_validity {
+            return Err(self.unsupported(path, "fixed_size_list with has_validity".into()));
+        }
+        let p = format!("{path}.items");
+        let items = self.decode(
+            required(&f.items, self.file, &p)?,
+            Kind::Float32,
+            rows.saturating_mul(u64::from(dimension)),
+            &p,
+        )?;
+        Ok(items
+            .chunks(dimension as usize)
+            .map(|chunk| {
+                Value::Vector(
+                    chunk
+                        .iter()
+                        .map(|v| {
+                            if let Value::Float32(x) = v {
+                                Some(*x)
+                            } else {
+                                None
+                            }
+                        })
+                        .collect(),
+                )
+            })
+            .collect())
+    }
+
+    /// The concatenated bytes of a `binary` page: a `flat` 8-bit page buffer.
+    fn byte_buffer(&self, e: &pb::ArrayEncoding, path: &str) -> Result<&[u8], DataFileError> {
+        match &e.array_encoding {
+            Some(Arm::Flat(f)) => {
+                let p = format!("{path}.flat");
+                if let Some(c) = &f.compression {
+                    return Err(
+                        self.unsupported(&p, format!("flat with compression {:?}", c.scheme))
+                    );
+                }
+                if f.bits_per_value != 8 {
+                    return Err(DataFileError::EncodingTypeMismatch {
+                        file: self.file.to_string(),
+                        structure: p,
+                        expected: "bytes (flat 8-bit)".into(),
+                        found: format!("flat {}-bit values", f.bits_per_value),
+                    });
+                }
+                self.buffer(f.buffer.as_ref(), &format!("{p}.buffer"))
+            }
+            _ => Err(self.unsupported(path, format!("{} as binary bytes", arm_name(e)))),
+        }
+    }
+
+    fn binary(
+        &self,
+        b: &pb::Binary,
+        kind: Kind,
+        rows: u64,
+        path: &str,
+    ) -> Result<Vec<Value>, DataFileError> {
+        if kind != Kind::Utf8 {
+            return Err(self.mismatch(path, kind, "binary (strings)".into()));
+        }
+        let pi = format!("{path}.indices");
+        let ends = self.decode(required(&b.indices, self.file, &pi)?, Kind::Code, rows, &pi)?;
+        let pb_ = format!("{path}.bytes");
+        let data = self.byte_buffer(required(&b.bytes, self.file, &pb_)?, &pb_)?;
+        let mut out = Vec::with_capacity(ends.len());
+        let mut start = 0u64;
+        for (row, end) in ends.iter().enumerate() {
+            let Value::UInt64(stored) = *end else {
+                return Err(self.invalid(&pi, format!("row {row}: end offset is NULL")));
+            };
+            let is_null = stored >= b.null_adjustment;
+            let end = if is_null {
+                stored - b.null_adjustment
+            } else {
+                stored
+            };
+            if end < start || end > data.len() as u64 {
+                return Err(self.invalid(
+                    &pi,
+                    format!(
+                        "row {row}: end offset {end} is before the previous end {start} or past the {} bytes",
+                        data.len()
+                    ),
+                ));
+            }
+            if is_null {
+                out.push(Value::Null);
+            } else {
+                let slice = data.get(start as usize..end as usize).unwrap_or_default();
+                let s = std::str::from_utf8(slice)
+                    .map_err(|e| self.invalid(&pb_, format!("row {row}: not UTF-8: {e}")))?;
+                out.push(Value::Utf8(s.to_string()));
+            }
+            start = end;
+        }
+        Ok(out)
+    }
+
+    fn dictionary(
+        &self,
+        d: &pb::Dictionary,
+        kind: Kind,
+        rows: u64,
+        path: &str,
+    ) -> Result<Vec<Value>, DataFileError> {
+        if kind != Kind::Utf8 {
+            return Err(self.mismatch(path, kind, "dictionary-encoded strings".into()));
+        }
+        let pi = format!("{path}.items");
+        let items = self.decode(
+            required(&d.items, self.file, &pi)?,
+            Kind::Utf8,
+            u64::from(d.num_dictionary_items),
+            &pi,
+        )?;
+        let pc = format!("{path}.indices");
+        let codes = self.decode(required(&d.indices, self.file, &pc)?, Kind::Code, rows, &pc)?;
+        codes
+            .into_iter()
+            .enumerate()
+            .map(|(row, code)| match code {
+                Value::UInt64(0) | Value::Null => Ok(Value::Null),
+                Value::UInt64(k) => items.get((k - 1) as usize).cloned().ok_or_else(|| {
+                    self.invalid(
+                        &pc,
+                        format!(
+                            "row {row}: code {k} but the dictionary has {} items",
+                            items.len()
+                        ),
+                    )
+                }),
+                other => {
+                    Err(self.invalid(&pc, format!("row {row}: code {other} is not an integer")))
+                }
+            })
+            .collect()
+    }
+}
+
+/// Bit `i` of an LSB-first bitmap (false past the end).
+fn bit(data: &[u8], i: usize) -> bool {
+    data.get(i / 8).is_some_and(|b| (b >> (i % 8)) & 1 == 1)
+}
+
+/// One little-endian value of `kind` from a chunk of exactly its width.
+fn fixed_value(kind: Kind, c: &[u8]) -> Value {
+    let mut b8 = [0u8; 8];
+    let n = c.len().min(8);
+    b8[..n].copy_from_slice(&c[..n]);
+    let u = u64::from_le_bytes(b8);
+    match kind {
+        Kind::Int32 => Value::Int32(u as u32 as i32),
+        Kind::Float32 => Value::Float32(f32::from_bits(u as u32)),
+        Kind::Int64 => Value::Int64(u as i64),
+        Kind::Float64 => Value::Float64(f64::from_bits(u)),
+        _ => Value::UInt64(u),
+    }
+}

@@ -1,0 +1,382 @@
+//! Reading a Lance v2.0 data file: its container, schema buffer and column metadata up front,
+//! and any column's values on request.
+//!
+//! Invariant: [`read_data_file`] decodes and checks every structure except page contents: after
+//! it succeeds each page's buffers lie inside the data region, each page's encoding tree has
+//! been decoded from its `Any` envelope, and each column's row count is known, fits in `u64` and
+//! does not exceed the file's declared `length`. [`DataFileContents::column`] then decodes pages
+//! with [`super::page_decode`], which checks contents against these numbers. The file schema is
+//! reported but never used to decode: the caller's expected [`DataType`] (from the manifest)
+//! decides, as in Lance.
+
+use std::collections::BTreeMap;
+
+use prost::Message;
+
+use super::DataFileError;
+use super::MAX_DECODED_VALUES;
+use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL, names_message};
+use super::layout::{Extent, FileVersion, Layout};
+use super::page_decode::{Kind, MAX_ENCODING_DEPTH, PageData, depth, describe};
+use lance_reference::model::{DataType, Value};
+use lance_reference::proto::lance::encodings as enc;
+use lance_reference::proto::lance::file as pbf;
+use lance_reference::proto::lance::file::v2 as pb2;
+
+/// One entry of the file's own schema (informational: decoding follows the caller's types).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileField {
+    /// Field id as written (may be negative for hidden system columns).
+    pub id: i32,
+    /// Parent field id, `-1` at top level.
+    pub parent_id: i32,
+    /// Field name.
+    pub name: String,
+    /// Lance logical type string (`int32`, `string`, `fixed_size_list:float:8`, ...).
+    pub logical_type: String,
+    /// Declared nullability.
+    pub nullable: bool,
+}
+
+/// One page of a column, as read from its metadata.
+#[derive(Debug, Clone, PartialEq)]
+struct Page {
+    rows: u64,
+    buffers: Vec<Extent>,
+    encoding: enc::ArrayEncoding,
+}
+
+/// One column: its pages in row order.
+#[derive(Debug, Clone, PartialEq)]
+struct Column {
+    rows: u64,
+    pages: Vec<Page>,
+}
+
+/// A summary of one page, for reports and interop evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageSummary {
+    /// Rows in the page.
+    pub rows: u64,
+    /// Number of page buffers.
+    pub buffers: usize,
+    /// The encoding tree in one line (see [`super::page_decode::describe`]).
+    pub encoding: String,
+}
+
+/// A parsed data file. Borrows the file's bytes; columns are decoded on request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataFileContents<'a> {
+    bytes: &'a [u8],
+    path: String,
+    version: FileVersion,
+    num_rows: u64,
+    schema: Vec<FileField>,
+    schema_metadata: BTreeMap<String, Vec<u8>>,
+    columns: Vec<Column>,
+}
+
+impl<'a> DataFileContents<'a> {
+    /// The footer version (`(0,3)` or `(2,0)`).
+    pub fn version(&self) -> FileVersion {
+        self.version
+    }
+
+    /// `FileDescriptor.length`: the declared row count (the longest column).
+    pub fn num_rows(&self) -> u64 {
+        self.num_rows
+    }
+
+    /// The file's schema fields, in pre-order.
+    pub fn schema(&self) -> &[FileField] {
+        &self.schema
+    }
+
+    /// The file schema's key/value metadata.
+    pub fn schema_metadata(&self) -> &BTreeMap<String, Vec<u8>> {
+        &self.schema_metadata
+    }
+
+    /// Number of columns.
+    pub fn num_columns(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// Rows stored in column `index` (the sum of its page lengths).
+    pub fn column_rows(&self, index: usize) -> Option<u64> {
+        self.columns.get(index).map(|c| c.rows)
+    }
+
+    /// The pages of column `index`, summarised.
+    pub fn page_summaries(&self, index: usize) -> Option<Vec<PageSummary>> {
+        self.columns.get(index).map(|c| {
+            c.pages
+                .iter()
+                .map(|p| PageSummary {
+                    rows: p.rows,
+                    buffers: p.buffers.len(),
+                    encoding: describe(&p.encoding),
+                })
+                .collect()
+        })
+    }
+
+    /// Decodes column `index` as values of `data_type` (the type the manifest gives its field).
+    pub fn column(&self, index: usize, data_type: &DataType) -> Result<Vec<Value>, DataFileError> {
+        let column = self
+            .columns
+            .get(index)
+            .ok_or_else(|| DataFileError::NoSuchColumn {
+                file: self.path.clone(),
+                column: index,
+                num_columns: self.columns.len(),
+            })?;
+        if column.rows > MAX_DECODED_VALUES {
+            return Err(DataFileError::RowLimitExceeded {
+                file: self.path.clone(),
+                structure: format!("ColumnMetadata[{index}]"),
+                rows: column.rows,
+                limit: MAX_DECODED_VALUES,
+            });
+        }
+        let kind = Kind::of(data_type);
+        let mut out = Vec::with_capacity(column.rows as usize);
+        for (p, page) in column.pages.iter().enumerate() {
+            let path = format!("ColumnMetadata[{index}].pages[{p}].encoding");
+            let data = PageData {
+                file: &self.path,
+                bytes: self.bytes,
+                buffers: &page.buffers,
+            };
+            let values = data.decode(&page.encoding, kind, page.rows, &path)?;
+            if values.len() as u64 != page.rows {
+                return Err(DataFileError::InvalidPageData {
+                    file: self.path.clone(),
+                    structure: path,
+                    problem: format!("decoded {} values for {} rows", values.len(), page.rows),
+                });
+            }
+            out.extend(values);
+        }
+        Ok(out)
+    }
+}
+
+/// Context for error construction while reading one file.
+struct Ctx<'a> {
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    fn protobuf(&self, structure: &str, e: prost::DecodeError) -> DataFileError {
+        DataFileError::MalformedProtobuf {
+            file: self.file.to_string(),
+            structure: structure.to_string(),
+            problem: e.to_string(),
+        }
+    }
+
+    fn missing(&self, structure: &str) -> DataFileError {
+        DataFileError::MissingField {
+            file: self.file.to_string(),
+            structure: structure.to_string(),
+        }
+    }
+
+    fn unsupported(&self, structure: &str, encoding: String) -> DataFileError {
+        DataFileError::UnsupportedEncoding {
+            file: self.file.to_string(),
+            structure: structure.to_string(),
+            encoding,
+        }
+    }
+
+    fn oob(&self, structure: &str, problem: String) -> DataFileError {
+        DataFileError::OutOfBounds {
+            file: self.file.to_string(),
+            structure: structure.to_string(),
+            problem,
+        }
+    }
+
+    /// The `Any` payload of a direct encoding whose type URL names `expected_url`.
+    fn direct_payload(
+        &self,
+        e: Option<&pb2::Encoding>,
+        expected_url: &str,
+        structure: &str,
+    ) -> Result<Vec<u8>, DataFileError> {
+        let e = e.ok_or_else(|| self.missing(structure))?;
+        match &e.location {
+            None => Err(self.missing(&format!("{structure}.location"))),
+            Some(pb2::encoding::Location::Indirect(_)) => {
+                Err(self.unsupported(structure, "indirect (deferred) encoding".into()))
+            }
+            Some(pb2::encoding::Location::None(())) => {
+                Err(self.unsupported(structure, "encoding location `none`".into()))
+            }
+            Some(pb2::encoding::Location::Direct(d)) => {
+                let any = Any::decode(d.encoding.as_slice())
+                    .map_err(|e| self.protobuf(&format!("{structure}.direct"), e))?;
+                if !names_message(&any.type_url, expected_url) {
+                    return Err(self.unsupported(structure, format!("type URL {:?}", any.type_url)));
+                }
+                Ok(any.value)
+            }
+        }
+    }
+}
+
+/// Parses the container, the schema buffer and every column's metadata of a v2.0 data file.
+/// `path_for_errors` names the file in every error.
+pub fn read_data_file<'a>(
+    bytes: &'a [u8],
+    path_for_errors: &str,
+) -> Result<DataFileContents<'a>, DataFileError> {
+    let ctx = Ctx {
+        file: path_for_errors,
+    };
+    let layout = Layout::parse(bytes, path_for_errors)?;
+    let gb0 = "global buffer 0 (FileDescriptor)";
+    let descriptor_bytes = layout
+        .global_buffers
+        .first()
+        .and_then(|g| g.slice(bytes))
+        .ok_or_else(|| ctx.missing(gb0))?;
+    let descriptor =
+        pbf::FileDescriptor::decode(descriptor_bytes).map_err(|e| ctx.protobuf(gb0, e))?;
+    let schema = descriptor
+        .schema
+        .ok_or_else(|| ctx.missing("FileDescriptor.schema"))?;
+    let fields = schema
+        .fields
+        .into_iter()
+        .map(|f| FileField {
+            id: f.id,
+            parent_id: f.parent_id,
+            name: f.name,
+            logical_type: f.logical_type,
+            nullable: f.nullable,
+        })
+        .collect();
+    let data_end = layout.footer.column_meta_start;
+    let mut columns = Vec::with_capacity(layout.columns.len());
+    for (i, extent) in layout.columns.iter().enumerate() {
+        let structure = format!("ColumnMetadata[{i}]");
+        let raw = extent
+            .slice(bytes)
+            .ok_or_else(|| ctx.oob(&structure, "outside the file".into()))?;
+        let meta = pb2::ColumnMetadata::decode(raw).map_err(|e| ctx.protobuf(&structure, e))?;
+        let payload = ctx.direct_payload(
+            meta.encoding.as_ref(),
+            COLUMN_ENCODING_URL,
+            &format!("{structure}.encoding"),
+        )?;
+        let column_encoding = enc::ColumnEncoding::decode(payload.as_slice())
+            .map_err(|e| ctx.protobuf(&format!("{structure}.encoding (ColumnEncoding)"), e))?;
+        match column_encoding.column_encoding {
+            Some(enc::column_encoding::ColumnEncoding::Values(())) => {}
+            Some(enc::column_encoding::ColumnEncoding::ZoneIndex(_)) => {
+                return Err(ctx.unsupported(
+                    &format!("{structure}.encoding"),
+                    "zone_index column encoding".into(),
+                ));
+            }
+            Some(enc::column_encoding::ColumnEncoding::Blob(_)) => {
+                return Err(ctx.unsupported(
+                    &format!("{structure}.encoding"),
+                    "blob column encoding".into(),
+                ));
+            }
+            None => {
+                return Err(ctx.unsupported(
+                    &format!("{structure}.encoding"),
+                    "empty or unknown ColumnEncoding".into(),
+                ));
+            }
+        }
+        if meta.buffer_offsets.len() != meta.buffer_sizes.len() {
+            return Err(ctx.oob(
+                &structure,
+                format!(
+                    "{} buffer_offsets but {} buffer_sizes",
+                    meta.buffer_offsets.len(),
+                    meta.buffer_sizes.len()
+                ),
+            ));
+        }
+        let mut pages = Vec::with_capacity(meta.pages.len());
+        let mut rows: u64 = 0;
+        for (p, page) in meta.pages.iter().enumerate() {
+            let ps = format!("{structure}.pages[{p}]");
+            if page.buffer_offsets.len() != page.buffer_sizes.len() {
+                return Err(ctx.oob(
+                    &ps,
+                    format!(
+                        "{} buffer_offsets but {} buffer_sizes",
+                        page.buffer_offsets.len(),
+                        page.buffer_sizes.len()
+                    ),
+                ));
+            }
+            let mut buffers = Vec::with_capacity(page.buffer_offsets.len());
+            for (b, (&position, &size)) in page
+                .buffer_offsets
+                .iter()
+                .zip(&page.buffer_sizes)
+                .enumerate()
+            {
+                let e = Extent { position, size };
+                if e.end().is_none_or(|end| end > data_end) {
+                    return Err(ctx.oob(
+                        &ps,
+                        format!(
+                            "buffer {b} at {position} with size {size} does not end by the column metadata at {data_end}"
+                        ),
+                    ));
+                }
+                buffers.push(e);
+            }
+            let es = format!("{ps}.encoding");
+            let payload = ctx.direct_payload(page.encoding.as_ref(), ARRAY_ENCODING_URL, &es)?;
+            let encoding = enc::ArrayEncoding::decode(payload.as_slice())
+                .map_err(|e| ctx.protobuf(&format!("{es} (ArrayEncoding)"), e))?;
+            let tree_depth = depth(&encoding);
+            if tree_depth > MAX_ENCODING_DEPTH {
+                return Err(ctx.unsupported(
+                    &es,
+                    format!(
+                        "an encoding tree {tree_depth} levels deep (limit {MAX_ENCODING_DEPTH})"
+                    ),
+                ));
+            }
+            rows = rows
+                .checked_add(page.length)
+                .ok_or_else(|| ctx.oob(&ps, "the column's page lengths overflow u64".into()))?;
+            pages.push(Page {
+                rows: page.length,
+                buffers,
+                encoding,
+            });
+        }
+        if rows > descriptor.length {
+            return Err(ctx.oob(
+                &structure,
+                format!(
+                    "pages hold {rows} rows but the file declares length {}",
+                    descriptor.length
+                ),
+            ));
+        }
+        columns.push(Column { rows, pages });
+    }
+    Ok(DataFileContents {
+        bytes,
+        path: path_for_errors.to_string(),
+        version: layout.footer.version,
+        num_rows: descriptor.length,
+        schema: fields,
+        schema_metadata: schema.metadata,
+        columns,
+    })
+}

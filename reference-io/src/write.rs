@@ -1,0 +1,452 @@
+//! Writing one version of a dataset directory: the data, overlay, lineage and deletion files a
+//! snapshot references, then its manifest.
+//!
+//! Invariant: [`write_version`] is deterministic (no clock, no randomness: identical input
+//! gives byte-identical files) and never overwrites a file with different content. It writes
+//! nothing before the snapshot has passed [`Snapshot::validate`] and
+//! [`lance_reference::flags::check_written_flags`], and the manifest last, so a failure leaves at worst
+//! unreferenced data files, never a manifest pointing at missing ones.
+//!
+//! # Naming
+//!
+//! | file | name |
+//! |---|---|
+//! | data, overlay and lineage files | whatever `DataFile.path` says (relative to `data/`); builders name them `data/<content_name(bytes)>.lance` with [`content_file_name`] / [`name_files_by_content`] |
+//! | deletion files | `_deletions/{fragment}-0-{id}.{arrow,bin}`, `id` = the first 8 bytes (LE) of SHA-256 over the file's bytes; `read_version` is 0 |
+//! | manifests | V2: `_versions/{u64::MAX - version:020}.manifest` |
+//! | hint | `_versions/latest_version_hint.json` = `{"version":N}` for the newest version present |
+//!
+//! [`content_name`] is the lowercase hex SHA-256 of the bytes. Because every file name is
+//! derived from content, a data file that already exists is expected to hold the same
+//! content. It is checked, not rewritten: its columns are decoded exactly as a read would
+//! decode them and compared with the snapshot (so a base file whose column was later
+//! tombstoned still matches); any difference is [`DatasetError::ExistingFileDiffers`]. A
+//! deletion file or manifest that exists must be byte-identical.
+//!
+//! # What a fresh data file holds
+//!
+//! One column per `DataFile.fields` position, in order (`column_indices` = 0..n). Each column's
+//! file-schema entry is the schema field (a struct child whose parent is not in the same file
+//! is written top-level), `_rowid` / `_row_created_at_version` / `_row_last_updated_at_version`
+//! (non-nullable `uint64`) for −3 / −4 / −5, and for any other id (tombstone, dropped field) a
+//! nullable field named `_field{position}` whose type is taken from the first non-null value
+//! (`int32` when there is none). In an overlay value file, a struct position whose column is
+//! empty is written as one present struct per covered offset ([`overlay_file_bytes`]): Lance
+//! 14 reads a struct child's overlay column only through its parent's.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::codec::{DATA_FILE_VERSION, deletion_layout, encode_manifest, index_layout};
+use super::data_file::{ColumnData, write_data_file};
+use super::deletion::{DeletionFileType, lance_file_type, write_deletion_file};
+use super::error::DatasetError;
+use super::layout::{FileLayout, FragmentLayout, Layout};
+use super::manifest_file::encode_manifest_file;
+use super::paths::{DATA_DIR, data_file_path};
+use super::read::{read_file_columns, reads_position};
+use super::version_names::{
+    DETACHED_VERSION_MASK, NamingScheme, VERSION_HINT_FILE, VERSIONS_DIR, list_versions,
+    manifest_name, version_hint,
+};
+use lance_reference::flags::{check_written_flags, required_flags};
+use lance_reference::model::{
+    CREATED_AT_FIELD_ID, DataFile, DataType, Field, LAST_UPDATED_AT_FIELD_ID, Overlay,
+    ROW_ID_FIELD_ID, Schema, Snapshot, Value,
+};
+
+/// Which flag words a written manifest carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlagPolicy {
+    /// Recompute both words from the content ([`lance_reference::flags::required_flags`]), as Lance
+    /// does at every commit.
+    #[default]
+    Recompute,
+    /// Write the snapshot's stored words (still checked by
+    /// [`lance_reference::flags::check_written_flags`]).
+    AsStored,
+}
+
+/// Choices a writer makes that the snapshot does not decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// The deletion file form for every fragment; `None` follows Lance's rule
+    /// ([`crate::deletion::lance_file_type`]: `.arrow` below 5000 deletions, `.bin`
+    /// from 5000).
+    pub deletion_form: Option<DeletionFileType>,
+    /// Per-fragment overrides of [`WriteOptions::deletion_form`].
+    pub deletion_forms: BTreeMap<u64, DeletionFileType>,
+    /// Whether to (re)write `_versions/latest_version_hint.json`.
+    pub version_hint: bool,
+    /// Which flag words to write.
+    pub flags: FlagPolicy,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            deletion_form: None,
+            deletion_forms: BTreeMap::new(),
+            version_hint: true,
+            flags: FlagPolicy::Recompute,
+        }
+    }
+}
+
+/// The lowercase hex SHA-256 of `bytes`.
+pub fn content_name(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The first 8 bytes (little-endian) of SHA-256 over `bytes`: a deletion file's `id`.
+fn content_id(bytes: &[u8]) -> u64 {
+    let digest = Sha256::digest(bytes);
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(id)
+}
+
+fn lineage_name(id: i32) -> Option<&'static str> {
+    match id {
+        ROW_ID_FIELD_ID => Some("_rowid"),
+        CREATED_AT_FIELD_ID => Some("_row_created_at_version"),
+        LAST_UPDATED_AT_FIELD_ID => Some("_row_last_updated_at_version"),
+        _ => None,
+    }
+}
+
+fn inferred_type(values: &[Value]) -> DataType {
+    match values.iter().find(|v| !v.is_null()) {
+        Some(Value::Bool(_)) => DataType::Bool,
+        Some(Value::Int64(_)) => DataType::Int64,
+        Some(Value::UInt64(_)) => DataType::UInt64,
+        Some(Value::Float32(_)) => DataType::Float32,
+        Some(Value::Float64(_)) => DataType::Float64,
+        Some(Value::Utf8(_)) => DataType::Utf8,
+        Some(Value::Vector(v)) => DataType::FixedSizeList {
+            dimension: v.len().max(1) as u32,
+        },
+        Some(Value::Struct(_)) => DataType::Struct,
+        Some(Value::Int32(_)) | Some(Value::Null) | None => DataType::Int32,
+    }
+}
+
+/// The file-schema entry of position `pos` of `file` (see the module docs).
+fn column_field(schema: &Schema, file: &DataFile, pos: usize, id: i32, values: &[Value]) -> Field {
+    if let Some(f) = schema.field(id) {
+        let mut f = f.clone();
+        if f.parent_id != -1 && !file.fields[..pos].contains(&f.parent_id) {
+            f.parent_id = -1;
+        }
+        return f;
+    }
+    if let Some(name) = lineage_name(id) {
+        return Field {
+            id,
+            parent_id: -1,
+            name: name.into(),
+            data_type: DataType::UInt64,
+            nullable: false,
+        };
+    }
+    Field {
+        id,
+        parent_id: -1,
+        name: format!("_field{pos}"),
+        data_type: inferred_type(values),
+        nullable: true,
+    }
+}
+
+/// The bytes of a fresh Lance v2.0 data file holding `file`'s columns.
+pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, DatasetError> {
+    if file.fields.len() != file.columns.len() {
+        return Err(DatasetError::Unwritable {
+            what: format!("data file {:?}", file.path),
+            problem: format!(
+                "{} fields but {} columns",
+                file.fields.len(),
+                file.columns.len()
+            ),
+        });
+    }
+    let columns: Vec<ColumnData> = file
+        .fields
+        .iter()
+        .zip(&file.columns)
+        .enumerate()
+        .map(|(pos, (&id, values))| {
+            ColumnData::new(column_field(schema, file, pos, id, values), values.clone())
+        })
+        .collect();
+    write_data_file(&columns).map_err(|error| DatasetError::DataFile {
+        field: format!("data file {:?}", file.path),
+        error,
+    })
+}
+
+/// The bytes of a fresh overlay value file. A struct position carries no cell values (a read
+/// leaves it empty) but Lance 14 needs the struct's column beside its children's, so an empty
+/// struct column is written as one present struct per offset its coverage holds.
+pub fn overlay_file_bytes(schema: &Schema, overlay: &Overlay) -> Result<Vec<u8>, DatasetError> {
+    let mut file = overlay.file.clone();
+    for (pos, (&id, column)) in overlay
+        .file
+        .fields
+        .iter()
+        .zip(file.columns.iter_mut())
+        .enumerate()
+    {
+        let is_struct = schema
+            .field(id)
+            .is_some_and(|f| f.data_type == DataType::Struct);
+        if is_struct && column.is_empty() {
+            let covered = overlay.coverage.at(pos).map_or(0, |b| b.len());
+            *column = (0..covered).map(|_| Value::Struct(Vec::new())).collect();
+        }
+    }
+    data_file_bytes(schema, &file)
+}
+
+/// `<content_name>.lance` for the bytes [`data_file_bytes`] gives `file`.
+pub fn content_file_name(schema: &Schema, file: &DataFile) -> Result<String, DatasetError> {
+    Ok(format!(
+        "{}.lance",
+        content_name(&data_file_bytes(schema, file)?)
+    ))
+}
+
+/// Gives every data file (base, lineage, overlay) whose `path` is empty its content-derived
+/// name (`<content_name(bytes)>.lance`, bytes from [`data_file_bytes`] or
+/// [`overlay_file_bytes`]); named files are left alone.
+pub fn name_files_by_content(snapshot: &mut Snapshot) -> Result<(), DatasetError> {
+    let schema = snapshot.schema.clone();
+    for fragment in &mut snapshot.fragments {
+        for file in fragment.files.iter_mut().filter(|f| f.path.is_empty()) {
+            file.path = content_file_name(&schema, file)?;
+        }
+        for overlay in fragment
+            .overlays
+            .iter_mut()
+            .filter(|o| o.file.path.is_empty())
+        {
+            overlay.file.path = format!(
+                "{}.lance",
+                content_name(&overlay_file_bytes(&schema, overlay)?)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `snapshot` with the flag words `policy` writes.
+pub fn with_written_flags(snapshot: &Snapshot, policy: FlagPolicy) -> Snapshot {
+    let mut out = snapshot.clone();
+    if policy == FlagPolicy::Recompute {
+        let (reader, writer) = required_flags(snapshot);
+        out.reader_flags = reader;
+        out.writer_flags = writer;
+    }
+    out
+}
+
+fn io_error(file: &str, operation: &'static str, e: std::io::Error) -> DatasetError {
+    DatasetError::Io {
+        file: file.to_string(),
+        operation,
+        problem: e.to_string(),
+    }
+}
+
+fn create_dir(root: &Path, rel: &str) -> Result<(), DatasetError> {
+    std::fs::create_dir_all(root.join(rel)).map_err(|e| io_error(rel, "create directory", e))
+}
+
+/// Writes `bytes` at `rel` unless a file is there; an existing file must be byte-identical.
+fn write_new_or_same(root: &Path, rel: &str, bytes: &[u8]) -> Result<(), DatasetError> {
+    let path = root.join(rel);
+    match std::fs::read(&path) {
+        Ok(existing) if existing == bytes => Ok(()),
+        Ok(existing) => Err(DatasetError::ExistingFileDiffers {
+            file: rel.to_string(),
+            problem: format!("{} bytes on disk, {} to write", existing.len(), bytes.len()),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| io_error(rel, "create directory", e))?;
+            }
+            std::fs::write(&path, bytes).map_err(|e| io_error(rel, "write", e))
+        }
+        Err(e) => Err(io_error(rel, "read", e)),
+    }
+}
+
+/// Writes (or checks) one data file and returns its layout; `overlay` is the overlay the file
+/// belongs to, if it is a value file.
+fn put_data_file(
+    root: &Path,
+    schema: &Schema,
+    file: &DataFile,
+    overlay: Option<&Overlay>,
+    field: &str,
+) -> Result<FileLayout, DatasetError> {
+    let path = data_file_path(
+        &file.path,
+        "(snapshot being written)",
+        &format!("{field}.path"),
+    )?;
+    let mut layout = FileLayout {
+        path: path.clone(),
+        column_indices: (0..file.fields.len()).map(|i| i as i32).collect(),
+        file_major_version: DATA_FILE_VERSION.0,
+        file_minor_version: DATA_FILE_VERSION.1,
+        file_size_bytes: 0,
+    };
+    match std::fs::metadata(root.join(&path)) {
+        Ok(meta) => {
+            let is_overlay = overlay.is_some();
+            let stored =
+                read_file_columns(root, schema, file, &layout, is_overlay, field, u64::MAX)?;
+            if !same_columns(&stored, &masked_columns(schema, file, is_overlay)) {
+                return Err(DatasetError::ExistingFileDiffers {
+                    file: path,
+                    problem: "its decoded columns differ from the snapshot's".into(),
+                });
+            }
+            layout.file_size_bytes = meta.len();
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let bytes = match overlay {
+                Some(o) => overlay_file_bytes(schema, o)?,
+                None => data_file_bytes(schema, file)?,
+            };
+            write_new_or_same(root, &path, &bytes)?;
+            layout.file_size_bytes = bytes.len() as u64;
+        }
+        Err(e) => return Err(io_error(&path, "stat", e)),
+    }
+    Ok(layout)
+}
+
+/// `file`'s columns with the positions a read leaves empty emptied (see [`super::read`]).
+fn masked_columns(schema: &Schema, file: &DataFile, overlay: bool) -> Vec<Vec<Value>> {
+    file.fields
+        .iter()
+        .zip(&file.columns)
+        .map(|(&id, values)| {
+            if reads_position(schema, id, overlay) {
+                values.clone()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect()
+}
+
+fn same_columns(a: &[Vec<Value>], b: &[Vec<Value>]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.len() == y.len() && x.iter().zip(y).all(|(u, v)| u.identical(v)))
+}
+
+/// Writes version `snapshot.version` of the dataset at `root` (see the module docs) and
+/// returns its layout.
+pub fn write_version(
+    root: &Path,
+    snapshot: &Snapshot,
+    options: &WriteOptions,
+) -> Result<Layout, DatasetError> {
+    let version = snapshot.version;
+    if version == 0 || version & DETACHED_VERSION_MASK != 0 {
+        return Err(DatasetError::Unwritable {
+            what: format!("version {version}"),
+            problem: "versions start at 1 and must not have bit 63 (detached) set".into(),
+        });
+    }
+    let snapshot = with_written_flags(snapshot, options.flags);
+    let manifest_path = format!("{VERSIONS_DIR}/{}", manifest_name(version));
+    check_written_flags(&snapshot).map_err(|error| DatasetError::Flags {
+        file: manifest_path.clone(),
+        error,
+    })?;
+    snapshot.validate().map_err(|error| DatasetError::Model {
+        file: manifest_path.clone(),
+        error: Box::new(error),
+    })?;
+    for dir in [DATA_DIR, VERSIONS_DIR] {
+        create_dir(root, dir)?;
+    }
+    let existing = list_versions(root)?;
+    if let Some(v1) = existing.iter().find(|e| e.scheme == NamingScheme::V1) {
+        return Err(DatasetError::MixedNamingSchemes {
+            dir: VERSIONS_DIR.into(),
+            v1: v1.name.clone(),
+            v2: manifest_name(version),
+        });
+    }
+    let mut layout = Layout {
+        manifest: manifest_path.clone(),
+        ..Layout::default()
+    };
+    for (i, fragment) in snapshot.fragments.iter().enumerate() {
+        let mut fl = FragmentLayout::default();
+        for (j, file) in fragment.files.iter().enumerate() {
+            let field = format!("fragments[{i}].files[{j}]");
+            fl.files
+                .push(put_data_file(root, &snapshot.schema, file, None, &field)?);
+        }
+        for (k, overlay) in fragment.overlays.iter().enumerate() {
+            let field = format!("fragments[{i}].overlays[{k}].data_file");
+            fl.overlays.push(put_data_file(
+                root,
+                &snapshot.schema,
+                &overlay.file,
+                Some(overlay),
+                &field,
+            )?);
+        }
+        if !fragment.deletions.is_empty() {
+            let count = fragment.deletions.len();
+            let form = options
+                .deletion_forms
+                .get(&fragment.id)
+                .copied()
+                .or(options.deletion_form)
+                .unwrap_or_else(|| lance_file_type(count));
+            let bytes = write_deletion_file(&fragment.deletions, form);
+            let deletion = deletion_layout(fragment.id, form, content_id(&bytes), count)?;
+            write_new_or_same(root, &deletion.path, &bytes)?;
+            fl.deletion = Some(deletion);
+        }
+        layout.fragments.push(fl);
+    }
+    layout.indices = snapshot.indices.iter().map(index_layout).collect();
+    let (manifest, section) = encode_manifest(&snapshot, &layout)?;
+    let bytes = encode_manifest_file(&manifest, section.as_ref())?;
+    write_new_or_same(root, &manifest_path, &bytes)?;
+    if options.version_hint {
+        let newest = existing
+            .iter()
+            .filter(|e| !e.detached)
+            .map(|e| e.version)
+            .chain([version])
+            .max();
+        let hint = version_hint(newest.unwrap_or(version));
+        let rel = format!("{VERSIONS_DIR}/{VERSION_HINT_FILE}");
+        std::fs::write(root.join(&rel), hint).map_err(|e| io_error(&rel, "write", e))?;
+    }
+    // Fill in what the decoder reports, so the returned layout equals a read's.
+    let (_, read_layout) = super::codec::decode_manifest(
+        &super::manifest_file::decode_manifest_file(&bytes, &manifest_path)?,
+        &manifest_path,
+        u64::MAX,
+    )?;
+    Ok(read_layout)
+}

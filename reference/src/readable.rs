@@ -1,0 +1,21 @@
+//! Whether a version may be read at all: the one check every read path makes before it trusts
+//! a snapshot (the in-memory reader of `expected/`, the on-disk [`Dataset`] reader, the runner's
+//! reference testee).
+//!
+//! Invariant: rows, lineage and query answers of a version are produced only after
+//! [`check_readable`] passed, and its steps run in one fixed order, so the error a negative
+//! case pins is the first rule a reader must apply: the reader word (unknown bits refused,
+//! [`crate::flags::check_for_read`]), then flags consistent with the content, then the
+//! snapshot's own validation ([`Snapshot::validate`]).
+//!
+//! [`Dataset`]: https://docs.rs/lance-reference-io "lance_reference_io::Dataset"
+
+use crate::Result;
+use crate::flags;
+use crate::model::Snapshot;
+
+/// Refuses a snapshot a conforming reader must not read; `Ok` when every rule holds.
+pub fn check_readable(snapshot: &Snapshot) -> Result<()> {
+    flags::check_for_read(snapshot)?;
+    snapshot.validate()
+}

@@ -1,2 +1,0 @@
-//! Helpers shared by integration tests and examples.
-pub mod dataset_scenarios;
