@@ -4,9 +4,9 @@
 #   adapters/pylance/run.sh [--version V | --venv DIR] [--gates on|off] [--known-failures FILE]
 #                           [--] [more `lance-conformance run` arguments]
 #
-#   --version V     pylance V, in the venv $PYLANCE_VENVS/pylance-V (default PYLANCE_VENVS:
-#                   .venvs at the repository root), created with `pip install pylance==V pyarrow`
-#                   when missing. With --venv too, DIR is used and must hold pylance V.
+#   --version V     pylance V, in the venv $PYLANCE_VENVS/pylance-V (PYLANCE_VENVS defaults to
+#                   target/venvs, which git ignores), created with `pip install pylance==V
+#                   pyarrow` when missing. With --venv too, DIR is used and must hold pylance V.
 #   --venv DIR      the venv to use (PYLANCE_VENV does the same). Without --version it must exist.
 #                   Without either: .venv at the repository root, created with pylance 14.0.2.
 #   --gates on|off  set (on) or clear (off) every LANCE_ENABLE_UNSTABLE_* variable that gates a
@@ -15,8 +15,8 @@
 #   --known-failures FILE
 #                   instead of adapters/pylance/known-failures/<version>[-gates-off].txt, the file
 #                   picked from the version and whether its gates are on. A missing file is
-#                   reported and the run goes on without one (the runner then prints every entry
-#                   to add).
+#                   reported and the run goes on with an empty list (the runner then prints
+#                   every entry to add).
 #
 # LANCE_CONFORMANCE (default: target/release/lance-conformance, built when missing) is the
 # runner binary. Exit status: the runner's (0 pass, 1 conformance failure, 2 runner error), and
@@ -54,7 +54,7 @@ done
 # ---- the venv
 if [ -z "$venv" ]; then
     if [ -n "$version" ]; then
-        venv="${PYLANCE_VENVS:-$root/.venvs}/pylance-$version"
+        venv="${PYLANCE_VENVS:-$root/target/venvs}/pylance-$version"
     else
         venv="$root/.venv"
         create_version="14.0.2"
@@ -101,8 +101,9 @@ if [ -z "$known" ]; then
         mixed) setup_error "pylance $installed has some gates set and some not; pass --gates on|off or --known-failures FILE" ;;
     esac
     if [ ! -f "$known" ]; then
-        echo "run.sh: no known-failures file $known; running without one (adapters/pylance/README.md says how to make it)" >&2
-        known=""
+        # An empty list, so that the runner prints every failing case as a line to add.
+        echo "run.sh: no known-failures file $known; running with an empty one, whose 'update /dev/null' lines belong in it (adapters/pylance/README.md)" >&2
+        known=/dev/null
     fi
 elif [ ! -r "$known" ]; then
     setup_error "no known-failures file $known"
@@ -118,6 +119,5 @@ fi
 "$runner" --version 2>/dev/null | grep -q '^lance-conformance' || setup_error "$runner is not lance-conformance"
 
 reader_cmd="$(printf '%q %q' "$python" "$here/testee.py")"
-args=(run --reader-cmd "$reader_cmd")
-[ -z "$known" ] || args+=(--known-failures "$known")
-exec "$runner" "${args[@]}" "$@"
+exec "$runner" run --reader-cmd "$reader_cmd" --known-failures "$known" "$@"
+
