@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""pylance 14.0.2 as a lance-conformance testee (protocol 1, spec/conformance.md).
+"""pylance as a lance-conformance testee (protocol 1, spec/conformance.md).
+
+    testee.py              serve the protocol on stdin/stdout
+    testee.py --describe   print what this pylance and this environment support, as JSON
 
 Reads one JSON request per line on stdin and writes one JSON response per line on stdout.
 Everything is answered through pylance's public API:
@@ -11,39 +14,85 @@ Everything is answered through pylance's public API:
              to_table(nearest={..., "use_index": False}): the corpus ships index metadata but
              no index files, so only Lance's flat path can answer; the final rows are judged.
 
+Capabilities are measured, not assumed. Which reader feature flags a Lance build understands
+depends on its release and, for unstable features, on environment variables that Lance reads
+itself (see GATES). At start the testee writes a tiny dataset with the installed pylance, sets
+reader bit 64 (overlays) or 2048 (spilled lineage) in a copy of its manifest, and declares the
+capability only when Lance reads that copy. The testee never sets a gate: the environment it
+was started in decides, and adapters/pylance/run.sh --gates on|off sets or clears them.
+
 Not declared, because pylance's public API does not expose them: `exclusion` (exclusion sets
 and the reconciliation lists) and `error-codes` (Lance's errors carry messages, not the
 reference's codes; classes are derived from the message, see CLASSES below).
+
+How Lance failures are reported:
+- an exception Lance raises while reading is a refusal: an `error` response with a class;
+- a Lance panic (pyo3's PanicException, a BaseException; or "Task was aborted" when the panic
+  happened in a background thread) and a Lance "internal error" (Lance's own words for a bug of
+  its own, e.g. "All fragments must have row ids" from 11.x/12.x on a spilled manifest) are
+  not verdicts on the data: they are reported as `errored`, so the check is an error (a crash
+  of the reader), never a pass of a negative case (see CRASHES);
+- any other Python exception is a bug of this adapter, also reported as `errored`.
 """
 
+import importlib.metadata
 import json
 import math
 import os
 import re
+import shutil
+import struct
 import sys
+import tempfile
 import traceback
+import warnings
 
-# Release builds of Lance 14 refuse manifests with overlays without this variable.
-os.environ.setdefault("LANCE_ENABLE_UNSTABLE_DATA_OVERLAY_FILES", "1")
+warnings.filterwarnings("ignore")  # pyarrow/lance deprecation chatter must not reach stdout
 
-import lance  # noqa: E402
-import pyarrow as pa  # noqa: E402
+try:
+    import lance  # noqa: E402
+    import pyarrow as pa  # noqa: E402
+except BaseException as e:  # noqa: BLE001 - a set-up problem: report it and exit 2
+    sys.stderr.write(f"testee.py: cannot import pylance/pyarrow with {sys.executable}: {type(e).__name__}: {e}\n")
+    sys.exit(2)
 
 PROTOCOL = 1
 LINEAGE_COLUMNS = ["_row_created_at_version", "_row_last_updated_at_version"]
-CAPABILITIES = [
-    "overlays",
-    "sparse-overlays",
-    "stable-row-ids",
-    "deletions",
-    "spilled-lineage",
-    "nested-fields",
-    "lineage-placement",
-    "scalar-query",
-    "vector-query",
+
+# Reader feature flags whose support decides a data capability, and the environment variable
+# (if any) that gates the flag in Lance's release builds. Measured on the PyPI wheels
+# (adapters/pylance/README.md has the table and how it was measured):
+#
+#   bit 64, overlays:          unknown up to 8.0.1; 9.0.0 .. 14.0.2 understand it only when
+#                              LANCE_ENABLE_UNSTABLE_DATA_OVERLAY_FILES is set (to anything,
+#                              even "0" or "": Lance tests presence, not value)
+#   bit 2048, spilled lineage: unknown up to 12.0.0; 13.0.0 understands it only when
+#                              LANCE_ENABLE_UNSTABLE_SPILLED_ROW_LINEAGE is set; 14.0.0 and
+#                              14.0.2 understand it with no gate
+#
+# `since`/`gated_until` are only the fallback when the measurement at start cannot be made.
+GATES = [
+    {
+        "capability": "overlays",
+        "bit": 64,
+        "env": "LANCE_ENABLE_UNSTABLE_DATA_OVERLAY_FILES",
+        "since": (9, 0, 0),
+        "gated_until": None,  # gated in every release measured
+    },
+    {
+        "capability": "spilled-lineage",
+        "bit": 2048,
+        "env": "LANCE_ENABLE_UNSTABLE_SPILLED_ROW_LINEAGE",
+        "since": (13, 0, 0),
+        "gated_until": (14, 0, 0),  # gated in 13.x, not from 14.0.0 on
+    },
 ]
 
-# Error class from Lance's message, first match wins; anything else is `invalid`. Lance 14 has
+# Capabilities that do not depend on a flag: every pylance measured reads deletions, stable
+# row ids and struct fields, and answers lineage and queries through the calls listed above.
+BASE_CAPABILITIES = ["stable-row-ids", "deletions", "nested-fields", "lineage-placement", "scalar-query", "vector-query"]
+
+# Error class from Lance's message, first match wins; anything else is `invalid`. Lance has
 # no error classes of its own, so each pattern names the Lance message it maps and why.
 CLASSES = [
     # "Not supported: This dataset cannot be read by this version of Lance ... Flags: N"
@@ -59,9 +108,41 @@ CLASSES = [
     ("malformed", re.compile(r"DataOverlayFile is missing its", re.I)),
 ]
 
+# Failures that are Lance breaking, not Lance refusing the data; each is reported as `errored`.
+CRASHES = [
+    # Lance's wording for a failure it considers its own bug ("Encountered internal error.
+    # Please file a bug report at ..."), e.g. 11.x/12.x on a manifest with a spilled lineage
+    # column arm: "All fragments must have row ids".
+    ("Lance internal error", re.compile(r"Encountered internal error", re.I)),
+    # A panic in one of Lance's background threads reaches Python as "RuntimeError: Task was
+    # aborted" (the panic message itself goes to stderr), e.g. 8.0.1 on a reversed row id range.
+    ("Lance panicked in a background task", re.compile(r"Task was aborted", re.I)),
+]
+
+
+def crash_kind(message):
+    for kind, pattern in CRASHES:
+        if pattern.search(message):
+            return kind
+    return None
+
 
 class Refused(Exception):
     """Lance refused the data: reported as an `error` response."""
+
+
+class Crashed(Exception):
+    """Lance panicked or reported an internal error: reported as `errored`."""
+
+    def __init__(self, message, detail=None):
+        super().__init__(message)
+        self.detail = detail
+
+
+def is_panic(e):
+    # pyo3_runtime.PanicException derives from BaseException, not Exception, and is not
+    # importable under a stable name, so it is recognised by its type name.
+    return type(e).__name__ == "PanicException"
 
 
 def classify(message):
@@ -72,11 +153,166 @@ def classify(message):
 
 
 def lance_call(fn, *args, **kwargs):
-    """Runs a pylance call; any exception it raises is Lance refusing the data."""
+    """Runs a pylance call; an exception it raises is Lance refusing the data, unless it is a
+    panic or another crash (CRASHES)."""
     try:
         return fn(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - every Lance failure is a verdict on the data
-        raise Refused(str(e)) from e
+    except Exception as e:  # noqa: BLE001 - every Lance failure is a verdict on the data...
+        message = str(e)
+        kind = crash_kind(message)  # ...except Lance breaking (CRASHES)
+        if kind:
+            raise Crashed(f"{kind}: {message}", traceback.format_exc()) from e
+        raise Refused(message) from e
+    except BaseException as e:
+        if is_panic(e):
+            raise Crashed(f"Lance panicked: {e}", traceback.format_exc()) from e
+        raise
+
+
+# ---------------------------------------------------------------- what this pylance supports
+
+def pylance_version():
+    try:
+        return importlib.metadata.version("pylance")
+    except importlib.metadata.PackageNotFoundError:
+        return getattr(lance, "__version__", "unknown")
+
+
+def version_tuple(text):
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def _varint(b, i):
+    value = shift = 0
+    while True:
+        byte = b[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, i
+
+
+def _encode_varint(value):
+    out = bytearray()
+    while True:
+        low = value & 0x7F
+        value >>= 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def with_reader_flags(manifest, flags):
+    """A manifest file's bytes with `reader_feature_flags` (Manifest field 9) set to `flags`.
+    The file ends with the Manifest message (u32 length prefix) and a 16-byte footer (u64
+    offset of that message, two u16 format versions, the magic "LANC")."""
+    if len(manifest) < 16 or manifest[-4:] != b"LANC":
+        raise ValueError("no LANC footer")
+    (pos,) = struct.unpack("<Q", manifest[-16:-8])
+    (length,) = struct.unpack("<I", manifest[pos:pos + 4])
+    if pos + 4 + length != len(manifest) - 16:
+        raise ValueError("the manifest message is not the last thing before the footer")
+    message = manifest[pos + 4:pos + 4 + length]
+    kept, i = [], 0
+    while i < len(message):
+        begin = i
+        key, i = _varint(message, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, i = _varint(message, i)
+        elif wire == 2:
+            n, i = _varint(message, i)
+            i += n
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if field != 9:
+            kept.append(message[begin:i])
+    new = b"".join(kept) + _encode_varint(9 << 3) + _encode_varint(flags)
+    return manifest[:pos] + struct.pack("<I", len(new)) + new + manifest[-16:]
+
+
+def probe_flags(bits):
+    """{bit: True (read) | False (refused as unsupported) | None (no answer)} for a dataset the
+    installed pylance writes, with each bit set in its reader flags."""
+    root = tempfile.mkdtemp(prefix="pylance-testee-probe-")
+    try:
+        base = os.path.join(root, "base")
+        lance_call(lance.write_dataset, pa.table({"x": pa.array([1, 2], pa.int64())}), base)
+        manifests = [os.path.join(d, f) for d in (os.path.join(base, "_versions"), base)
+                     for f in os.listdir(d) if f.endswith(".manifest")]
+        out = {}
+        for bit in bits:
+            copy = os.path.join(root, f"bit-{bit}")
+            shutil.copytree(base, copy)
+            for m in manifests:
+                target = os.path.join(copy, os.path.relpath(m, base))
+                with open(m, "rb") as f:
+                    data = f.read()
+                with open(target, "wb") as f:
+                    f.write(with_reader_flags(data, bit))
+            try:
+                lance_call(lambda: lance.dataset(copy).to_table())
+                out[bit] = True
+            except Refused as e:
+                out[bit] = False if classify(str(e)) == "unsupported_feature" else None
+            except Crashed:
+                out[bit] = None
+        lance_call(lambda: lance.dataset(base).to_table())  # the unpatched dataset must read
+        return out, None
+    except Exception as e:  # noqa: BLE001 - the probe is best effort; the table is the fallback
+        return {}, f"{type(e).__name__}: {e}"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def describe():
+    version = pylance_version()
+    vt = version_tuple(version)
+    probed, probe_error = probe_flags([g["bit"] for g in GATES])
+    capabilities = list(BASE_CAPABILITIES)
+    gates = []
+    for g in GATES:
+        env_set = g["env"] in os.environ
+        known = vt >= g["since"]
+        gated = known and (g["gated_until"] is None or vt < g["gated_until"])
+        expected = known and (env_set or not gated)
+        measured = probed.get(g["bit"])
+        understood = expected if measured is None else measured
+        if measured is not None and measured != expected:
+            sys.stderr.write(
+                f"testee.py: pylance {version} {'reads' if measured else 'refuses'} reader bit {g['bit']}"
+                f" ({g['env']} {'set' if env_set else 'unset'}), which the table in testee.py does not"
+                " predict; the measurement wins\n"
+            )
+        gates.append({
+            "capability": g["capability"],
+            "bit": g["bit"],
+            "env": g["env"] if gated else None,
+            "env_set": env_set,
+            "understood": understood,
+            "measured": measured is not None,
+        })
+        if understood:
+            capabilities.append(g["capability"])
+            if g["capability"] == "overlays":
+                capabilities.append("sparse-overlays")
+    return {
+        "implementation": {
+            "name": "pylance",
+            "version": version,
+            "language": "python",
+            "homepage": "https://github.com/lancedb/lance",
+        },
+        "capabilities": capabilities,
+        "gates": gates,
+        "probe_error": probe_error,
+        "python": sys.executable,
+    }
 
 
 # ---------------------------------------------------------------- typed values (expected/)
@@ -275,20 +511,15 @@ def sql(p):
     return f"({field} {op} {literal(p['value'])})"
 
 
-def handle(testee, req):
+def handle(testee, req, described):
     seq = req.get("seq", 0)
     cmd = req.get("cmd")
     try:
         if cmd == "start":
             result = {
                 "protocol": PROTOCOL,
-                "implementation": {
-                    "name": "pylance",
-                    "version": lance.__version__,
-                    "language": "python",
-                    "homepage": "https://github.com/lancedb/lance",
-                },
-                "capabilities": CAPABILITIES,
+                "implementation": described["implementation"],
+                "capabilities": described["capabilities"],
             }
         elif cmd in ("open", "scan", "lineage", "query"):
             result = getattr(testee, cmd)(req)
@@ -299,12 +530,30 @@ def handle(testee, req):
     except Refused as e:
         message = str(e)
         return {"seq": seq, "error": {"class": classify(message), "message": message}}
+    except Crashed as e:
+        return {"seq": seq, "errored": {"message": str(e), "detail": e.detail or ""}}
     except Exception as e:  # noqa: BLE001 - a bug of this adapter, not a verdict
         return {"seq": seq, "errored": {"message": f"{type(e).__name__}: {e}", "detail": traceback.format_exc()}}
+    except BaseException as e:
+        # A panic outside lance_call (a property, to_json, ...) is still a Lance crash.
+        if not is_panic(e):
+            raise
+        return {"seq": seq, "errored": {"message": f"Lance panicked: {e}", "detail": traceback.format_exc()}}
     return {"seq": seq, "result": result}
 
 
 def main():
+    if sys.argv[1:] == ["--describe"]:
+        print(json.dumps(describe(), indent=2))
+        return
+    if sys.argv[1:]:
+        sys.stderr.write(__doc__)
+        sys.exit(2)
+    described = describe()
+    sys.stderr.write(
+        f"testee.py: pylance {described['implementation']['version']}, capabilities: "
+        f"{', '.join(described['capabilities'])}\n"
+    )
     testee = Testee()
     for line in sys.stdin:
         if not line.strip():
@@ -312,9 +561,10 @@ def main():
         try:
             req = json.loads(line)
         except ValueError as e:
+            req = None
             resp = {"seq": 0, "errored": {"message": f"not JSON: {e}"}}
         else:
-            resp = handle(testee, req)
+            resp = handle(testee, req, described)
         sys.stdout.write(json.dumps(resp) + "\n")
         sys.stdout.flush()
         if isinstance(req, dict) and req.get("cmd") == "stop":
