@@ -4,13 +4,15 @@
 //! ([`Dataset::read_version`]) returns for the directory the reference's writer
 //! ([`write_version`]) produced, never from the scenario's memory; and the read-back of every
 //! undamaged version must equal the version the scenario committed ([`write_and_read_back`]
-//! checks it, before any damage). Corruptions damage the newest version *on disk*: content-level
+//! checks it, before any damage), re-encoded versions ([`crate::case::step::Reencoding`])
+//! included. Corruptions damage the newest version *on disk*: content-level
 //! ones re-encode its manifest (and any data file whose columns they change, under a new
 //! name) from the decoded snapshot; byte-level ones edit the manifest protobuf or the files
 //! directly. Earlier versions stay readable, except where the damage is to the directory as a
 //! whole (mixed manifest naming schemes).
 
 pub mod bytes;
+mod reencode;
 
 use std::path::Path;
 
@@ -105,8 +107,15 @@ pub fn write_and_read_back(
         (None, Some(d)) => d,
         (None, None) => return Err(StoreError::Scratch(std::io::Error::other("no directory"))),
     };
-    for snapshot in &execution.versions {
+    // What each version must read back as: the committed snapshot, with the new names of the
+    // files a re-encoding rewrote (nothing else may differ).
+    let mut committed_versions = execution.versions.clone();
+    for snapshot in &mut committed_versions {
         write_version(root, snapshot, &WriteOptions::default())?;
+        let version = snapshot.version;
+        for (_, plan) in execution.reencodings.iter().filter(|(v, _)| *v == version) {
+            reencode::apply(root, snapshot, plan)?;
+        }
     }
     let damaged = !execution.corruptions.is_empty();
     let clean = execution.versions.len() - usize::from(damaged && !execution.versions.is_empty());
@@ -114,7 +123,7 @@ pub fn write_and_read_back(
     // makes the whole directory unreadable, which is the point of it.
     let dataset = Dataset::open(root)?;
     let mut versions = Vec::with_capacity(clean);
-    for committed in execution.versions.iter().take(clean) {
+    for committed in committed_versions.iter().take(clean) {
         let (read, _) = dataset.read_version(committed.version)?;
         same(committed, &read)?;
         versions.push(read);

@@ -349,8 +349,16 @@ fn decode_fragment(
         }
     };
     let rows = f.physical_rows;
+    // [LIN-EXT-1]: an external arm names a byte range no rule locates; it is refused, never
+    // read as an absent sequence.
+    let external = |arm: &str| DatasetError::Unsupported {
+        file: file.to_string(),
+        field: format!("{at}.{arm}"),
+        feature: "an external lineage arm (a byte range of another file)".into(),
+    };
     let row_ids = match &f.row_id_sequence {
         None => LineageSequence::Absent,
+        Some(RowIdArm::ExternalRowIds(_)) => return Err(external("external_row_ids")),
         Some(RowIdArm::ColumnRowIds(_)) => LineageSequence::Column,
         Some(RowIdArm::InlineRowIds(bytes)) => {
             let field = format!("{at}.inline_row_ids");
@@ -366,6 +374,9 @@ fn decode_fragment(
     };
     let created_at = match &f.created_at_version_sequence {
         None => LineageSequence::Absent,
+        Some(CreatedAtVersionSequence::ExternalCreatedAtVersions(_)) => {
+            return Err(external("external_created_at_versions"));
+        }
         Some(CreatedAtVersionSequence::ColumnCreatedAtVersions(_)) => LineageSequence::Column,
         Some(CreatedAtVersionSequence::InlineCreatedAtVersions(bytes)) => {
             versions(bytes, format!("{at}.inline_created_at_versions"))?
@@ -373,6 +384,9 @@ fn decode_fragment(
     };
     let last_updated_at = match &f.last_updated_at_version_sequence {
         None => LineageSequence::Absent,
+        Some(LastUpdatedAtVersionSequence::ExternalLastUpdatedAtVersions(_)) => {
+            return Err(external("external_last_updated_at_versions"));
+        }
         Some(LastUpdatedAtVersionSequence::ColumnLastUpdatedAtVersions(_)) => {
             LineageSequence::Column
         }

@@ -14,7 +14,7 @@
 //!
 //! | field id at `p` | base file | overlay file |
 //! |---|---|---|
-//! | a schema field | decoded with the schema's type | decoded (struct fields: empty) |
+//! | a schema field | decoded with the schema's type, which the file must store | decoded likewise (struct fields: empty) |
 //! | −3 / −4 / −5 (lineage) | decoded as `uint64`; the file must store `uint64` | empty |
 //! | −2 (tombstone) | empty: never read | empty |
 //! | other (dropped field, other reserved id) | decoded with the file schema's type | empty |
@@ -198,19 +198,24 @@ pub fn read_file_columns(
         let index = usize::try_from(stored)
             .map_err(|_| bad_index(format!("{stored} is negative for field {id}")))?;
         let data_type = match data_type {
-            Some(t) if is_lineage(id) => {
-                // [LIN-COL-3]: a hidden lineage column is uint64 in the file itself; decoding
-                // an int64 column as uint64 would silently reinterpret its bytes.
+            Some(t) => {
+                // [OVL-LAYOUT-9], [LIN-COL-3]: the file itself must store the field's type;
+                // decoding one type's bytes as another would silently reinterpret them.
                 let stored = contents
                     .schema()
                     .get(index)
                     .map(|f| f.logical_type.as_str());
-                if stored != Some(t.logical_type().as_str()) {
+                if stored.and_then(DataType::from_logical_type).as_ref() != Some(&t) {
+                    let what = if is_lineage(id) {
+                        "hidden lineage column"
+                    } else {
+                        "field"
+                    };
                     return Err(DatasetError::InvalidField {
                         file: layout.path.clone(),
                         field: format!("{field}.fields[{p}]"),
                         problem: format!(
-                            "hidden lineage column {id} is stored as {:?}, not {:?}",
+                            "{what} {id} is stored as {:?}, not {:?}",
                             stored.unwrap_or("(no such column)"),
                             t.logical_type()
                         ),
@@ -218,7 +223,6 @@ pub fn read_file_columns(
                 }
                 t
             }
-            Some(t) => t,
             None => {
                 let logical = contents
                     .schema()

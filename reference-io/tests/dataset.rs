@@ -599,3 +599,104 @@ fn a_hidden_lineage_column_stored_with_another_type_is_refused() {
     );
     assert!(err.to_string().contains("int64"), "{err}");
 }
+
+/// Rewrites file `k` of fragment `f` (version 1 of `dir`) with its columns stored in `order`
+/// (`order[c]` = the `fields` position stored as column `c`), and sets `column_indices` to
+/// `indices`.
+fn store_columns_in_order(
+    dir: &Path,
+    s: &Scenario,
+    (f, k): (usize, usize),
+    order: &[usize],
+    indices: Vec<i32>,
+) {
+    use lance_reference::model::DataFile;
+    use lance_reference_io::write::data_file_bytes;
+    let model = &s.versions[0].fragments[f].files[k];
+    let permuted = DataFile {
+        path: model.path.clone(),
+        fields: order.iter().map(|&p| model.fields[p]).collect(),
+        columns: order.iter().map(|&p| model.columns[p].clone()).collect(),
+    };
+    let bytes = data_file_bytes(&s.versions[0].schema, &permuted).unwrap();
+    let (_, layout) = Dataset::open(dir).unwrap().read_version(1).unwrap();
+    std::fs::write(dir.join(&layout.fragments[f].files[k].path), &bytes).unwrap();
+    edit_manifest(dir, 1, |m| {
+        let df = &mut m.fragments[f].files[k];
+        df.file_size_bytes = bytes.len() as u64;
+        df.column_indices = indices;
+    });
+}
+
+#[test]
+fn columns_are_found_through_column_indices_not_positions() {
+    // covers: DS-FILE-4, LIN-COL-2
+    let s = scenarios::full();
+    // Fragment 0's base file stores its six user columns in reverse; fragment 2's lineage-only
+    // file stores -4 before -3. Both read exactly as written.
+    let dir = written(&s);
+    store_columns_in_order(
+        dir.path(),
+        &s,
+        (0, 0),
+        &[5, 4, 3, 2, 1, 0],
+        vec![5, 4, 3, 2, 1, 0],
+    );
+    store_columns_in_order(dir.path(), &s, (2, 1), &[1, 0], vec![1, 0]);
+    let (read, layout) = Dataset::open(dir.path()).unwrap().read_version(1).unwrap();
+    assert_eq!(read, s.versions[0]);
+    assert_eq!(layout.fragments[2].files[1].column_indices, vec![1, 0]);
+    // The same bytes with column_indices 0..n would put -4's values in the row ids.
+    let dir = written(&s);
+    store_columns_in_order(dir.path(), &s, (2, 1), &[1, 0], vec![0, 1]);
+    let (read, _) = Dataset::open(dir.path()).unwrap().read_version(1).unwrap();
+    assert_eq!(
+        read.fragments[2].lineage_values(-3).unwrap(),
+        Some(vec![1; 4])
+    );
+}
+
+#[test]
+fn a_user_column_stored_with_another_type_is_refused() {
+    // covers: OVL-LAYOUT-9
+    use lance_reference::model::{DataType, Field};
+    use lance_reference_io::data_file::{ColumnData, write_data_file};
+    let s = scenarios::full();
+    let dir = written(&s);
+    let model = &s.versions[0].fragments[0].files[0];
+    let columns: Vec<ColumnData> = model
+        .fields
+        .iter()
+        .zip(&model.columns)
+        .map(|(&id, values)| {
+            let mut field = s.versions[0].schema.field(id).unwrap().clone();
+            let mut values = values.clone();
+            if id == 5 {
+                // `n` is int32 in the schema: store it as int64.
+                field.data_type = DataType::Int64;
+                for v in &mut values {
+                    if let Value::Int32(x) = v {
+                        *v = Value::Int64(i64::from(*x));
+                    }
+                }
+            }
+            ColumnData::new(Field { ..field }, values)
+        })
+        .collect();
+    let bytes = write_data_file(&columns).unwrap();
+    let (_, layout) = Dataset::open(dir.path()).unwrap().read_version(1).unwrap();
+    std::fs::write(dir.path().join(&layout.fragments[0].files[0].path), bytes).unwrap();
+    edit_manifest(dir.path(), 1, |m| {
+        m.fragments[0].files[0].file_size_bytes = 0
+    });
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
+    assert_eq!(
+        (err.class(), err.code()),
+        (ErrorClass::Invalid, "invalid_field"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("fields[5]"), "{err}");
+}

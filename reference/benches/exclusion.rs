@@ -19,7 +19,7 @@ fn index_on(field: i32, dataset_version: u64) -> Index {
         name: format!("idx_{field}"),
         fields: vec![field],
         dataset_version,
-        fragment_bitmap: None,
+        fragment_bitmap: Some([0u32].into_iter().collect()),
         kind: IndexKind::BTree,
         entries: Vec::new(),
     }

@@ -38,7 +38,9 @@
 //!   deletion file.
 //! - **Uncovered fragments get an empty set.** A fragment outside the index's
 //!   `fragment_bitmap` is not answered by the index at all: every live row goes to the flat
-//!   path, so there is nothing to exclude. A missing `fragment_bitmap` covers every fragment.
+//!   path, so there is nothing to exclude. A missing `fragment_bitmap` covers no fragment
+//!   (OVL-IDX-6): read as "every fragment", it would hide the rows of a fragment appended after
+//!   the build, which has no index entries and no overlay to exclude.
 
 use std::collections::BTreeMap;
 
@@ -352,14 +354,18 @@ mod tests {
             ExclusionSets::of_snapshot(&snapshot).get(AGE_INDEX, 0),
             None
         );
-        // A missing bitmap means "every fragment".
+        // A missing bitmap covers no fragment: nothing is excluded, every row is flat.
         snapshot.indices[0].fragment_bitmap = None;
         let set = exclusion_set(
             &snapshot.schema,
             age_index(&snapshot),
             &snapshot.fragments[0],
         );
-        assert_eq!(set, bitmap(&[1, 3]));
+        assert!(set.is_empty());
+        assert_eq!(
+            ExclusionSets::of_snapshot(&snapshot).get(AGE_INDEX, 0),
+            None
+        );
     }
 
     /// `id`(1), `address` struct(5) with `zip`(6) and `city`(7), one fragment of 4 rows.
@@ -390,7 +396,7 @@ mod tests {
             name: "nested".into(),
             fields: vec![index_field],
             dataset_version: 1,
-            fragment_bitmap: None,
+            fragment_bitmap: Some(bitmap(&[0])),
             kind: IndexKind::BTree,
             entries: vec![],
         };
@@ -445,7 +451,7 @@ mod tests {
         second.id = 1;
         second.overlays.clear();
         snapshot.fragments.push(second);
-        snapshot.indices[0].fragment_bitmap = None;
+        snapshot.indices[0].fragment_bitmap = Some(bitmap(&[0, 1]));
         let mut shadowed = snapshot.indices[0].clone();
         shadowed.dataset_version = 2; // would exclude nothing
         snapshot.indices.push(shadowed);

@@ -81,11 +81,12 @@ pub const PAIRED_FLAGS: u64 = FLAG_MIXED_DATA_FILE_VERSIONS
     | FLAG_MANAGED_BLOBS
     | FLAG_ZONE_WRITE_SEEDS;
 
-/// Bits that may only appear in the writer word; in the reader word they mark a corrupt
-/// manifest (Lance 14 treats the reader bit as corruption). Table config (8) and "no
-/// transaction file" (32) are writer-only too, but a reader meeting them merely refuses them as
-/// unimplemented; only a writer is forbidden to put them there ([`check_written_flags`]).
-pub const WRITER_ONLY_FLAGS: u64 = FLAG_NON_REUSABLE_FIELD_IDS;
+/// Bits that may only appear in the writer word: table config (8), "no transaction file" (32)
+/// and non-reusable field ids (32768). No writer may put them in the reader word (FLG-WRITE-6),
+/// so a reader word holding one is a corrupt manifest, refused as invalid (FLG-READ-4) before
+/// any unknown bit. Lance 14 treats 32768 this way and reads past 8 and 32.
+pub const WRITER_ONLY_FLAGS: u64 =
+    FLAG_TABLE_CONFIG | FLAG_DISABLE_TRANSACTION_FILE | FLAG_NON_REUSABLE_FIELD_IDS;
 
 /// Reader-word bits this reference's writer may put in a manifest it writes: the implemented
 /// reader bits except the deprecated marker 4, which nothing writes.
@@ -237,7 +238,7 @@ crate::error_codes! {FlagError {
 
 /// Refuses a reader word this reference cannot honour.
 ///
-/// A writer-only bit (32768) in the reader word is a corrupt manifest ([`ErrorClass::Invalid`])
+/// A writer-only bit (8, 32, 32768) in the reader word is a corrupt manifest ([`ErrorClass::Invalid`])
 /// and is reported first, as Lance does; any other bit outside [`READER_FLAGS_IMPLEMENTED`] is
 /// [`ErrorClass::UnsupportedFeature`], naming every such bit.
 pub fn check_reader_flags(reader: u64) -> Result<(), FlagError> {
@@ -570,13 +571,13 @@ mod tests {
 
     #[test]
     fn reader_word_single_bits_exhaustive() {
-        // covers: FLG-READ-1, FLG-READ-2, FLG-BITS-2
+        // covers: FLG-READ-1, FLG-READ-2, FLG-BITS-2, FLG-READ-4
         for b in 0..64u32 {
             let flag = 1u64 << b;
             let result = check_reader_flags(flag);
             if READER_OK.contains(&b) {
                 assert_eq!(result, Ok(()), "bit {b}");
-            } else if b == 15 {
+            } else if [3, 5, 15].contains(&b) {
                 let err = result.unwrap_err();
                 assert_eq!(err.class(), ErrorClass::Invalid);
                 assert_eq!(err.code(), "writer_only_flag_in_reader_word");
@@ -671,10 +672,10 @@ mod tests {
             assert_eq!(check_reader_flags(r), Ok(()));
             assert_eq!(check_writer_flags(w), Ok(()));
         }
-        // Table config in the reader word is not something this reader implements.
+        // Table config is a writer-only bit: in the reader word it marks a corrupt manifest.
         assert_eq!(
             check_reader_flags(8).unwrap_err().code(),
-            "unknown_reader_flag"
+            "writer_only_flag_in_reader_word"
         );
     }
 
@@ -783,7 +784,7 @@ mod tests {
 
     #[test]
     fn missing_overlay_flag_names_fragment_and_count() {
-        // covers: OVL-FLAG-3, FLG-WRITE-1
+        // covers: OVL-FLAG-3, OVL-FLAG-4, FLG-WRITE-1
         let mut f = fragment(3);
         f.overlays = vec![overlay(), overlay()];
         let err = check_consistency(&snapshot(vec![fragment(1), f.clone()], 0, 64)).unwrap_err();
@@ -805,7 +806,7 @@ mod tests {
 
     #[test]
     fn missing_spilled_lineage_flag_is_refused() {
-        // covers: FLG-CONS-1, FLG-WRITE-2
+        // covers: FLG-CONS-1, FLG-CONS-3, FLG-WRITE-2
         let mut f = fragment(7);
         f.lineage.last_updated_at = LineageSequence::Column;
         let err = check_consistency(&snapshot(vec![f.clone()], 0, 2048)).unwrap_err();

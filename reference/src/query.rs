@@ -959,7 +959,7 @@ mod tests {
 
     #[test]
     fn deletions_apply_to_index_results_and_to_reevaluation() {
-        // covers: OVL-DEL-1, OVL-QRY-2
+        // covers: OVL-DEL-1, OVL-QRY-2, OVL-QRY-6
         let mut snapshot = version_2();
         snapshot.fragments[0].deletions.insert(0); // Alice, age 30, not excluded
         snapshot.fragments[0].deletions.insert(1); // Bob, age 26 via the overlay, excluded
@@ -990,7 +990,7 @@ mod tests {
     #[test]
     fn entries_of_vanished_fragments_are_ignored() {
         let mut snapshot = version_2();
-        snapshot.indices[0].fragment_bitmap = None;
+        snapshot.indices[0].fragment_bitmap = Some([0u32, 9].into_iter().collect());
         snapshot.indices[0].entries.push(IndexEntry {
             fragment: 9,
             offset: 0,
@@ -1179,7 +1179,7 @@ mod tests {
             name: name.into(),
             fields: vec![field],
             dataset_version: 1,
-            fragment_bitmap: None,
+            fragment_bitmap: Some([0u32].into_iter().collect()),
             kind: IndexKind::BTree,
             entries: (0..4)
                 .map(|o| IndexEntry {
@@ -1293,7 +1293,7 @@ mod tests {
 
     #[test]
     fn a_stale_near_vector_cannot_push_out_a_true_neighbour() {
-        // covers: OVL-QRY-4
+        // covers: OVL-QRY-4, OVL-QRY-7
         // Bob moves far away; the query is his OLD embedding, where the stale index ranks him
         // first at distance 0. Filtering the index's top 2 afterwards would leave only Dave;
         // the prefilter keeps Bob out of the search, so Alice (the true second) is found.

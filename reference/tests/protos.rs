@@ -6,8 +6,8 @@
 
 use lance_reference::proto::lance::file::{Field, FileDescriptor, Schema};
 use lance_reference::proto::lance::table::{
-    BasePath, DataFile, DataFragment, DataOverlayFile, DeletionFile, FieldCoverage, IndexFile,
-    IndexMetadata, IndexSection, Manifest, RowLineageColumn, Uuid, data_fragment,
+    BasePath, DataFile, DataFragment, DataOverlayFile, DeletionFile, ExternalFile, FieldCoverage,
+    IndexFile, IndexMetadata, IndexSection, Manifest, RowLineageColumn, Uuid, data_fragment,
     data_overlay_file, deletion_file, manifest,
 };
 use prost::Message;
@@ -116,21 +116,36 @@ fn lineage_arms_of_one_oneof_replace_each_other() {
 }
 
 #[test]
-fn external_lineage_arms_6_8_10_are_reserved_and_ignored() {
-    // 0x32 = 6 << 3 | 2, 0x42 = 8 << 3 | 2, 0x52 = 10 << 3 | 2, each an empty payload; then
-    // physical_rows (0x20 = 4 << 3 | 0) = 7 so the fragment is not all-default.
+fn external_lineage_arms_6_8_10_decode_so_they_can_be_refused() {
+    // covers: LIN-EXT-1
+    // 0x32 = 6 << 3 | 2, 0x42 = 8 << 3 | 2, 0x52 = 10 << 3 | 2, each an empty ExternalFile;
+    // then physical_rows (0x20 = 4 << 3 | 0) = 7. Lance 14 reserves the numbers and skips them;
+    // the kit decodes them into their oneofs so a reader sees them and refuses them.
     let bytes = [0x32, 0x00, 0x42, 0x00, 0x52, 0x00, 0x20, 0x07];
     let frag = DataFragment::decode(&bytes[..]).unwrap();
-    assert_eq!(frag.row_id_sequence, None);
-    assert_eq!(frag.last_updated_at_version_sequence, None);
-    assert_eq!(frag.created_at_version_sequence, None);
     assert_eq!(
-        frag,
-        DataFragment {
-            physical_rows: 7,
-            ..Default::default()
-        }
+        frag.row_id_sequence,
+        Some(data_fragment::RowIdSequence::ExternalRowIds(
+            ExternalFile::default()
+        ))
     );
+    assert_eq!(
+        frag.last_updated_at_version_sequence,
+        Some(
+            data_fragment::LastUpdatedAtVersionSequence::ExternalLastUpdatedAtVersions(
+                ExternalFile::default()
+            )
+        )
+    );
+    assert_eq!(
+        frag.created_at_version_sequence,
+        Some(
+            data_fragment::CreatedAtVersionSequence::ExternalCreatedAtVersions(
+                ExternalFile::default()
+            )
+        )
+    );
+    assert_eq!(frag.physical_rows, 7);
 }
 
 #[test]

@@ -125,7 +125,8 @@ fn fragment_plan() -> impl Strategy<Value = FragmentPlan> {
 #[derive(Debug, Clone)]
 struct IndexPlan {
     dataset_version: u64,
-    /// `None`: no fragment bitmap (covers everything); else which fragment ids it covers.
+    /// `None`: no fragment bitmap (covers no fragment, OVL-IDX-6); else which fragment ids it
+    /// covers.
     covers: Option<[bool; 3]>,
     /// The scalar index also lists `b` as a covering field.
     covering_b: bool,

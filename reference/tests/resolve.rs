@@ -297,6 +297,22 @@ fn value_count_differing_from_coverage_is_rejected() {
 }
 
 #[test]
+fn a_value_column_longer_than_its_coverage_is_rejected() {
+    // covers: OVL-LAYOUT-8
+    let mut f = base();
+    f.overlays
+        .push(dense("long.lance", vec![A], &[1], vec![ints(&[1, 2])], 2));
+    assert_eq!(
+        resolve_column(&schema(), &f, A).unwrap_err().code(),
+        "value_count_mismatch"
+    );
+    assert_eq!(
+        f.validate(&schema(), 2).unwrap_err().code(),
+        "value_count_mismatch"
+    );
+}
+
+#[test]
 fn coverage_offset_past_physical_rows_is_rejected() {
     // covers: OVL-COV-3
     let mut f = base();

@@ -81,6 +81,11 @@ pub struct OverlaySpec {
     /// non-conforming writer might; readers must ignore such positions.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub relabel: BTreeMap<String, i32>,
+    /// Sparse overlays: the offsets the bitmap of a struct position (listed in `fields`) holds.
+    /// A struct position is a container whose coverage readers ignore (OVL-SHAPE-5), so these
+    /// offsets change no cell and exclude nothing.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub struct_coverage: BTreeMap<String, Vec<u32>>,
 }
 
 /// Index kinds a case can build.
@@ -376,6 +381,45 @@ pub enum Corruption {
         /// Fragment id.
         fragment: u64,
     },
+    /// Add one value (a copy of the last, or NULL) to one overlay value column: more values
+    /// than covered offsets.
+    ExtraOverlayValue {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+        /// Field name.
+        field: String,
+    },
+    /// Rewrite the file holding `field` (the base file, or with `overlay` that overlay's value
+    /// file) as `<name>-damaged.lance` with the field's column stored as another type: int32
+    /// as int64, int64 as int32, anything else as utf8.
+    WrongColumnType {
+        /// Fragment id.
+        fragment: u64,
+        /// Field name.
+        field: String,
+        /// Overlay position; absent for the base file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        overlay: Option<usize>,
+    },
+    /// Point an overlay's `data_file.path` at a file that does not exist
+    /// (`<name>-missing.lance`).
+    MissingOverlayFile {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Move an inline lineage sequence to the external arm of its oneof (field 6, 8 or 10): an
+    /// `ExternalFile` naming `data/f<fragment>-<sequence>.external`, which holds the sequence's
+    /// encoded bytes.
+    SetExternalLineage {
+        /// Fragment id.
+        fragment: u64,
+        /// Which (inline) sequence.
+        sequence: SequenceSpec,
+    },
 }
 
 /// How [`Corruption::DamageLineageColumn`] damages a hidden column.
@@ -423,6 +467,10 @@ pub enum Step {
         /// Rows of fragment 0.
         #[serde(default)]
         rows: Vec<Row>,
+        /// Instead of `rows`: this many rows, row `i` holding `i` in every integer top-level
+        /// field and NULL elsewhere (for fragments too large to list).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        generate_rows: Option<u64>,
         /// Stable row ids on (default) or off.
         #[serde(default = "yes")]
         stable_row_ids: bool,
@@ -436,7 +484,11 @@ pub enum Step {
     /// Append one new fragment holding `rows`.
     Append {
         /// The rows.
+        #[serde(default)]
         rows: Vec<Row>,
+        /// Instead of `rows`: generated rows (see [`Step::Create`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        generate_rows: Option<u64>,
     },
     /// Add overlays in one commit: either one overlay given inline (`fragment`, `shape`,
     /// `cells`, `fields`) or several in `overlays`.
@@ -459,6 +511,9 @@ pub enum Step {
         /// Reserved negative ids for fields of the inline overlay (see [`OverlaySpec::relabel`]).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         relabel: BTreeMap<String, i32>,
+        /// Struct-position bitmaps of the inline overlay (see [`OverlaySpec::struct_coverage`]).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        struct_coverage: BTreeMap<String, Vec<u32>>,
         /// Several overlays in this one commit, appended in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         overlays: Vec<OverlaySpec>,
@@ -574,6 +629,71 @@ pub enum Step {
         /// How many row ids are used up.
         count: u64,
     },
+    /// A commit by a writer that records none of `sequences` for `fragment` (an older writer):
+    /// they become absent, and read as version 1 (LIN-READ-1). Row ids cannot be cleared while
+    /// the dataset has stable row ids.
+    ClearLineage {
+        /// Fragment id.
+        fragment: u64,
+        /// The sequences left out.
+        sequences: Vec<SequenceSpec>,
+    },
+    /// A commit that leaves index `index`'s `fragment_bitmap` out of the manifest, as an index
+    /// written before coverage was recorded: it then covers no fragment (OVL-IDX-6).
+    ClearIndexCoverage {
+        /// Index name.
+        index: String,
+    },
+    /// A commit that adds to `fragment` a data file `f<fragment>-s<step>-system.lance` holding
+    /// one `uint64` column (value `i` at offset `i`) under the reserved negative field id `id`
+    /// (not -2 to -5), as a writer reserving a system column might. Readers skip it (LIN-COL-4).
+    AddSystemColumn {
+        /// Fragment id.
+        fragment: u64,
+        /// The negative field id.
+        id: i32,
+    },
+    /// Stores the version the previous step committed in an equivalent form its writer did not
+    /// choose (no new version): it must read exactly as committed.
+    Reencode(Reencoding),
+}
+
+/// An equivalent form of a written version (see [`Step::Reencode`]): different bytes, the same
+/// table. The store applies it after writing the version, under new file names, so other
+/// versions keep their files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "form", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Reencoding {
+    /// Rewrites `files[file]` of `fragment` (a base or lineage file) with its columns stored in
+    /// the order `order` (`order[c]` is the `fields` position whose column is stored as column
+    /// `c`); `fields` keep their order and `column_indices` say where each column went.
+    PermuteColumns {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's files.
+        file: usize,
+        /// A permutation of the file's positions.
+        order: Vec<usize>,
+    },
+    /// Stores the fragment's inline row ids as consecutive segments of these lengths (which add
+    /// up to `physical_rows`), each encoded as the writer encodes a whole sequence.
+    SplitRowIds {
+        /// Fragment id.
+        fragment: u64,
+        /// Segment lengths.
+        lengths: Vec<u64>,
+    },
+    /// Stores an inline version sequence with spans holding `values` (one per physical row,
+    /// cut into the runs the writer chooses) instead of row offsets: each run's span is the
+    /// writer's encoding of its slice of `values`. Only a span's length carries meaning.
+    VersionSpans {
+        /// Fragment id.
+        fragment: u64,
+        /// `created_at` or `last_updated_at`.
+        sequence: SequenceSpec,
+        /// The span values, one per physical row.
+        values: Vec<u64>,
+    },
 }
 
 impl Step {
@@ -597,6 +717,10 @@ impl Step {
             Step::ExpectRefusal { .. } => "expect_refusal",
             Step::UpdateRows { .. } => "update_rows",
             Step::ReserveRowIds { .. } => "reserve_row_ids",
+            Step::ClearLineage { .. } => "clear_lineage",
+            Step::ClearIndexCoverage { .. } => "clear_index_coverage",
+            Step::AddSystemColumn { .. } => "add_system_column",
+            Step::Reencode(_) => "reencode",
         }
     }
 }

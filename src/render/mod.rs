@@ -61,7 +61,11 @@ pub fn flags(word: u64) -> String {
     format!("{word} [{}]", names.join(", "))
 }
 
-/// Offsets as ranges: `1..=3, 7`; `{}` when empty.
+/// The most runs [`ranges`] writes out; longer lists keep their first and last runs.
+const MAX_RUNS: usize = 24;
+
+/// Offsets as ranges: `1..=3, 7`; `{}` when empty. More than [`MAX_RUNS`] runs are shortened to
+/// the first 16 and the last 4 around `… (N offsets in M runs) …`.
 pub fn ranges(bitmap: &RoaringBitmap) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut run: Option<(u32, u32)> = None;
@@ -87,6 +91,14 @@ pub fn ranges(bitmap: &RoaringBitmap) -> String {
     }
     if parts.is_empty() {
         "{}".into()
+    } else if parts.len() > MAX_RUNS {
+        format!(
+            "{}, … ({} offsets in {} runs) …, {}",
+            parts[..16].join(", "),
+            bitmap.len(),
+            parts.len(),
+            parts[parts.len() - 4..].join(", ")
+        )
     } else {
         parts.join(", ")
     }
@@ -285,8 +297,22 @@ pub fn case(case: &Case, records: &[StepRecord], read: &ReadBack) -> String {
         };
         let _ = writeln!(out, "  {} {} -> {versions}: {}", r.step, r.op, r.note);
     }
+    // A re-encoding applies to the version committed by the step before it.
+    let mut reencoded: Vec<(u64, &str)> = Vec::new();
+    let mut last = None;
+    for r in records {
+        if r.op == "reencode" {
+            if let Some(v) = last {
+                reencoded.push((v, r.note.as_str()));
+            }
+        }
+        last = r.versions.last().copied().or(last);
+    }
     for v in &read.versions {
         let _ = writeln!(out, "\n=== version {} ===", v.version);
+        for (_, note) in reencoded.iter().filter(|(at, _)| *at == v.version) {
+            let _ = writeln!(out, "stored form: {note}");
+        }
         version(&mut out, v);
     }
     if let Some(damaged) = &read.corrupted {
@@ -333,6 +359,12 @@ mod tests {
         assert_eq!(ranges(&RoaringBitmap::new()), "{}");
         let edge: RoaringBitmap = [u32::MAX - 1, u32::MAX].into_iter().collect();
         assert_eq!(ranges(&edge), format!("{}..={}", u32::MAX - 1, u32::MAX));
+        let odd: RoaringBitmap = (1u32..100).step_by(2).collect();
+        assert_eq!(
+            ranges(&odd),
+            "1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31, \
+             … (50 offsets in 50 runs) …, 93, 95, 97, 99"
+        );
     }
 
     #[test]

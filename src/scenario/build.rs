@@ -170,6 +170,7 @@ pub(super) fn overlay_commit(
         fields,
         tombstone,
         relabel,
+        struct_coverage,
         overlays,
     } = step
     else {
@@ -184,8 +185,13 @@ pub(super) fn overlay_commit(
             fields: fields.clone(),
             tombstone: tombstone.clone(),
             relabel: relabel.clone(),
+            struct_coverage: struct_coverage.clone(),
         }),
-        (None, None) if fields.is_none() && tombstone.is_empty() && relabel.is_empty() => {}
+        (None, None)
+            if fields.is_none()
+                && tombstone.is_empty()
+                && relabel.is_empty()
+                && struct_coverage.is_empty() => {}
         _ => {
             return Err("an inline overlay needs both `shape` and `cells`"
                 .to_string()
@@ -237,12 +243,11 @@ fn overlay(
         let id = id_of(name)?;
         let mut by_offset = BTreeMap::new();
         for (key, cell) in cells {
-            let offset: u32 = key
-                .parse()
-                .map_err(|_| format!("{name}: offset key {key:?} is not a number"))?;
             let value = cell.to_value(schema, id).map_err(|e| e.to_string())?;
-            if by_offset.insert(offset, value).is_some() {
-                return Err(format!("{name}: offset {offset} given twice").into());
+            for offset in offset_key(key).map_err(|p| format!("{name}: {p}"))? {
+                if by_offset.insert(offset, value.clone()).is_some() {
+                    return Err(format!("{name}: offset {offset} given twice").into());
+                }
             }
         }
         updates.insert(id, by_offset);
@@ -281,7 +286,55 @@ fn overlay(
         tombstone_fields(&mut overlay, &dead);
     }
     relabel(&mut overlay, schema, &spec.relabel)?;
+    for (name, offsets) in &spec.struct_coverage {
+        let id = id_of(name)?;
+        if schema
+            .field(id)
+            .is_none_or(|f| f.data_type != DataType::Struct)
+        {
+            return Err(format!("struct_coverage: {name:?} is not a struct").into());
+        }
+        let pos = overlay
+            .file
+            .fields
+            .iter()
+            .position(|f| *f == id)
+            .ok_or_else(|| format!("struct_coverage: list {name:?} in `fields`"))?;
+        match &mut overlay.coverage {
+            Coverage::PerField(bitmaps) => {
+                if let Some(b) = bitmaps.get_mut(pos) {
+                    *b = offsets.iter().copied().collect();
+                }
+            }
+            Coverage::Dense(_) => {
+                return Err(
+                    "struct_coverage needs a sparse overlay (a dense one shares its bitmap)"
+                        .to_string()
+                        .into(),
+                );
+            }
+        }
+    }
     Ok(overlay)
+}
+
+/// The offsets an overlay `cells` key names: one offset (`"7"`), every offset of a range
+/// (`"0..10"`, end exclusive), or every `k`-th offset of a range from its start (`"1..10/2"`).
+fn offset_key(key: &str) -> Result<Vec<u32>, String> {
+    let bad = || format!("offset key {key:?} is not an offset, `a..b` or `a..b/k`");
+    let number = |t: &str| t.trim().parse::<u32>().map_err(|_| bad());
+    let Some((start, rest)) = key.split_once("..") else {
+        return Ok(vec![number(key)?]);
+    };
+    let (end, step) = match rest.split_once('/') {
+        Some((end, step)) => (end, number(step)?),
+        None => (rest, 1),
+    };
+    let (start, end) = (number(start)?, number(end)?);
+    if step == 0 || start >= end {
+        return Err(bad());
+    }
+    Ok((start..end).step_by(step as usize).collect())
 }
 
 /// Writes the positions of the fields named in `relabel` with the given reserved negative ids

@@ -82,6 +82,10 @@ pub fn name(c: &Corruption) -> &'static str {
         Corruption::SetNumDeletedRows { .. } => "set_num_deleted_rows",
         Corruption::BadIndexSectionLength => "bad_index_section_length",
         Corruption::SignedDeletionOffsets { .. } => "signed_deletion_offsets",
+        Corruption::ExtraOverlayValue { .. } => "extra_overlay_value",
+        Corruption::WrongColumnType { .. } => "wrong_column_type",
+        Corruption::MissingOverlayFile { .. } => "missing_overlay_file",
+        Corruption::SetExternalLineage { .. } => "set_external_lineage",
     }
 }
 
@@ -138,6 +142,25 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 .ok_or_else(|| missing("no column".into()))?;
             col.pop()
                 .ok_or_else(|| missing("the column is already empty".into()))?;
+        }
+        Corruption::ExtraOverlayValue {
+            fragment,
+            overlay,
+            field: name,
+        } => {
+            let id = field(name)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
+            let pos = position(o, id).map_err(missing)?;
+            let col = o
+                .file
+                .columns
+                .get_mut(pos)
+                .ok_or_else(|| missing("no column".into()))?;
+            let extra = col
+                .last()
+                .cloned()
+                .unwrap_or(lance_reference::model::Value::Null);
+            col.push(extra);
         }
         Corruption::DuplicateOverlayField { fragment, overlay } => {
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;

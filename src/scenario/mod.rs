@@ -12,6 +12,7 @@
 
 mod build;
 pub mod corrupt;
+pub mod edits;
 mod rows;
 
 use lance_reference::compaction::{self, FoldPlan, IndexPolicy};
@@ -20,9 +21,11 @@ use lance_reference::model::{FieldId, Index, IndexKind, Schema, Snapshot};
 use lance_reference::{delete, flags, index_build};
 use roaring::RoaringBitmap;
 
+use crate::case::Cell;
 use crate::case::names::field_id;
-use crate::case::step::{FoldPolicySpec, IndexKindSpec, IndexSpec};
+use crate::case::step::{FoldPolicySpec, IndexKindSpec, IndexSpec, Row};
 use crate::case::{Corruption, Step};
+use edits::ReencodePlan;
 
 /// What one step did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +49,8 @@ pub struct Execution {
     pub records: Vec<StepRecord>,
     /// Damage to apply to the newest written version (negative cases).
     pub corruptions: Vec<Corruption>,
+    /// Equivalent re-encodings, each with the version it applies to, in step order.
+    pub reencodings: Vec<(u64, ReencodePlan)>,
 }
 
 impl Execution {
@@ -118,6 +123,7 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
     };
     let mut records = Vec::new();
     let mut corruptions = Vec::new();
+    let mut reencodings = Vec::new();
     for (i, step) in steps.iter().enumerate() {
         let tag = |f: Failure| match f {
             Failure::Problem(problem) => ScenarioError::Step {
@@ -140,6 +146,12 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
                 corruptions.push(c.clone());
                 "applied to the written dataset".to_string()
             }
+            Step::Reencode(r) if corruptions.is_empty() => {
+                let current = run.current().map_err(tag)?;
+                let (plan, note) = edits::plan(current, r).map_err(|p| tag(Failure::Problem(p)))?;
+                reencodings.push((current.version, plan));
+                note
+            }
             other => {
                 if !corruptions.is_empty() {
                     return Err(tag(Failure::Problem("steps after `corrupt`".into())));
@@ -160,6 +172,7 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
         versions: run.versions,
         records,
         corruptions,
+        reencodings,
     })
 }
 
@@ -195,6 +208,7 @@ impl Run {
             Step::Create {
                 schema,
                 rows,
+                generate_rows,
                 stable_row_ids,
                 config,
                 indices,
@@ -216,12 +230,13 @@ impl Run {
                     writer_flags: 0,
                 };
                 let mut pending = PendingCommit::default();
+                let rows = rows_of(&snapshot.schema, rows, *generate_rows)?;
                 if !rows.is_empty() {
                     let id = self.alloc_fragment();
                     let path = format!("f{id}-s{i}.lance");
                     pending
                         .appended
-                        .push(build::appended(&snapshot.schema, id, &path, rows)?);
+                        .push(build::appended(&snapshot.schema, id, &path, &rows)?);
                 }
                 snapshot = pending.apply(&snapshot, 1)?;
                 for spec in indices {
@@ -231,13 +246,17 @@ impl Run {
                 self.commit(snapshot)?;
                 Ok(format!("created with {} row(s)", rows.len()))
             }
-            Step::Append { rows } => {
+            Step::Append {
+                rows,
+                generate_rows,
+            } => {
                 let current = self.current()?.clone();
+                let rows = rows_of(&current.schema, rows, *generate_rows)?;
                 let id = self.alloc_fragment();
                 let path = format!("f{id}-s{i}.lance");
                 let pending = PendingCommit {
                     overlays: Vec::new(),
-                    appended: vec![build::appended(&current.schema, id, &path, rows)?],
+                    appended: vec![build::appended(&current.schema, id, &path, &rows)?],
                 };
                 self.commit(pending.apply(&current, self.next_version())?)?;
                 Ok(format!("appended fragment {id} with {} row(s)", rows.len()))
@@ -358,14 +377,17 @@ impl Run {
                 let read = self.current()?.clone();
                 let mut pending = match write.as_ref() {
                     Step::Overlay { .. } => build::overlay_commit(&read, write, &format!("s{i}w"))?,
-                    Step::Append { rows } => PendingCommit {
+                    Step::Append {
+                        rows,
+                        generate_rows,
+                    } => PendingCommit {
                         overlays: Vec::new(),
                         // The id is a placeholder: fragment ids are assigned when the commit lands.
                         appended: vec![build::appended(
                             &read.schema,
                             u64::MAX,
                             &format!("s{i}w.lance"),
-                            rows,
+                            &rows_of(&read.schema, rows, *generate_rows)?,
                         )?],
                     },
                     _ => {
@@ -443,6 +465,15 @@ impl Run {
                 Ok(format!("dropped {names:?}"))
             }
             Step::Corrupt(_) => Err("`corrupt` cannot be nested".to_string().into()),
+            Step::Reencode(_) => Err("`reencode` cannot come after `corrupt`, nor be nested"
+                .to_string()
+                .into()),
+            Step::ClearLineage {
+                fragment,
+                sequences,
+            } => self.clear_lineage(*fragment, sequences),
+            Step::ClearIndexCoverage { index } => self.clear_index_coverage(index),
+            Step::AddSystemColumn { fragment, id } => self.add_system_column(i, *fragment, *id),
             Step::ReorderOverlays { fragment, order } => {
                 let mut next = self.current()?.clone();
                 reorder_overlays(&mut next, *fragment, order)?;
@@ -503,6 +534,38 @@ impl Run {
             .into()),
         }
     }
+}
+
+/// The rows of a `create` or `append` step: the listed ones, or `generate` rows, row `i`
+/// holding `i` in every integer top-level field (NULL elsewhere).
+fn rows_of(schema: &Schema, rows: &[Row], generate: Option<u64>) -> Outcome<Vec<Row>> {
+    let Some(n) = generate else {
+        return Ok(rows.to_vec());
+    };
+    if !rows.is_empty() {
+        return Err("give `rows` or `generate_rows`, not both"
+            .to_string()
+            .into());
+    }
+    let ints: Vec<String> = schema
+        .top_level()
+        .filter(|f| {
+            matches!(
+                f.data_type,
+                lance_reference::model::DataType::Int32
+                    | lance_reference::model::DataType::Int64
+                    | lance_reference::model::DataType::UInt64
+            )
+        })
+        .map(|f| f.name.clone())
+        .collect();
+    Ok((0..n)
+        .map(|i| {
+            ints.iter()
+                .map(|name| (name.clone(), Cell::Int(i as i64)))
+                .collect()
+        })
+        .collect())
 }
 
 /// Stores fragment `fragment`'s overlays in `order` (a permutation of the positions).

@@ -46,6 +46,9 @@ pub fn is_byte_level(c: &Corruption) -> bool {
             | Corruption::SetNumDeletedRows { .. }
             | Corruption::BadIndexSectionLength
             | Corruption::SignedDeletionOffsets { .. }
+            | Corruption::WrongColumnType { .. }
+            | Corruption::MissingOverlayFile { .. }
+            | Corruption::SetExternalLineage { .. }
     )
 }
 
@@ -190,26 +193,89 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
             let f = &mut m.fragments[position];
             let bytes = malformed_sequence(*sequence, *problem, f.physical_rows)
                 .map_err(|p| missing(p.into()))?;
-            let inline = match sequence {
-                SequenceSpec::RowIds => matches!(
-                    f.row_id_sequence.replace(RowIdArm::InlineRowIds(bytes)),
-                    Some(RowIdArm::InlineRowIds(_))
-                ),
-                SequenceSpec::CreatedAt => matches!(
-                    f.created_at_version_sequence
-                        .replace(CreatedAtVersionSequence::InlineCreatedAtVersions(bytes)),
-                    Some(CreatedAtVersionSequence::InlineCreatedAtVersions(_))
-                ),
-                SequenceSpec::LastUpdatedAt => matches!(
-                    f.last_updated_at_version_sequence.replace(
-                        LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(bytes)
-                    ),
-                    Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(_))
-                ),
-            };
-            if !inline {
+            if inline_bytes(f, *sequence).is_none() {
                 return Err(missing("that sequence is not stored inline".into()));
             }
+            set_inline(f, *sequence, bytes);
+        }
+        Corruption::SetExternalLineage { fragment, sequence } => {
+            let position = fragment_position(m, *fragment)?;
+            let f = &mut m.fragments[position];
+            let bytes = inline_bytes(f, *sequence)
+                .ok_or_else(|| missing("that sequence is not stored inline".into()))?;
+            let name = crate::scenario::edits::sequence_name(*sequence);
+            let path = format!("data/f{fragment}-{name}.external");
+            write(root, &path, &bytes)?;
+            let external = pb::ExternalFile {
+                path,
+                offset: 0,
+                size: bytes.len() as u64,
+            };
+            match sequence {
+                SequenceSpec::RowIds => {
+                    f.row_id_sequence = Some(RowIdArm::ExternalRowIds(external));
+                }
+                SequenceSpec::CreatedAt => {
+                    f.created_at_version_sequence = Some(
+                        CreatedAtVersionSequence::ExternalCreatedAtVersions(external),
+                    );
+                }
+                SequenceSpec::LastUpdatedAt => {
+                    f.last_updated_at_version_sequence = Some(
+                        LastUpdatedAtVersionSequence::ExternalLastUpdatedAtVersions(external),
+                    );
+                }
+            }
+        }
+        Corruption::MissingOverlayFile { fragment, overlay } => {
+            let position = fragment_position(m, *fragment)?;
+            let df = m.fragments[position]
+                .overlays
+                .get_mut(*overlay)
+                .and_then(|o| o.data_file.as_mut())
+                .ok_or_else(|| missing(format!("no overlay data file at position {overlay}")))?;
+            let stem = df
+                .path
+                .strip_suffix(".lance")
+                .unwrap_or(&df.path)
+                .to_string();
+            df.path = format!("{stem}-missing.lance");
+        }
+        Corruption::WrongColumnType {
+            fragment,
+            field,
+            overlay,
+        } => {
+            let (snapshot, _) = Dataset::open(root)?.read_version(version)?;
+            let id = crate::case::names::field_id(&snapshot.schema, field)
+                .ok_or_else(|| missing(format!("no field {field:?}")))?;
+            let position = fragment_position(m, *fragment)?;
+            let f = &mut m.fragments[position];
+            let df = match overlay {
+                Some(k) => f
+                    .overlays
+                    .get_mut(*k)
+                    .and_then(|o| o.data_file.as_mut())
+                    .ok_or_else(|| missing(format!("no overlay data file at position {k}")))?,
+                None => f
+                    .files
+                    .iter_mut()
+                    .find(|df| df.fields.contains(&id))
+                    .ok_or_else(|| missing(format!("no base file holds {field:?}")))?,
+            };
+            let old = format!("data/{}", df.path);
+            let good = std::fs::read(root.join(&old)).map_err(|e| missing(e.to_string()))?;
+            let bytes = rewrite_column(&good, &old, id, &|data_type, values, _| {
+                retype(data_type, values);
+            })?;
+            let stem = df
+                .path
+                .strip_suffix(".lance")
+                .unwrap_or(&df.path)
+                .to_string();
+            df.path = format!("{stem}-damaged.lance");
+            df.file_size_bytes = bytes.len() as u64;
+            write(root, &format!("data/{}", df.path), &bytes)?;
         }
         Corruption::DamageLineageColumn {
             fragment,
@@ -225,7 +291,9 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
                 .ok_or_else(|| missing(format!("no file holds field {id}")))?;
             let old = format!("data/{}", df.path);
             let good = std::fs::read(root.join(&old)).map_err(|e| missing(e.to_string()))?;
-            let bytes = damaged_lineage_file(&good, &old, id, *damage)?;
+            let bytes = rewrite_column(&good, &old, id, &|data_type, values, nullable| {
+                damage_lineage(*damage, data_type, values, nullable);
+            })?;
             let stem = df
                 .path
                 .strip_suffix(".lance")
@@ -366,12 +434,106 @@ fn encode_one(sequence: SequenceSpec, segment: pb::U64Segment) -> Vec<u8> {
     }
 }
 
-/// `good` (the data file `path`) rewritten with the column of field `id` damaged.
-fn damaged_lineage_file(
+/// The inline bytes of `sequence` of `f`, when it is stored inline.
+pub(super) fn inline_bytes(f: &pb::DataFragment, sequence: SequenceSpec) -> Option<Vec<u8>> {
+    match sequence {
+        SequenceSpec::RowIds => match &f.row_id_sequence {
+            Some(RowIdArm::InlineRowIds(b)) => Some(b.clone()),
+            _ => None,
+        },
+        SequenceSpec::CreatedAt => match &f.created_at_version_sequence {
+            Some(CreatedAtVersionSequence::InlineCreatedAtVersions(b)) => Some(b.clone()),
+            _ => None,
+        },
+        SequenceSpec::LastUpdatedAt => match &f.last_updated_at_version_sequence {
+            Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(b)) => Some(b.clone()),
+            _ => None,
+        },
+    }
+}
+
+/// Stores `bytes` as the inline arm of `sequence` of `f`.
+pub(super) fn set_inline(f: &mut pb::DataFragment, sequence: SequenceSpec, bytes: Vec<u8>) {
+    match sequence {
+        SequenceSpec::RowIds => f.row_id_sequence = Some(RowIdArm::InlineRowIds(bytes)),
+        SequenceSpec::CreatedAt => {
+            f.created_at_version_sequence =
+                Some(CreatedAtVersionSequence::InlineCreatedAtVersions(bytes));
+        }
+        SequenceSpec::LastUpdatedAt => {
+            f.last_updated_at_version_sequence = Some(
+                LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(bytes),
+            );
+        }
+    }
+}
+
+/// What [`LineageColumnDamage`] does to a hidden column (its type, values and nullability).
+fn damage_lineage(
+    damage: LineageColumnDamage,
+    data_type: &mut DataType,
+    values: &mut Vec<Value>,
+    nullable: &mut bool,
+) {
+    match damage {
+        LineageColumnDamage::Null => {
+            *nullable = true;
+            if let Some(first) = values.first_mut() {
+                *first = Value::Null;
+            }
+        }
+        LineageColumnDamage::WrongType => {
+            *data_type = DataType::Int64;
+            for v in values.iter_mut() {
+                if let Value::UInt64(x) = v {
+                    *v = Value::Int64(*x as i64);
+                }
+            }
+        }
+        LineageColumnDamage::Short => {
+            values.pop();
+        }
+    }
+}
+
+/// A column stored as another type ([`Corruption::WrongColumnType`]): int32 as int64, int64 as
+/// int32 (values that do not fit become NULL), utf8 as int64 (each string's length), anything
+/// else as utf8 (each value's text).
+fn retype(data_type: &mut DataType, values: &mut [Value]) {
+    let (to, convert): (DataType, fn(&Value) -> Value) = match data_type {
+        DataType::Int32 => (DataType::Int64, |v| match v {
+            Value::Int32(x) => Value::Int64(i64::from(*x)),
+            _ => Value::Null,
+        }),
+        DataType::Int64 => (DataType::Int32, |v| match v {
+            Value::Int64(x) => i32::try_from(*x).map_or(Value::Null, Value::Int32),
+            _ => Value::Null,
+        }),
+        DataType::Utf8 => (DataType::Int64, |v| match v {
+            Value::Utf8(s) => Value::Int64(s.len() as i64),
+            _ => Value::Null,
+        }),
+        _ => (DataType::Utf8, |v| {
+            if v.is_null() {
+                Value::Null
+            } else {
+                Value::Utf8(v.to_string())
+            }
+        }),
+    };
+    *data_type = to;
+    for v in values.iter_mut() {
+        *v = convert(v);
+    }
+}
+
+/// `good` (the data file `path`) rewritten with the column of field `id` changed by `change`
+/// (its type, values and nullability); every other column is copied as stored.
+fn rewrite_column(
     good: &[u8],
     path: &str,
     id: FieldId,
-    damage: LineageColumnDamage,
+    change: &dyn Fn(&mut DataType, &mut Vec<Value>, &mut bool),
 ) -> Result<Vec<u8>, StoreError> {
     let data_err = |error| {
         StoreError::from(DatasetError::DataFile {
@@ -384,32 +546,14 @@ fn damaged_lineage_file(
     for (k, ff) in contents.schema().iter().enumerate() {
         let mut data_type = DataType::from_logical_type(&ff.logical_type).ok_or_else(|| {
             StoreError::Corrupt(CorruptError::Target {
-                what: "damage_lineage_column",
+                what: "rewrite a column",
                 problem: format!("{path}: unknown file type {:?}", ff.logical_type),
             })
         })?;
         let mut values = contents.column(k, &data_type).map_err(data_err)?;
         let mut nullable = ff.nullable;
         if ff.id == id {
-            match damage {
-                LineageColumnDamage::Null => {
-                    nullable = true;
-                    if let Some(first) = values.first_mut() {
-                        *first = Value::Null;
-                    }
-                }
-                LineageColumnDamage::WrongType => {
-                    data_type = DataType::Int64;
-                    for v in &mut values {
-                        if let Value::UInt64(x) = v {
-                            *v = Value::Int64(*x as i64);
-                        }
-                    }
-                }
-                LineageColumnDamage::Short => {
-                    values.pop();
-                }
-            }
+            change(&mut data_type, &mut values, &mut nullable);
         }
         let field = Field {
             id: ff.id,

@@ -38,8 +38,8 @@ pub enum IndexPolicy {
     /// its entries are recomputed from the folded snapshot, for every fragment it covers.
     Rebuild,
     /// Remove the folded fragment from the index's coverage, so its rows fall to the flat path.
-    /// An absent `fragment_bitmap` ("every fragment") becomes an explicit bitmap of every other
-    /// fragment. The index's entries for the fragment are dropped with it.
+    /// An absent `fragment_bitmap` covers no fragment, so it stays absent. The index's entries
+    /// for the fragment are dropped with it.
     DropFragment,
 }
 
@@ -94,7 +94,6 @@ pub fn fold(
             *f = folded.clone();
         }
     }
-    let all_ids: Vec<u64> = next.fragments.iter().map(|f| f.id).collect();
     for (name, policy) in plan {
         let Some(position) = next.indices.iter().position(|i| &i.name == name) else {
             continue;
@@ -102,7 +101,7 @@ pub fn fold(
         match policy {
             IndexPolicy::DropFragment => {
                 if let Some(index) = next.indices.get_mut(position) {
-                    uncover(index, &all_ids, &[fragment_id]);
+                    uncover(index, &[fragment_id]);
                 }
             }
             IndexPolicy::Rebuild => {

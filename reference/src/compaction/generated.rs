@@ -197,7 +197,8 @@ pub fn entries_as_of(
 ) -> Vec<IndexEntry> {
     let mut out = Vec::new();
     for f in fragments {
-        if bitmap.is_some_and(|b| !b.contains(f.id as u32)) {
+        // No bitmap covers no fragment (OVL-IDX-6).
+        if !bitmap.is_some_and(|b| b.contains(f.id as u32)) {
             continue;
         }
         let mut then = f.clone();

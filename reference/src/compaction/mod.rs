@@ -210,20 +210,15 @@ fn carried_value_fields<'a>(
     })
 }
 
-/// Removes `removed` fragments from an index's coverage. An absent bitmap (every fragment)
-/// becomes an explicit bitmap of every fragment of `all` not removed; ids that do not fit a
-/// 32-bit bitmap cannot be listed and so fall out of coverage, which only sends their rows to
-/// the flat path. Entries of removed fragments are dropped with them.
-fn uncover(index: &mut crate::model::Index, all: &[u64], removed: &[u64]) {
-    let bitmap = index.fragment_bitmap.get_or_insert_with(|| {
-        all.iter()
-            .filter(|id| !removed.contains(id))
-            .filter_map(|&id| u32::try_from(id).ok())
-            .collect()
-    });
-    for &id in removed {
-        if let Ok(id) = u32::try_from(id) {
-            bitmap.remove(id);
+/// Removes `removed` fragments from an index's coverage. An absent bitmap covers no fragment
+/// (OVL-IDX-6), so there is nothing to remove from it. Entries of removed fragments are dropped
+/// with them.
+fn uncover(index: &mut crate::model::Index, removed: &[u64]) {
+    if let Some(bitmap) = index.fragment_bitmap.as_mut() {
+        for &id in removed {
+            if let Ok(id) = u32::try_from(id) {
+                bitmap.remove(id);
+            }
         }
     }
     index.entries.retain(|e| !removed.contains(&e.fragment));

@@ -227,11 +227,10 @@ pub fn rewrite_rows_into(
 
     let mut next = snapshot.clone();
     next.version = new_version;
-    let old_ids: Vec<u64> = snapshot.fragments.iter().map(|f| f.id).collect();
     let removed: Vec<u64> = inputs.iter().map(|f| f.id).collect();
     next.fragments.splice(span, new_fragments);
     for index in &mut next.indices {
-        uncover(index, &old_ids, &removed);
+        uncover(index, &removed);
     }
     crate::flags::set_commit_flags(&mut next);
     Ok(next)

@@ -38,7 +38,9 @@ pub struct Index {
     pub fields: Vec<FieldId>,
     /// The dataset version the index was built from.
     pub dataset_version: u64,
-    /// Fragments the index covers; `None` means unknown, treated as every fragment.
+    /// Fragments the index covers; `None` means unknown, treated as no fragment (OVL-IDX-6):
+    /// reading it as "every fragment" would hide the rows of fragments appended after the build,
+    /// for which the index holds no entries and no overlay excludes anything.
     pub fragment_bitmap: Option<RoaringBitmap>,
     /// Scalar or vector.
     pub kind: IndexKind,
@@ -50,7 +52,7 @@ impl Index {
     /// Whether the index covers fragment `id`.
     pub fn covers(&self, id: u64) -> bool {
         match (&self.fragment_bitmap, u32::try_from(id)) {
-            (None, _) => true,
+            (None, _) => false,
             (Some(b), Ok(id)) => b.contains(id),
             (Some(_), Err(_)) => false,
         }

@@ -1,0 +1,291 @@
+//! Commits that no reference operation makes but that other writers leave behind (a fragment
+//! without a version sequence, an index without coverage, a system column), and the
+//! equivalent re-encodings of a written version ([`crate::case::step::Reencoding`]).
+//!
+//! Invariant: each edit step is one commit that changes exactly what it names, and the result
+//! passes the same validation as every other version ([`Run::commit`]). A re-encoding changes
+//! no decoded value: [`plan`] turns it into the bytes or the column order the store writes,
+//! and the store's read-back check proves the version still reads as committed.
+
+use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence, U64Segment};
+use lance_reference::model::{
+    DataFile, FieldId, LAST_UPDATED_AT_FIELD_ID, LineageSequence, Snapshot, TOMBSTONE_FIELD_ID,
+    Value,
+};
+
+use super::{Outcome, Run};
+use crate::case::step::{Reencoding, SequenceSpec};
+
+/// What the store does to a written version for one [`Reencoding`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReencodePlan {
+    /// Rewrite `files[file]` of `fragment` with its columns stored in `order`.
+    Columns {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's files.
+        file: usize,
+        /// `order[c]`: the `fields` position stored as column `c`.
+        order: Vec<usize>,
+    },
+    /// Store these bytes as the inline arm of `sequence` of `fragment`.
+    InlineLineage {
+        /// Fragment id.
+        fragment: u64,
+        /// Which sequence.
+        sequence: SequenceSpec,
+        /// The encoded `RowIdSequence` or `RowDatasetVersionSequence`.
+        bytes: Vec<u8>,
+    },
+}
+
+/// The name a sequence has in `case.toml`.
+pub fn sequence_name(sequence: SequenceSpec) -> &'static str {
+    match sequence {
+        SequenceSpec::RowIds => "row_ids",
+        SequenceSpec::CreatedAt => "created_at",
+        SequenceSpec::LastUpdatedAt => "last_updated_at",
+    }
+}
+
+fn segment_label(s: &U64Segment) -> String {
+    match s {
+        U64Segment::Range { start, end } => format!("range {start}..{end}"),
+        U64Segment::RangeWithHoles { start, end, holes } => {
+            format!("range_with_holes {start}..{end} holes {:?}", holes.values())
+        }
+        U64Segment::RangeWithBitmap { start, end, .. } => {
+            format!("range_with_bitmap {start}..{end}")
+        }
+        U64Segment::SortedArray(a) => {
+            format!("sorted_array {:?} base {}", a.width(), a.base())
+        }
+        U64Segment::Array(a) => format!("array {:?} base {}", a.width(), a.base()),
+    }
+}
+
+/// Turns `r` into what the store writes for `snapshot` (the version it applies to), and a
+/// one-line account of the stored form.
+pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String), String> {
+    let fragment_of = |id: u64| {
+        snapshot
+            .fragments
+            .iter()
+            .find(|f| f.id == id)
+            .ok_or_else(|| format!("no fragment {id}"))
+    };
+    match r {
+        Reencoding::PermuteColumns {
+            fragment,
+            file,
+            order,
+        } => {
+            let f = fragment_of(*fragment)?;
+            let df = f
+                .files
+                .get(*file)
+                .ok_or_else(|| format!("fragment {fragment} has no file {file}"))?;
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            if sorted != (0..df.fields.len()).collect::<Vec<_>>() {
+                return Err(format!(
+                    "order {order:?} is not a permutation of the {} position(s) of {}",
+                    df.fields.len(),
+                    df.path
+                ));
+            }
+            if order.iter().enumerate().all(|(c, &p)| c == p) {
+                return Err("the order changes nothing".into());
+            }
+            let nested = df.fields.iter().any(|&id| {
+                snapshot.schema.field(id).is_some_and(|x| {
+                    x.parent_id != -1 || snapshot.schema.children(id).next().is_some()
+                })
+            });
+            if nested {
+                return Err("only files without struct fields can be reordered".into());
+            }
+            let indices: Vec<usize> = (0..order.len())
+                .map(|p| order.iter().position(|&q| q == p).unwrap_or(p))
+                .collect();
+            Ok((
+                ReencodePlan::Columns {
+                    fragment: *fragment,
+                    file: *file,
+                    order: order.clone(),
+                },
+                format!(
+                    "stored {} with its columns in the order {:?}: column_indices {:?}",
+                    df.path,
+                    order
+                        .iter()
+                        .map(|&p| df.fields[p])
+                        .collect::<Vec<FieldId>>(),
+                    indices
+                ),
+            ))
+        }
+        Reencoding::SplitRowIds { fragment, lengths } => {
+            let f = fragment_of(*fragment)?;
+            let LineageSequence::Inline(ids) = &f.lineage.row_ids else {
+                return Err(format!("fragment {fragment} has no inline row ids"));
+            };
+            if lengths.iter().sum::<u64>() != ids.len() as u64 || lengths.contains(&0) {
+                return Err(format!(
+                    "segment lengths {lengths:?} must be positive and add up to {}",
+                    ids.len()
+                ));
+            }
+            let mut segments = Vec::new();
+            let mut at = 0usize;
+            for &n in lengths {
+                let n = n as usize;
+                segments.push(U64Segment::from_values(&ids[at..at + n]));
+                at += n;
+            }
+            let labels: Vec<String> = segments.iter().map(segment_label).collect();
+            let bytes = RowIdSequence { segments }.encode();
+            Ok((
+                ReencodePlan::InlineLineage {
+                    fragment: *fragment,
+                    sequence: SequenceSpec::RowIds,
+                    bytes,
+                },
+                format!(
+                    "stored the row ids of fragment {fragment} as {} segments: {}",
+                    labels.len(),
+                    labels.join(" | ")
+                ),
+            ))
+        }
+        Reencoding::VersionSpans {
+            fragment,
+            sequence,
+            values,
+        } => {
+            let f = fragment_of(*fragment)?;
+            let seq = match sequence {
+                SequenceSpec::RowIds => return Err("row ids have no spans".into()),
+                SequenceSpec::CreatedAt => &f.lineage.created_at,
+                SequenceSpec::LastUpdatedAt => &f.lineage.last_updated_at,
+            };
+            let LineageSequence::Inline(versions) = seq else {
+                return Err(format!(
+                    "fragment {fragment} has no inline {}",
+                    sequence_name(*sequence)
+                ));
+            };
+            if values.len() != versions.len() {
+                return Err(format!(
+                    "{} span values for {} rows",
+                    values.len(),
+                    versions.len()
+                ));
+            }
+            let mut runs = RowDatasetVersionSequence::from_versions(versions).runs;
+            let mut at = 0usize;
+            let mut labels = Vec::new();
+            for run in &mut runs {
+                let n = run.span.len() as usize;
+                run.span = U64Segment::from_values(&values[at..at + n]);
+                labels.push(format!("{} x v{}", segment_label(&run.span), run.version));
+                at += n;
+            }
+            let bytes = RowDatasetVersionSequence { runs }.encode();
+            Ok((
+                ReencodePlan::InlineLineage {
+                    fragment: *fragment,
+                    sequence: *sequence,
+                    bytes,
+                },
+                format!(
+                    "stored {} of fragment {fragment} with spans {}",
+                    sequence_name(*sequence),
+                    labels.join(" | ")
+                ),
+            ))
+        }
+    }
+}
+
+impl Run {
+    /// `clear_lineage`: the sequences become absent.
+    pub(super) fn clear_lineage(
+        &mut self,
+        fragment: u64,
+        sequences: &[SequenceSpec],
+    ) -> Outcome<String> {
+        let mut next = self.current()?.clone();
+        let f = next
+            .fragments
+            .iter_mut()
+            .find(|f| f.id == fragment)
+            .ok_or_else(|| format!("no fragment {fragment}"))?;
+        for s in sequences {
+            let seq = match s {
+                SequenceSpec::RowIds => &mut f.lineage.row_ids,
+                SequenceSpec::CreatedAt => &mut f.lineage.created_at,
+                SequenceSpec::LastUpdatedAt => &mut f.lineage.last_updated_at,
+            };
+            if *seq == LineageSequence::Column {
+                return Err(format!(
+                    "{} of fragment {fragment} is spilled; clear only inline sequences",
+                    sequence_name(*s)
+                )
+                .into());
+            }
+            *seq = LineageSequence::Absent;
+        }
+        self.commit(next)?;
+        let names: Vec<&str> = sequences.iter().map(|s| sequence_name(*s)).collect();
+        Ok(format!(
+            "fragment {fragment} records no {}",
+            names.join(", ")
+        ))
+    }
+
+    /// `clear_index_coverage`: the index's `fragment_bitmap` becomes absent.
+    pub(super) fn clear_index_coverage(&mut self, name: &str) -> Outcome<String> {
+        let mut next = self.current()?.clone();
+        let index = next
+            .indices
+            .iter_mut()
+            .find(|x| x.name == name)
+            .ok_or_else(|| format!("no index {name:?}"))?;
+        index.fragment_bitmap = None;
+        index.entries.clear();
+        self.commit(next)?;
+        Ok(format!("index {name} records no fragment coverage"))
+    }
+
+    /// `add_system_column`: a new data file holding one column under a reserved negative id.
+    pub(super) fn add_system_column(
+        &mut self,
+        i: usize,
+        fragment: u64,
+        id: i32,
+    ) -> Outcome<String> {
+        if id >= 0 || (LAST_UPDATED_AT_FIELD_ID..=TOMBSTONE_FIELD_ID).contains(&id) {
+            return Err(format!(
+                "id {id}: a system column takes a negative id other than -2 to -5"
+            )
+            .into());
+        }
+        let mut next = self.current()?.clone();
+        let f = next
+            .fragments
+            .iter_mut()
+            .find(|f| f.id == fragment)
+            .ok_or_else(|| format!("no fragment {fragment}"))?;
+        let path = format!("f{fragment}-s{i}-system.lance");
+        f.files.push(DataFile {
+            path: path.clone(),
+            fields: vec![id],
+            columns: vec![(0..f.physical_rows).map(Value::UInt64).collect()],
+        });
+        self.commit(next)?;
+        Ok(format!(
+            "fragment {fragment} gained {path} holding field {id}"
+        ))
+    }
+}

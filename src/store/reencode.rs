@@ -1,0 +1,96 @@
+//! Equivalent re-encodings of a written version ([`ReencodePlan`]): other bytes, the same
+//! table.
+//!
+//! Invariant: only the manifest of the version the plan names is rewritten, and a rewritten
+//! data file gets a new name (`<name>-reencoded.lance`), so every other version keeps reading
+//! the files it was written with. Whether the version still reads as committed is not assumed
+//! here: [`super::write_and_read_back`] checks it like every other version.
+
+use std::path::Path;
+
+use super::bytes::{inline_bytes, set_inline};
+use super::{StoreError, write};
+use crate::scenario::corrupt::CorruptError;
+use crate::scenario::edits::ReencodePlan;
+use lance_reference::model::{DataFile, Snapshot};
+use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
+use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
+use lance_reference_io::write::data_file_bytes;
+
+/// Applies `plan` to version `snapshot.version` under `root` (`snapshot` is the version as
+/// committed; a rewritten file's new name is written into it, so that it says what the version
+/// must read back as).
+pub(super) fn apply(
+    root: &Path,
+    snapshot: &mut Snapshot,
+    plan: &ReencodePlan,
+) -> Result<(), StoreError> {
+    let missing = |problem: String| {
+        StoreError::Corrupt(CorruptError::Target {
+            what: "reencode",
+            problem,
+        })
+    };
+    let rel = format!("{VERSIONS_DIR}/{}", manifest_name(snapshot.version));
+    let bytes = std::fs::read(root.join(&rel)).map_err(|e| missing(e.to_string()))?;
+    let mut file = decode_manifest_file(&bytes, &rel)?;
+    let fragment_id = match plan {
+        ReencodePlan::Columns { fragment, .. } | ReencodePlan::InlineLineage { fragment, .. } => {
+            *fragment
+        }
+    };
+    let f = file
+        .manifest
+        .fragments
+        .iter_mut()
+        .find(|f| f.id == fragment_id)
+        .ok_or_else(|| missing(format!("no fragment {fragment_id}")))?;
+    match plan {
+        ReencodePlan::Columns { file: k, order, .. } => {
+            let model = snapshot
+                .fragment(fragment_id)
+                .map_err(|e| missing(e.to_string()))?
+                .files
+                .get(*k)
+                .ok_or_else(|| missing(format!("no file {k}")))?;
+            let stem = model.path.strip_suffix(".lance").unwrap_or(&model.path);
+            let permuted = DataFile {
+                path: format!("{stem}-reencoded.lance"),
+                fields: order.iter().map(|&p| model.fields[p]).collect(),
+                columns: order.iter().map(|&p| model.columns[p].clone()).collect(),
+            };
+            let bytes = data_file_bytes(&snapshot.schema, &permuted)?;
+            let df = f
+                .files
+                .get_mut(*k)
+                .ok_or_else(|| missing(format!("no data file at position {k}")))?;
+            df.path = permuted.path.clone();
+            df.column_indices = (0..order.len())
+                .map(|p| order.iter().position(|&q| q == p).unwrap_or(p) as i32)
+                .collect();
+            df.file_size_bytes = bytes.len() as u64;
+            write(root, &format!("data/{}", permuted.path), &bytes)?;
+            if let Some(model) = snapshot
+                .fragments
+                .iter_mut()
+                .find(|x| x.id == fragment_id)
+                .and_then(|x| x.files.get_mut(*k))
+            {
+                model.path = permuted.path;
+            }
+        }
+        ReencodePlan::InlineLineage {
+            sequence, bytes, ..
+        } => {
+            if inline_bytes(f, *sequence).is_none() {
+                return Err(missing("that sequence is not stored inline".into()));
+            }
+            set_inline(f, *sequence, bytes.clone());
+        }
+    }
+    write(
+        root,
+        &rel,
+        &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
+    )
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Mutation testing of the reference's read path, with the stored corpus as the test.
+#
+# Each mutant is one small change to a reader-path function of lance-reference or
+# lance-reference-io (a condition flipped, a value replaced, a body removed). The test is the
+# in-process run of the whole stored corpus against the mutated reference reader (the test
+# `the_reference_passes_every_case_in_process` of tests/runner_suite.rs, the same check as
+# `cargo run --release -- run`): a mutant is caught when some case fails. A missed mutant is a
+# reader bug that the whole corpus lets through.
+#
+# Usage: tools/mutants.sh [--tree DIR] [--out DIR] [--list] [cargo-mutants options...]
+#
+#   --tree DIR  where the copy under test lives (default target/mutants-tree). The working tree
+#               (uncommitted changes included, target/ and .git/ left out) is copied there on
+#               every run; its own target/ is kept, so builds after the first are incremental.
+#               The mutants are applied in that copy (cargo mutants --in-place), never here.
+#   --out DIR   where cargo-mutants writes mutants.out/ (default target/mutants-out)
+#   --list      list the mutants that would be tested, and stop
+#   anything else is passed to cargo mutants (e.g. --shard 1/4, -F REGEX, --iterate, -j 2).
+#
+# Needs cargo-mutants (cargo install cargo-mutants --locked). Not run by CI: a full run builds
+# several hundred mutants (about 10 s each, incremental, on two cores) and takes hours.
+# Figures of the last run and the explanation of every missed mutant: README.md.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+tree="$root/target/mutants-tree"
+out="$root/target/mutants-out"
+list=false
+pass=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tree) tree=$(realpath -m "$2"); shift 2 ;;
+    --out) out=$(realpath -m "$2"); shift 2 ;;
+    --list) list=true; shift ;;
+    *) pass+=("$1"); shift ;;
+  esac
+done
+
+command -v cargo-mutants >/dev/null 2>&1 || {
+  echo "mutants.sh: cargo-mutants is not installed (cargo install cargo-mutants --locked)" >&2
+  exit 2
+}
+
+# The read path: every file a read of a stored version goes through, from the manifest bytes
+# to scans, lineage, exclusion sets and query answers. Left out: the writers (reference-io
+# write.rs, the compaction, overlay-writing, index-building and stamping modules of the
+# reference, lineage placement) and the byte decoders below the dataset reader (data file
+# pages, Arrow and flatbuffer deletion files, roaring), which their own unit tests and the fuzz
+# targets check: the corpus is not meant to enumerate their malformed inputs.
+files=(
+  reference/src/resolve.rs
+  reference/src/scan.rs
+  reference/src/exclusion.rs
+  reference/src/query.rs
+  reference/src/readable.rs
+  reference/src/flags.rs
+  'reference/src/model/*.rs'
+  reference/src/lineage/encoded_array.rs
+  reference/src/lineage/segment.rs
+  reference/src/lineage/row_ids.rs
+  reference/src/lineage/version.rs
+  reference-io/src/read.rs
+  reference-io/src/codec.rs
+  reference-io/src/manifest_file.rs
+  reference-io/src/paths.rs
+  reference-io/src/version_names.rs
+  reference-io/src/deletion.rs
+)
+
+# Functions in those files that only writers call: encoders, the encoder's choice of segment
+# kind, masking and rechunking (compaction), the flags a commit sets and checks, manifest
+# encoding. A mutant there cannot change what a reader returns.
+writer_only=(
+  set_commit_flags required_flags check_written_flags check_for_write check_writer_flags
+  check_writer_flags_supporting check_paired_flags check_field_id_high_water_mark
+  'EncodedU64Array::from_values' 'EncodedU64Array::to_proto'
+  'U64Segment::from_values' 'U64Segment::to_proto' 'U64Segment::mask'
+  'RowIdSequence::new_fragment' 'RowIdSequence::from_values' 'RowIdSequence::encode'
+  'RowIdSequence::extend' 'RowIdSequence::mask' rechunk compact 'Unit::[a-z_]+' fold
+  'fold::flush' mask_units local_positions rechunk_units
+  'RowDatasetVersionSequence::uniform' 'RowDatasetVersionSequence::from_versions'
+  'RowDatasetVersionSequence::encode' 'RowDatasetVersionSequence::mask'
+  'Overlay::with_path'
+  encode_manifest schema_to_proto index_uuid encode_data_file index_layout deletion_layout
+  encode_manifest_file frame manifest_name version_hint
+  write_deletion_file write_arrow_offsets write_arrow_int32_offsets lance_file_type
+)
+exclude_re="(^| )(in|replace|delete) ($(IFS='|'; echo "${writer_only[*]}"))( |$)"
+
+args=(--workspace --in-place --test-package lance-conformance --timeout 120 --build-timeout 900
+      --exclude-re "$exclude_re" -o "$out")
+for f in "${files[@]}"; do args+=(-f "$f"); done
+test_args=(-- --test runner_suite -- --exact the_reference_passes_every_case_in_process)
+
+mkdir -p "$tree" "$out"
+# Refresh the copy: remove its sources (keep its target/), then copy the working tree.
+find "$tree" -mindepth 1 -maxdepth 1 ! -name target -exec rm -rf {} +
+(cd "$root" && tar --exclude=./target --exclude=./.git -cf - .) | (cd "$tree" && tar -xf -)
+
+cd "$tree"
+if $list; then
+  exec cargo mutants --list "${args[@]}" "${pass[@]}"
+fi
+# The unmutated tree must pass first. cargo-mutants' own baseline would run the tests of the
+# mutated packages (lance-reference, lance-reference-io) instead of --test-package, so the
+# baseline is run here and cargo-mutants is told to skip its own.
+nice cargo test -p lance-conformance "${test_args[@]:1}" || {
+  echo "mutants.sh: the corpus run fails on the unmutated tree; nothing to measure" >&2
+  exit 2
+}
+exec nice cargo mutants --baseline skip "${args[@]}" "${pass[@]}" "${test_args[@]}"
