@@ -107,14 +107,23 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             let id = field(name)?;
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
             let pos = position(o, id).map_err(missing)?;
-            match &mut o.coverage {
+            // The offset is the bitmap's largest, so its value goes last: every column it
+            // applies to gets one (a NULL), and the value counts still match the coverage.
+            let positions: Vec<usize> = match &mut o.coverage {
                 Coverage::Dense(b) => {
                     b.insert(*offset);
+                    (0..o.file.fields.len()).collect()
                 }
                 Coverage::PerField(bs) => {
                     bs.get_mut(pos)
                         .ok_or_else(|| missing("no bitmap".into()))?
                         .insert(*offset);
+                    vec![pos]
+                }
+            };
+            for p in positions {
+                if let Some(col) = o.file.columns.get_mut(p).filter(|c| !c.is_empty()) {
+                    col.push(lance_reference::model::Value::Null);
                 }
             }
         }
