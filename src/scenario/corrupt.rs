@@ -74,6 +74,7 @@ pub fn name(c: &Corruption) -> &'static str {
         Corruption::SetDataFilePath { .. } => "set_data_file_path",
         Corruption::SetBaseId { .. } => "set_base_id",
         Corruption::SetDataFileVersion { .. } => "set_data_file_version",
+        Corruption::SetFragmentId { .. } => "set_fragment_id",
         Corruption::SetManifestVersion { .. } => "set_manifest_version",
         Corruption::TruncateManifest { .. } => "truncate_manifest",
         Corruption::BadManifestLength => "bad_manifest_length",
