@@ -210,6 +210,14 @@ pub enum Corruption {
         /// `file_minor_version`.
         minor: u32,
     },
+    /// Overwrite `fragments[..].id` in the manifest (e.g. with 2^32) and clear
+    /// `max_fragment_id`, which would otherwise be below the new id.
+    SetFragmentId {
+        /// Fragment id.
+        fragment: u64,
+        /// The id to store.
+        id: u64,
+    },
     /// Overwrite `Manifest.version` (the file name keeps the real version).
     SetManifestVersion {
         /// The inner version to store.
@@ -322,6 +330,7 @@ impl Corruption {
             | Corruption::SetDataFilePath { .. }
             | Corruption::SetBaseId { .. }
             | Corruption::SetDataFileVersion { .. }
+            | Corruption::SetFragmentId { .. }
             | Corruption::SetManifestVersion { .. }
             | Corruption::TruncateManifest { .. }
             | Corruption::BadManifestLength

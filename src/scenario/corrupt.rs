@@ -168,6 +168,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         | Corruption::SetDataFilePath { .. }
         | Corruption::SetBaseId { .. }
         | Corruption::SetDataFileVersion { .. }
+        | Corruption::SetFragmentId { .. }
         | Corruption::SetManifestVersion { .. }
         | Corruption::TruncateManifest { .. }
         | Corruption::BadManifestLength

@@ -99,6 +99,12 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
     };
     match c {
         Corruption::SetManifestVersion { version } => m.version = *version,
+        Corruption::SetFragmentId { fragment, id } => {
+            let position = fragment_position(m, *fragment)?;
+            m.fragments[position].id = *id;
+            // A stored high-water mark below the new id would be refused on its own.
+            m.max_fragment_id = None;
+        }
         Corruption::SetDataFilePath {
             fragment,
             file,
@@ -452,6 +458,7 @@ offsets = [0]
             "what = \"set_base_id\"\nfragment = 1\nfile = 0\nbase_id = 1",
             "what = \"set_data_file_version\"\nfragment = 1\nfile = 0\nmajor = 2\nminor = 1",
             "what = \"set_manifest_version\"\nversion = 9",
+            "what = \"set_fragment_id\"\nfragment = 1\nid = 4294967296",
             "what = \"truncate_manifest\"\nkeep = 20",
             "what = \"bad_manifest_length\"",
             "what = \"set_deletion_file_type\"\nfragment = 1\nfile_type = 5",
@@ -616,6 +623,7 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
         | Corruption::SetDataFilePath { .. }
         | Corruption::SetBaseId { .. }
         | Corruption::SetDataFileVersion { .. }
+        | Corruption::SetFragmentId { .. }
         | Corruption::SetManifestVersion { .. }
         | Corruption::TruncateManifest { .. }
         | Corruption::BadManifestLength
