@@ -532,7 +532,7 @@ fn build(spec: &Spec) -> Fragment {
 }
 
 fn oracle(f: &Fragment, field: FieldId) -> Vec<Option<Value>> {
-    let (_, base) = f.base_column(field).unwrap();
+    let (_, base) = lance_reference::resolve::base_column(f, field).unwrap();
     let mut grid: Vec<Value> = base.to_vec();
     // Oldest first: by version, then by stored position; later writes overwrite.
     let mut order: Vec<usize> = (0..f.overlays.len()).collect();

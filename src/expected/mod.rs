@@ -441,7 +441,7 @@ pub fn compute_error(case: &Case, damaged: &Damaged) -> Result<ExpectedError, Ex
     };
     let refused = |e: &dyn CodedError| (e.class().as_str(), e.code(), e.to_string());
     let (class, code, error) = match &damaged.read {
-        Err(e) => refused(e),
+        Err(e) => refused(&**e),
         Ok(snapshot) => match reader::read(snapshot) {
             Err(e) => refused(&e),
             Ok(_) => {

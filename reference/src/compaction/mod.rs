@@ -16,7 +16,7 @@
 //!
 //! Every requested operation the specification forbids (a non-contiguous merge, a fold that
 //! would leave an index stale, a malformed request) is a [`CompactionError`] of class
-//! [`ErrorClass::Refused`]. Problems found in the data itself (a value column of the wrong
+//! [`ErrorClass::Refused`](crate::ErrorClass::Refused). Problems found in the data itself (a value column of the wrong
 //! length, an unknown fragment) keep the crate's own [`crate::Error`] variants.
 
 pub mod fold;

@@ -401,7 +401,7 @@ fn input_span(snapshot: &Snapshot, fragment_ids: &[u64]) -> Result<std::ops::Ran
 fn fields_with_data(snapshot: &Snapshot, inputs: &[Fragment]) -> Vec<FieldId> {
     let has_data = |id: FieldId| {
         inputs.iter().any(|f| {
-            f.base_column(id).is_some()
+            crate::resolve::base_column(f, id).is_some()
                 || f.overlays
                     .iter()
                     .any(|o| carried_value_fields(&snapshot.schema, o).any(|c| c == id))
