@@ -239,7 +239,7 @@ mod tests {
         let fragment = &mut next.fragments[0];
         let covered: roaring::RoaringBitmap = match &overlay.coverage {
             Coverage::Dense(b) => b.clone(),
-            Coverage::PerField(bs) => bs.iter().fold(Default::default(), |acc, b| acc | b),
+            Coverage::Sparse(bs) => bs.iter().fold(Default::default(), |acc, b| acc | b),
         };
         if let LineageSequence::Inline(v) = &mut fragment.lineage.last_updated_at {
             for o in &covered {

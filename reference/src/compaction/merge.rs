@@ -183,7 +183,7 @@ fn post_image(
     }
     let coverage = match bitmaps.split_first() {
         Some((first, rest)) if rest.iter().all(|b| b == first) => Coverage::Dense(first.clone()),
-        _ => Coverage::PerField(bitmaps),
+        _ => Coverage::Sparse(bitmaps),
     };
     let committed_version = inputs
         .iter()
@@ -339,7 +339,7 @@ mod tests {
         assert_eq!(merged.file.fields, vec![0, 1]);
         assert_eq!(
             merged.coverage,
-            Coverage::PerField(vec![bitmap(&[0]), bitmap(&[1, 2])])
+            Coverage::Sparse(vec![bitmap(&[0]), bitmap(&[1, 2])])
         );
         assert_eq!(resolved(&s, &f), resolved(&s, &after));
     }
@@ -462,7 +462,7 @@ mod tests {
             }
             f.overlays.push(Overlay {
                 file,
-                coverage: Coverage::PerField(bitmaps),
+                coverage: Coverage::Sparse(bitmaps),
                 committed_version: *version,
             });
         }

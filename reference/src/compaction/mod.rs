@@ -28,7 +28,7 @@ pub mod rewrite;
 pub use fold::{FoldPlan, IndexPolicy, fold};
 pub use merge::merge_overlays;
 pub use rewrite::{
-    CarriedLineage, RewriteOutput, place_carried_lineage, rewrite_rows, rewrite_rows_into,
+    RewriteLineage, RewriteOutput, place_carried_lineage, rewrite_rows, rewrite_rows_into,
 };
 
 use crate::model::FieldId;

@@ -39,7 +39,7 @@ pub enum Coverage {
     /// One bitmap shared by every field (a rectangular update).
     Dense(RoaringBitmap),
     /// One bitmap per `data_file.fields` position (tombstoned positions included).
-    PerField(Vec<RoaringBitmap>),
+    Sparse(Vec<RoaringBitmap>),
 }
 
 impl Coverage {
@@ -47,7 +47,7 @@ impl Coverage {
     pub fn at(&self, position: usize) -> Option<&RoaringBitmap> {
         match self {
             Coverage::Dense(b) => Some(b),
-            Coverage::PerField(bs) => bs.get(position),
+            Coverage::Sparse(bs) => bs.get(position),
         }
     }
 }
@@ -310,7 +310,7 @@ impl Fragment {
         let frag = self.id;
         let file = &overlay.file;
         check_file_shape(frag, file)?;
-        if let Coverage::PerField(bitmaps) = &overlay.coverage {
+        if let Coverage::Sparse(bitmaps) = &overlay.coverage {
             if bitmaps.len() != file.fields.len() {
                 return Err(Error::FieldCoverageCountMismatch {
                     fragment: frag,
