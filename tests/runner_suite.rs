@@ -225,7 +225,8 @@ fn a_reader_that_always_errors_fails_every_case_it_can_be_caught_on() {
             assert_eq!(c.verdict, Verdict::Fail, "{}", c.id);
         }
     }
-    assert!(report.summary.failed >= report.cases.len() - 1);
+    // Failed SHOULD cases are advisory: they do not fail the run, but they did not pass.
+    assert!(report.summary.failed + report.summary.advisory >= report.cases.len() - 1);
 }
 
 #[test]

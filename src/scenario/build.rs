@@ -266,7 +266,7 @@ fn overlay(
             },
             coverage: match spec.shape {
                 Shape::Dense => Coverage::Dense(RoaringBitmap::new()),
-                _ => Coverage::PerField(Vec::new()),
+                _ => Coverage::Sparse(Vec::new()),
             },
             committed_version: 0,
         });
@@ -301,7 +301,7 @@ fn overlay(
             .position(|f| *f == id)
             .ok_or_else(|| format!("struct_coverage: list {name:?} in `fields`"))?;
         match &mut overlay.coverage {
-            Coverage::PerField(bitmaps) => {
+            Coverage::Sparse(bitmaps) => {
                 if let Some(b) = bitmaps.get_mut(pos) {
                     *b = offsets.iter().copied().collect();
                 }
@@ -391,7 +391,7 @@ fn reorder(overlay: &mut Overlay, ids: &[FieldId], schema: &Schema) -> Result<()
         );
     }
     overlay.coverage = match &overlay.coverage {
-        Coverage::PerField(_) => Coverage::PerField(bitmaps),
+        Coverage::Sparse(_) => Coverage::Sparse(bitmaps),
         Coverage::Dense(b)
             if b.is_empty()
                 || fields.iter().all(|f| {

@@ -27,7 +27,7 @@ pub(super) fn apply(
 ) -> Result<(), StoreError> {
     let missing = |problem: String| {
         StoreError::Corrupt(CorruptError::Target {
-            what: "reencode",
+            what: "reencode".to_string(),
             problem,
         })
     };
