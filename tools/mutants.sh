@@ -52,7 +52,7 @@ files=(
   reference/src/resolve.rs
   reference/src/scan.rs
   reference/src/exclusion.rs
-  reference/src/query.rs
+  'reference/src/query/*.rs'
   reference/src/readable.rs
   reference/src/flags.rs
   'reference/src/model/*.rs'
