@@ -94,9 +94,10 @@ for f in "${files[@]}"; do args+=(-f "$f"); done
 test_args=(-- --test runner_suite -- --exact the_reference_passes_every_case_in_process)
 
 mkdir -p "$tree" "$out"
-# Refresh the copy: remove its sources (keep its target/), then copy the working tree.
+# Refresh the copy: remove its sources (keep its target/), then copy the working tree, every
+# file dated now (-m), so cargo rebuilds whatever changed since the last run (build scripts too).
 find "$tree" -mindepth 1 -maxdepth 1 ! -name target -exec rm -rf {} +
-(cd "$root" && tar --exclude=./target --exclude=./.git -cf - .) | (cd "$tree" && tar -xf -)
+(cd "$root" && tar --exclude=./target --exclude=./.git -cf - .) | (cd "$tree" && tar -xmf -)
 
 cd "$tree"
 if $list; then
