@@ -263,7 +263,7 @@ pub fn version(out: &mut String, snapshot: &Snapshot) {
         let coverage = index
             .fragment_bitmap
             .as_ref()
-            .map_or_else(|| "all".to_string(), ranges);
+            .map_or_else(|| "none recorded (covers no fragment)".to_string(), ranges);
         let _ = writeln!(
             out,
             "index {} ({kind}): fields [{fields}], dataset_version {}, fragments {coverage}, {} entries",
