@@ -139,8 +139,16 @@ pub struct Built {
     pub files: BTreeMap<String, Vec<u8>>,
 }
 
-/// Runs `case`, writes its dataset into `dataset_dir` (when given) and computes its expected
-/// results from the read-back versions.
+/// The directory, beside a negative case's `dataset/`, that holds its undamaged twin: the same
+/// steps written without the damage.
+pub const UNDAMAGED_DIR: &str = "undamaged";
+
+/// The expected results of a negative case's undamaged twin at the damaged version.
+pub const UNDAMAGED_EXPECTED: &str = "expected/undamaged.json";
+
+/// Runs `case`, writes its dataset into `dataset_dir` (when given; a negative case's undamaged
+/// twin goes into [`UNDAMAGED_DIR`] beside it) and computes its expected results from the
+/// read-back versions.
 pub fn build(case: &Case, dataset_dir: Option<&Path>) -> Result<Built, CorpusError> {
     let id = || case.id.clone();
     let execution = scenario::execute(&case.steps).map_err(|error| CorpusError::Scenario {
@@ -161,6 +169,23 @@ pub fn build(case: &Case, dataset_dir: Option<&Path>) -> Result<Built, CorpusErr
         })?;
         files.insert(
             format!("expected/v{}.json", v.version),
+            expected::to_json(&e).into_bytes(),
+        );
+    }
+    if let (Some(dir), true) = (dataset_dir, read.undamaged.is_some()) {
+        let twin = dir.with_file_name(UNDAMAGED_DIR);
+        store::write_undamaged(&twin, &execution).map_err(|error| CorpusError::Store {
+            id: id(),
+            error: Box::new(error),
+        })?;
+    }
+    if let Some(twin) = &read.undamaged {
+        let e = expected::compute(case, twin).map_err(|error| CorpusError::Expected {
+            id: id(),
+            error: Box::new(error),
+        })?;
+        files.insert(
+            UNDAMAGED_EXPECTED.into(),
             expected::to_json(&e).into_bytes(),
         );
     }

@@ -20,7 +20,7 @@ use crate::corpus::{self, CaseDir};
 use crate::error_codes;
 
 /// The generated subdirectories of a case directory.
-pub const GENERATED_DIRS: [&str; 2] = ["dataset", "expected"];
+pub const GENERATED_DIRS: [&str; 3] = ["dataset", "expected", crate::corpus::UNDAMAGED_DIR];
 
 /// The checksum file at the corpus root.
 pub const SUMS_FILE: &str = "SHA256SUMS";

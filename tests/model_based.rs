@@ -1092,6 +1092,7 @@ impl Builder {
                 } else {
                     dead.iter().map(|f| (f.to_string(), -9)).collect()
                 },
+                list_ancestors: true,
             });
         }
         let step = if specs.len() == 1 {
@@ -1103,6 +1104,7 @@ impl Builder {
                 fields: spec.fields,
                 tombstone: spec.tombstone,
                 relabel: spec.relabel,
+                list_ancestors: spec.list_ancestors,
                 overlays: Vec::new(),
             }
         } else {
@@ -1113,6 +1115,7 @@ impl Builder {
                 fields: None,
                 tombstone: Vec::new(),
                 relabel: BTreeMap::new(),
+                list_ancestors: true,
                 overlays: specs,
             }
         };

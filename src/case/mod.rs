@@ -75,6 +75,12 @@ pub struct ExpectErrorSpec {
     /// Optionally the reference's stable error code (`offset_out_of_range`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// A feature (e.g. "reader bit 16, base paths") that makes the damaged version readable for
+    /// a reader implementing it: such a reader may read the version instead of refusing it,
+    /// and must then return exactly what the undamaged twin returns. The reference does not
+    /// implement it and refuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unless_implemented: Option<String>,
 }
 
 /// One case, as written in `case.toml`.

@@ -81,6 +81,15 @@ pub struct OverlaySpec {
     /// non-conforming writer might; readers must ignore such positions.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub relabel: BTreeMap<String, i32>,
+    /// Whether the overlay lists the struct ancestors of every struct child it covers, each
+    /// before its first descendant (default `true`: the form Lance's own writer produces). With
+    /// `false` the overlay lists only the leaves, the other form the spec allows.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub list_ancestors: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// Index kinds a case can build.
@@ -459,6 +468,9 @@ pub enum Step {
         /// Reserved negative ids for fields of the inline overlay (see [`OverlaySpec::relabel`]).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         relabel: BTreeMap<String, i32>,
+        /// Whether the inline overlay lists struct ancestors (see [`OverlaySpec::list_ancestors`]).
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        list_ancestors: bool,
         /// Several overlays in this one commit, appended in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         overlays: Vec<OverlaySpec>,

@@ -170,6 +170,7 @@ pub(super) fn overlay_commit(
         fields,
         tombstone,
         relabel,
+        list_ancestors,
         overlays,
     } = step
     else {
@@ -184,8 +185,13 @@ pub(super) fn overlay_commit(
             fields: fields.clone(),
             tombstone: tombstone.clone(),
             relabel: relabel.clone(),
+            list_ancestors: *list_ancestors,
         }),
-        (None, None) if fields.is_none() && tombstone.is_empty() && relabel.is_empty() => {}
+        (None, None)
+            if fields.is_none()
+                && tombstone.is_empty()
+                && relabel.is_empty()
+                && *list_ancestors => {}
         _ => {
             return Err("an inline overlay needs both `shape` and `cells`"
                 .to_string()
@@ -272,6 +278,9 @@ fn overlay(
         }
         reorder(&mut overlay, &ids, schema)?;
     }
+    if spec.list_ancestors {
+        add_ancestors(&mut overlay, schema);
+    }
     let dead: Vec<FieldId> = spec
         .tombstone
         .iter()
@@ -282,6 +291,45 @@ fn overlay(
     }
     relabel(&mut overlay, schema, &spec.relabel)?;
     Ok(overlay)
+}
+
+/// Lists every struct ancestor of a field the overlay carries, outermost first, right before
+/// the first position of its descendants, as Lance's writer lays out an overlay on struct
+/// children (a struct position is a container: readers take no values from it). The struct's
+/// column stays empty (the file writer stores one present struct per covered offset); in a
+/// sparse overlay its bitmap is the union of its listed descendants' bitmaps.
+fn add_ancestors(overlay: &mut Overlay, schema: &Schema) {
+    let mut pos = 0;
+    while pos < overlay.file.fields.len() {
+        let id = overlay.file.fields[pos];
+        let chain = schema.ancestry(id);
+        let missing: Vec<FieldId> = chain
+            .iter()
+            .take(chain.len().saturating_sub(1))
+            .copied()
+            .filter(|a| !overlay.file.fields.contains(a))
+            .collect();
+        for (k, ancestor) in missing.iter().enumerate() {
+            let union = match &overlay.coverage {
+                Coverage::PerField(bitmaps) => Some(
+                    overlay
+                        .file
+                        .fields
+                        .iter()
+                        .zip(bitmaps)
+                        .filter(|(f, _)| schema.ancestry(**f).contains(ancestor))
+                        .fold(RoaringBitmap::new(), |acc, (_, b)| acc | b),
+                ),
+                Coverage::Dense(_) => None,
+            };
+            overlay.file.fields.insert(pos + k, *ancestor);
+            overlay.file.columns.insert(pos + k, Vec::new());
+            if let (Coverage::PerField(bitmaps), Some(b)) = (&mut overlay.coverage, union) {
+                bitmaps.insert(pos + k, b);
+            }
+        }
+        pos += missing.len() + 1;
+    }
 }
 
 /// Writes the positions of the fields named in `relabel` with the given reserved negative ids
