@@ -214,7 +214,7 @@ fn known_failures_cannot_rot() {
     let (out, _) = misbehave("wrong", &["--known-failures", &path]);
     let text = stdout(&out);
     assert!(
-        text.contains("  add:    null-cover  # fail v1 scan: "),
+        text.contains("  add:    null-cover  wrong-value  `v1 scan`  # "),
         "{text}"
     );
     // A malformed file is a runner error.

@@ -102,6 +102,10 @@ CLASSES = [
     # "overlay per-field coverage has 1 bitmaps but field position 1 was requested": the
     # coverage list is shorter than the field list, which the spec calls malformed [OVL-SHAPE-3].
     ("malformed", re.compile(r"per-field coverage has \d+ bitmaps", re.I)),
+    # "LanceError(IO): file size is too small" and "... does not have sufficient data, len: N":
+    # the manifest file is shorter than its own footer or length prefix says, so its bytes
+    # cannot be decoded, which the spec calls malformed [DS-FRAME-1, DS-FRAME-2].
+    ("malformed", re.compile(r"file size is too small|does not have sufficient data", re.I)),
     # "Invalid user input: DataOverlayFile is missing its data_file" (or "its coverage"): a
     # required message field is absent from the manifest, which the spec calls malformed
     # [OVL-LAYOUT-6].

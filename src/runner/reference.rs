@@ -44,7 +44,10 @@ impl ReferenceReader {
         ReferenceReader::with_capabilities(ReferenceReader::capabilities())
     }
 
-    /// A reader declaring only `capabilities` (to exercise `unsupported` verdicts).
+    /// A reader declaring only `capabilities`. Without a data capability it reads like a
+    /// reader that does not implement the feature: it refuses, as an unsupported feature,
+    /// every version whose content needs it ([`super::needs`]), so it passes the refusal
+    /// profile; without a check capability its checks are `unsupported`.
     pub fn with_capabilities(capabilities: BTreeSet<String>) -> ReferenceReader {
         ReferenceReader {
             cached: None,
@@ -64,7 +67,17 @@ impl ReferenceReader {
     fn snapshot(&mut self, at: &VersionRef) -> Result<&Snapshot, Refusal> {
         let fresh = !matches!(&self.cached, Some((key, _)) if key == at);
         if fresh {
-            let read = read_checked(Path::new(&at.dataset), at.version);
+            let read = match self.lacking(at) {
+                Some(words) => Err(ReadError {
+                    class: "unsupported_feature".into(),
+                    code: Some("unsupported".into()),
+                    message: format!(
+                        "version {} needs {words}, which this reader does not implement",
+                        at.version
+                    ),
+                }),
+                None => read_checked(Path::new(&at.dataset), at.version),
+            };
             self.cached = Some((at.clone(), read));
         }
         match &self.cached {
@@ -72,6 +85,15 @@ impl ReferenceReader {
             Some((_, Err(e))) => Err(Refusal::Error(e.clone())),
             None => Err(Refusal::Broken("no snapshot cached".into())),
         }
+    }
+}
+
+impl ReferenceReader {
+    /// The data capabilities version `at` needs that this reader was not given.
+    fn lacking(&self, at: &VersionRef) -> Option<String> {
+        let needs = super::needs::of_version(Path::new(&at.dataset), at.version).ok()?;
+        let missing = super::needs::missing(&needs, &self.capabilities);
+        (!missing.is_empty()).then(|| super::needs::words(&missing))
     }
 }
 
