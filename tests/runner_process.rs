@@ -230,15 +230,24 @@ fn known_failures_name_a_kind_and_a_check_and_can_be_rewritten() {
     let (out, _) = misbehave("wrong", &["--known-failures", &path]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(case_line(&text, "null-cover").starts_with("XFAIL"), "{text}");
+    assert!(
+        case_line(&text, "null-cover").starts_with("XFAIL"),
+        "{text}"
+    );
     // Pinned with another kind: the failure changed, the run fails, and the lines say how.
     let (_d, path) = known("null-cover  accepted-damage  # was accepted damage\n");
     let (out, _) = misbehave("wrong", &["--known-failures", &path]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(case_line(&text, "null-cover").starts_with("XCHG"), "{text}");
-    assert!(text.contains("  remove: null-cover  accepted-damage  # was accepted damage"), "{text}");
-    assert!(text.contains("  add:    null-cover  wrong-value  `v1 scan`  # "), "{text}");
+    assert!(
+        text.contains("  remove: null-cover  accepted-damage  # was accepted damage"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  add:    null-cover  wrong-value  `v1 scan`  # "),
+        "{text}"
+    );
     assert!(text.contains("(was: was accepted damage)"), "{text}");
     // --update-known-failures writes the file so that the next run passes; reasons are
     // whole messages, and the header stays.
@@ -246,13 +255,22 @@ fn known_failures_name_a_kind_and_a_check_and_can_be_rewritten() {
     let file = d.path().join("new.txt");
     std::fs::write(&file, "# my header\nno-such-case  # gone\n").unwrap();
     let f = file.display().to_string();
-    let (out, _) = misbehave("wrong", &["--known-failures", &f, "--update-known-failures"]);
+    let (out, _) = misbehave(
+        "wrong",
+        &["--known-failures", &f, "--update-known-failures"],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let written = std::fs::read_to_string(&file).unwrap();
     assert!(written.starts_with("# my header\n"), "{written}");
     assert!(!written.contains("no-such-case"), "{written}");
-    let line = written.lines().find(|l| l.starts_with("null-cover")).unwrap();
-    assert!(line.contains("rows expected") && line.ends_with("0:2])"), "{line}");
+    let line = written
+        .lines()
+        .find(|l| l.starts_with("null-cover"))
+        .unwrap();
+    assert!(
+        line.contains("rows expected") && line.ends_with("0:2])"),
+        "{line}"
+    );
     let (out, _) = misbehave("wrong", &["--known-failures", &f]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }

@@ -157,6 +157,22 @@ pub fn human(report: &Report, detail: Detail) -> String {
             }
             _ => {}
         }
+        if detail != Detail::Verbose && c.outcome == Outcome::Advisory {
+            // One line: the details are in --verbose and the JSON report.
+            if let Some(k) = c.primary_failure() {
+                let kind = k
+                    .kind
+                    .map(|x| format!(" — {}", x.describe()))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "         advisory: [{}] {}{kind}",
+                    k.level.as_str(),
+                    k.name
+                );
+            }
+            continue;
+        }
         let with_checks = detail == Detail::Verbose
             || !matches!(c.outcome, Outcome::KnownFailure | Outcome::Passed);
         if !with_checks {

@@ -371,12 +371,15 @@ pub fn entry_line(c: &CaseResult, was: Option<&str>) -> String {
     let Some(check) = c.primary_failure() else {
         return line_for(&c.id, None, None, c.verdict.as_str());
     };
+    // The whole message, on one line; a testee's traceback (the detail of an `errored`) is
+    // left to the JSON report.
     let mut reason = check
         .message
         .as_deref()
         .unwrap_or(check.verdict.as_str())
         .lines()
         .map(str::trim)
+        .take_while(|l| !l.starts_with("Traceback (most recent call last)"))
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" / ");
