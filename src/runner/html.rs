@@ -91,11 +91,12 @@ table { border-collapse: collapse; }
 th, td { border: 1px solid #c9c9c9; padding: 3px 6px; vertical-align: top; }
 thead th { background: #f0f0f0; position: sticky; top: 0; }
 th.area { background: #dfe6ee; text-align: left; font-size: 15px; }
-td.case { white-space: nowrap; }
-td.case .id { font-family: ui-monospace, monospace; }
+table.matrix { table-layout: fixed; }
+table.matrix th.casehead, td.case { width: 25em; }
+table.matrix th.runhead, td.cell { width: 13em; }
+td.case .id { font-family: ui-monospace, monospace; white-space: nowrap; }
 td.case .level { font-size: 11px; color: #555; margin-left: .4em; }
 .reqs a { font-size: 11px; margin-right: .35em; color: #1a4f8a; }
-td.cell { min-width: 9em; }
 details summary { cursor: pointer; font-weight: 600; }
 details div { font-size: 12px; max-width: 38em; white-space: pre-wrap; word-break: break-word; margin-top: .3em; }
 .pass { background: #c8e6c9; }
@@ -147,26 +148,53 @@ fn cell(out: &mut String, c: &CaseResult) {
             c.refusal_profile.join(", ")
         );
     }
-    let interesting: Vec<_> = c
+    for k in c
         .checks
         .iter()
-        .filter(|k| k.verdict != Verdict::Pass || k.name.contains("refuses"))
-        .collect();
-    for k in interesting {
+        .filter(|k| k.verdict != Verdict::Unsupported)
+    {
+        // Failures in full (a testee's traceback left to the JSON); refusals that passed by
+        // name, so the cell says which versions were refused; other passes not at all.
+        if k.verdict == Verdict::Pass && !k.name.contains("refuses") {
+            continue;
+        }
         let kind = k
             .kind
             .map(|x| format!(" ({})", x.describe()))
             .unwrap_or_default();
+        let message = match (&k.message, k.verdict) {
+            (Some(m), v) if v != Verdict::Pass => {
+                let kept: Vec<&str> = m
+                    .lines()
+                    .take_while(|l| !l.starts_with("Traceback (most recent call last)"))
+                    .collect();
+                format!(": {}", kept.join(" "))
+            }
+            _ => String::new(),
+        };
         let _ = writeln!(
             body,
-            "{} [{}] {}{kind}{}",
+            "{} [{}] {}{kind}{message}",
             k.verdict.as_str(),
             k.level.as_str(),
-            k.name,
-            k.message
-                .as_ref()
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default()
+            k.name
+        );
+    }
+    let not_run: Vec<&str> = c
+        .checks
+        .iter()
+        .filter(|k| k.verdict == Verdict::Unsupported)
+        .filter_map(|k| k.message.as_deref())
+        .collect();
+    if !not_run.is_empty() {
+        let mut why = not_run.clone();
+        why.sort_unstable();
+        why.dedup();
+        let _ = writeln!(
+            body,
+            "{} check(s) not sent ({})",
+            not_run.len(),
+            why.join("; ")
         );
     }
     let passed = c
@@ -179,7 +207,7 @@ fn cell(out: &mut String, c: &CaseResult) {
         String::new()
     } else {
         format!(
-            " <span class=\"tag\">refuses {}</span>",
+            " <span class=\"tag\">· without {}</span>",
             e(&c.refusal_profile.join(", "))
         )
     };
@@ -244,9 +272,12 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
         );
     }
     let _ = writeln!(out, "</tbody></table>\n<p></p>");
-    let _ = write!(out, "<table class=\"matrix\"><thead><tr><th>case</th>");
+    let _ = write!(
+        out,
+        "<table class=\"matrix\"><thead><tr><th class=\"casehead\">case</th>"
+    );
     for r in reports {
-        let _ = write!(out, "<th>{}</th>", e(&r.title()));
+        let _ = write!(out, "<th class=\"runhead\">{}</th>", e(&r.title()));
     }
     let _ = writeln!(out, "</tr></thead><tbody>");
     let mut area = String::new();
