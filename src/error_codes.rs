@@ -120,8 +120,9 @@ pub fn render(cases: &[CaseDir]) -> String {
     );
     s.push_str(
         "A reader that refuses a version reports a class and, where it can, one of these codes \
-         (`spec/conformance.md`, the `error` of a response). The class is what a negative case \
-         judges first; the code is judged as its own check. Codes are stable: a code is never \
+         (`spec/conformance.md`, the `error` of a response). A negative case judges the refusal \
+         first; the class and the code are checks of their own, at the levels the spec gives \
+         them (`spec/conformance.md` §4). Codes are stable: a code is never \
          reused for another meaning. A variant that wraps another error reports the inner \
          error's code, so wrappers have no row here.\n\n",
     );
