@@ -1241,7 +1241,9 @@ mod tests {
         snapshot.fragments[0].overlays.push(overlay);
         snapshot.version = 3;
         let v1 = worked_example::version_1();
-        let base = v1.fragments[0].base_column(EMBEDDING).unwrap().1;
+        let base = crate::resolve::base_column(&v1.fragments[0], EMBEDDING)
+            .unwrap()
+            .1;
         snapshot.indices.push(Index {
             name: "embedding_idx".into(),
             fields: vec![EMBEDDING],
