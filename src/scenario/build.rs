@@ -311,7 +311,7 @@ fn add_ancestors(overlay: &mut Overlay, schema: &Schema) {
             .collect();
         for (k, ancestor) in missing.iter().enumerate() {
             let union = match &overlay.coverage {
-                Coverage::PerField(bitmaps) => Some(
+                Coverage::Sparse(bitmaps) => Some(
                     overlay
                         .file
                         .fields
@@ -324,7 +324,7 @@ fn add_ancestors(overlay: &mut Overlay, schema: &Schema) {
             };
             overlay.file.fields.insert(pos + k, *ancestor);
             overlay.file.columns.insert(pos + k, Vec::new());
-            if let (Coverage::PerField(bitmaps), Some(b)) = (&mut overlay.coverage, union) {
+            if let (Coverage::Sparse(bitmaps), Some(b)) = (&mut overlay.coverage, union) {
                 bitmaps.insert(pos + k, b);
             }
         }
