@@ -38,7 +38,7 @@ pub struct RunArgs {
     /// Seconds one request may take before the testee is killed (process readers).
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub timeout: f64,
-    /// Known failures: one `<case-id> [<kind>] [`<check>`]  # <reason>` per line.
+    /// Known failures: one ``<case-id> [<kind>] [`<check>`]  # <reason>`` per line.
     #[arg(long, value_name = "FILE")]
     pub known_failures: Option<PathBuf>,
     /// Rewrite the --known-failures file (created when missing) so that it describes this

@@ -1,6 +1,6 @@
 //! Known-failure files, and the rules that keep them honest.
 //!
-//! One entry per line: `<case-id> [<kind>] [`<check>`]  # <reason>`. The kind is one of the
+//! One entry per line: ``<case-id> [<kind>] [`<check>`]  # <reason>``. The kind is one of the
 //! [`FailureKind`] words (`accepted-damage`, `wrong-class`, ...), the check a check name in
 //! backticks (`` `v2 refuses` ``); both are optional, and the reason is not.
 //!
@@ -156,7 +156,7 @@ impl KnownFailures {
     }
 }
 
-/// The line of an entry: `<case>  <kind>  `<check>`  # <reason>` (a check holding a backtick
+/// The line of an entry: ``<case>  <kind>  `<check>`  # <reason>`` (a check holding a backtick
 /// is left out, so the line always parses).
 pub fn line_for(
     case: &str,
