@@ -278,9 +278,11 @@ fn overlay(
         }
         reorder(&mut overlay, &ids, schema)?;
     }
-    if spec.list_ancestors {
-        add_ancestors(&mut overlay, schema);
-    }
+    let added = if spec.list_ancestors {
+        add_ancestors(&mut overlay, schema)
+    } else {
+        Vec::new()
+    };
     let dead: Vec<FieldId> = spec
         .tombstone
         .iter()
@@ -290,6 +292,7 @@ fn overlay(
         tombstone_fields(&mut overlay, &dead);
     }
     relabel(&mut overlay, schema, &spec.relabel)?;
+    settle_ancestors(&mut overlay, schema, &added);
     Ok(overlay)
 }
 
@@ -298,7 +301,8 @@ fn overlay(
 /// children (a struct position is a container: readers take no values from it). The struct's
 /// column stays empty (the file writer stores one present struct per covered offset); in a
 /// sparse overlay its bitmap is the union of its listed descendants' bitmaps.
-fn add_ancestors(overlay: &mut Overlay, schema: &Schema) {
+fn add_ancestors(overlay: &mut Overlay, schema: &Schema) -> Vec<FieldId> {
+    let mut added = Vec::new();
     let mut pos = 0;
     while pos < overlay.file.fields.len() {
         let id = overlay.file.fields[pos];
@@ -329,6 +333,43 @@ fn add_ancestors(overlay: &mut Overlay, schema: &Schema) {
             }
         }
         pos += missing.len() + 1;
+        added.extend(missing);
+    }
+    added
+}
+
+/// Settles the struct positions [`add_ancestors`] listed once tombstones and relabels are
+/// applied: a struct that no longer contains a live field of the overlay is tombstoned, and in
+/// a sparse overlay a struct's bitmap is the union of its live descendants' bitmaps. A
+/// container's coverage would otherwise still count for lineage stamping ([OVL-LIN-1]), where
+/// a struct id is a live field like any other.
+fn settle_ancestors(overlay: &mut Overlay, schema: &Schema, added: &[FieldId]) {
+    let fields = overlay.file.fields.clone();
+    for (pos, id) in fields.iter().enumerate() {
+        if !added.contains(id) {
+            continue;
+        }
+        let live: Vec<usize> = fields
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| **f >= 0 && *f != id && schema.ancestry(**f).contains(id))
+            .map(|(p, _)| p)
+            .collect();
+        if live.is_empty() {
+            if let Some(slot) = overlay.file.fields.get_mut(pos) {
+                *slot = -2;
+            }
+            continue;
+        }
+        if let Coverage::Sparse(bitmaps) = &mut overlay.coverage {
+            let union = live
+                .iter()
+                .filter_map(|p| bitmaps.get(*p))
+                .fold(RoaringBitmap::new(), |acc, b| acc | b);
+            if let Some(slot) = bitmaps.get_mut(pos) {
+                *slot = union;
+            }
+        }
     }
 }
 
