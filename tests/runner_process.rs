@@ -449,3 +449,44 @@ fn explain_prints_the_decision_trail_of_a_corpus_case() {
     let out = run(&["explain", "no-such-case"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn report_puts_runs_side_by_side_in_one_page() {
+    // Two runs of the same corpus: the reference, and a reader that drops a row of null-cover.
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    let out = run(&[
+        "run",
+        "--reader-cmd",
+        &testee_cmd(),
+        "--json-file",
+        &a.display().to_string(),
+        "--label",
+        "reference <one>",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let (out, _) = misbehave("wrong", &["--json-file", &b.display().to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    let page = dir.path().join("out/report.html");
+    let out = run(&[
+        "report",
+        &a.display().to_string(),
+        &b.display().to_string(),
+        "-o",
+        &page.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    // One row per case, one cell per run; labels escaped; verdicts as classes.
+    assert_eq!(html.matches("<td class=\"case\">").count(), case_count());
+    assert_eq!(html.matches("<td class=\"cell ").count(), 2 * case_count());
+    assert!(html.contains("reference &lt;one&gt;"), "the label is the column head");
+    assert!(html.contains("<td class=\"cell fail\">"));
+    assert!(html.contains("rows expected"), "the failing check's message unfolds");
+    // Requirement ids link to their spec section, relative to the page.
+    assert!(html.contains("href=\"") && html.contains("overlays.md#"), "links to the spec");
+    // Not a report: a runner error.
+    let out = run(&["report", &page.display().to_string()]);
+    assert_eq!(out.status.code(), Some(2));
+}
