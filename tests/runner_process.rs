@@ -476,16 +476,30 @@ fn report_puts_runs_side_by_side_in_one_page() {
         "-o",
         &page.display().to_string(),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let html = std::fs::read_to_string(&page).unwrap();
     // One row per case, one cell per run; labels escaped; verdicts as classes.
     assert_eq!(html.matches("<td class=\"case\">").count(), case_count());
     assert_eq!(html.matches("<td class=\"cell ").count(), 2 * case_count());
-    assert!(html.contains("reference &lt;one&gt;"), "the label is the column head");
+    assert!(
+        html.contains("reference &lt;one&gt;"),
+        "the label is the column head"
+    );
     assert!(html.contains("<td class=\"cell fail\">"));
-    assert!(html.contains("rows expected"), "the failing check's message unfolds");
+    assert!(
+        html.contains("rows expected"),
+        "the failing check's message unfolds"
+    );
     // Requirement ids link to their spec section, relative to the page.
-    assert!(html.contains("href=\"") && html.contains("overlays.md#"), "links to the spec");
+    assert!(
+        html.contains("href=\"") && html.contains("overlays.md#"),
+        "links to the spec"
+    );
     // Not a report: a runner error.
     let out = run(&["report", &page.display().to_string()]);
     assert_eq!(out.status.code(), Some(2));
