@@ -14,7 +14,7 @@
 use crate::compaction::CompactionError;
 use crate::flags::FlagError;
 use crate::lineage::LineageError;
-use crate::query::QueryError;
+use crate::query::error::QueryError;
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
