@@ -10,20 +10,14 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use sha2::{Digest, Sha256};
 
 use crate::case::RequirementIndex;
+use crate::checksums::{GENERATED_DIRS, SUMS_FILE, generated_files, sums};
 use crate::corpus::{self, CaseDir};
 use crate::error_codes;
-
-/// The generated subdirectories of a case directory.
-pub const GENERATED_DIRS: [&str; 2] = ["dataset", "expected"];
-
-/// The checksum file at the corpus root.
-pub const SUMS_FILE: &str = "SHA256SUMS";
 
 /// The corpus README, whose case table the generator maintains between [`TABLE_BEGIN`] and
 /// [`TABLE_END`].
@@ -146,59 +140,6 @@ fn write_case(c: &CaseDir, dir: &Path) -> Result<()> {
         std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
-}
-
-/// Every generated file of a case directory: path relative to `base` (with `/`) → bytes.
-fn generated_files(dir: &Path, base: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    for sub in GENERATED_DIRS {
-        collect(&dir.join(sub), base, &mut out)?;
-    }
-    Ok(out)
-}
-
-fn collect(dir: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
-    if !dir.is_dir() {
-        return Ok(());
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("listing {}", dir.display()))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<std::io::Result<_>>()?;
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            collect(&path, base, out)?;
-        } else {
-            let rel = path.strip_prefix(base).unwrap_or(&path);
-            let key = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
-            out.insert(
-                key,
-                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
-            );
-        }
-    }
-    Ok(())
-}
-
-/// `SHA256SUMS` text for every generated file of `cases` as they are on disk under `root`:
-/// `<hex>  <path>` lines sorted by path (the `sha256sum` format).
-pub fn sums(root: &Path, cases: &[CaseDir]) -> Result<String> {
-    let mut all = BTreeMap::new();
-    for c in cases {
-        all.extend(generated_files(&c.dir, root)?);
-    }
-    let mut text = String::new();
-    for (path, bytes) in &all {
-        let digest = Sha256::digest(bytes);
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        text.push_str(&format!("{hex}  {path}\n"));
-    }
-    Ok(text)
 }
 
 /// Regenerates `selected` into a scratch directory and lists every difference from the

@@ -19,13 +19,15 @@
 //! | [`reader`] | reading one version as a conforming reader must (flags, validation, scan) |
 //! | [`expected`] | expected results as typed JSON, computed from the read-back, and parsed |
 //! | [`render`] | the readable manifest rendering used by the insta snapshots |
+//! | [`checksums`] | which files a case generates and `SHA256SUMS`, shared by the generator and the runner |
 //! | [`corpus`] | the corpus layout on disk and building one case |
-//! | [`generate`] | the `generate` command and `SHA256SUMS` |
+//! | [`generate`] | the `generate` command |
 //! | [`error_codes`] | the error vocabulary: every code with its class, rendered as `spec/error-codes.md` |
 //! | [`runner`] | checking a reader (in process or a testee process) against the corpus |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod case;
+pub mod checksums;
 pub mod corpus;
 pub mod error_codes;
 pub mod expected;

@@ -15,19 +15,17 @@ pub mod bytes;
 use std::path::Path;
 
 use lance_reference::model::Snapshot;
-use lance_reference::proto::lance::table as pb;
 use lance_reference_io::codec::{deletion_layout, encode_manifest};
 use lance_reference_io::deletion::{lance_file_type, write_deletion_file};
-use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
+use lance_reference_io::manifest_file::encode_manifest_file;
 use lance_reference_io::read::reads_position;
-use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
 use lance_reference_io::write::{data_file_bytes, overlay_file_bytes};
 use lance_reference_io::{Dataset, DatasetError, Layout, WriteOptions, write_version};
 use sha2::{Digest, Sha256};
 
-use crate::case::Corruption;
+use crate::case::{Corruption, DamageKind};
 use crate::scenario::Execution;
-use crate::scenario::corrupt::{self, CorruptError, apply_to_snapshot};
+use crate::scenario::corrupt::{CorruptError, apply_to_snapshot};
 
 /// The damaged newest version of a negative case.
 #[derive(Debug, Clone)]
@@ -189,8 +187,9 @@ fn damage(
     version: u64,
     corruptions: &[Corruption],
 ) -> Result<Option<Snapshot>, StoreError> {
-    let (content, bytes): (Vec<&Corruption>, Vec<&Corruption>) =
-        corruptions.iter().partition(|c| corrupt::on_content(c));
+    let (content, on_bytes): (Vec<&Corruption>, Vec<&Corruption>) = corruptions
+        .iter()
+        .partition(|c| c.kind() == DamageKind::Content);
     let mut damaged = None;
     if !content.is_empty() {
         let (mut snapshot, mut layout) = Dataset::open(root)?.read_version(version)?;
@@ -207,8 +206,8 @@ fn damage(
         )?;
         damaged = Some(snapshot);
     }
-    for c in bytes {
-        damage_bytes(root, version, c)?;
+    for c in on_bytes {
+        bytes::damage(root, version, c)?;
     }
     Ok(damaged)
 }
@@ -303,130 +302,4 @@ fn relocate(
     layout.column_indices = (0..file.fields.len()).map(|i| i as i32).collect();
     layout.file_size_bytes = bytes.len() as u64;
     write(root, &layout.path, bytes)
-}
-
-/// The byte-level corruptions: edits of the manifest protobuf or of files.
-fn damage_bytes(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreError> {
-    let what = corrupt::name(c);
-    let missing = |problem: String| StoreError::Corrupt(CorruptError::Target { what, problem });
-    let manifest_rel = format!("{VERSIONS_DIR}/{}", manifest_name(version));
-    let read_manifest = || -> Result<_, StoreError> {
-        let bytes = std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
-        Ok(decode_manifest_file(&bytes, &manifest_rel)?)
-    };
-    match c {
-        Corruption::MalformedRoaring { fragment, overlay }
-        | Corruption::PathEscapesRoot { fragment, overlay } => {
-            let mut file = read_manifest()?;
-            let f = file
-                .manifest
-                .fragments
-                .iter_mut()
-                .find(|f| f.id == *fragment)
-                .ok_or_else(|| missing(format!("no fragment {fragment}")))?;
-            let o = f
-                .overlays
-                .get_mut(*overlay)
-                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
-            if matches!(c, Corruption::MalformedRoaring { .. }) {
-                // A portable-format cookie promising one container, and nothing after it.
-                let garbage = vec![0x3a, 0x30, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00];
-                replace_first_bitmap(o, garbage);
-            } else {
-                let data_file = o
-                    .data_file
-                    .as_mut()
-                    .ok_or_else(|| missing("the overlay has no data_file".into()))?;
-                data_file.path = "../outside-the-dataset.lance".into();
-            }
-            write(
-                root,
-                &manifest_rel,
-                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
-            )
-        }
-        Corruption::TruncateOverlayFile { fragment, overlay } => {
-            let (_, layout) = Dataset::open(root)?.read_version(version)?;
-            let file = read_manifest()?;
-            let position = file
-                .manifest
-                .fragments
-                .iter()
-                .position(|f| f.id == *fragment)
-                .ok_or_else(|| missing(format!("no fragment {fragment}")))?;
-            let rel = layout
-                .fragments
-                .get(position)
-                .and_then(|f| f.overlays.get(*overlay))
-                .map(|l| l.path.clone())
-                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
-            let bytes = std::fs::read(root.join(&rel)).map_err(|e| missing(e.to_string()))?;
-            write(root, &rel, &bytes[..bytes.len() / 2])
-        }
-        Corruption::DropOverlayDataFile { fragment, overlay }
-        | Corruption::DropOverlayCoverage { fragment, overlay }
-        | Corruption::CoverageBytes {
-            fragment, overlay, ..
-        } => {
-            let mut file = read_manifest()?;
-            let o = file
-                .manifest
-                .fragments
-                .iter_mut()
-                .find(|f| f.id == *fragment)
-                .ok_or_else(|| missing(format!("no fragment {fragment}")))?
-                .overlays
-                .get_mut(*overlay)
-                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
-            match c {
-                Corruption::DropOverlayDataFile { .. } => o.data_file = None,
-                Corruption::DropOverlayCoverage { .. } => o.coverage = None,
-                Corruption::CoverageBytes { hex, .. } => {
-                    let bytes = parse_hex(hex).map_err(missing)?;
-                    replace_first_bitmap(o, bytes);
-                }
-                _ => {}
-            }
-            write(
-                root,
-                &manifest_rel,
-                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
-            )
-        }
-        Corruption::MixedManifestNames => {
-            let bytes =
-                std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
-            write(root, &format!("{VERSIONS_DIR}/{version}.manifest"), &bytes)
-        }
-        other if bytes::is_byte_level(other) => bytes::damage(root, version, other),
-        _ => Err(missing("not a byte-level corruption".into())),
-    }
-}
-
-/// The bytes written as `hex` (pairs of hex digits; spaces ignored).
-fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
-    let digits: Vec<char> = hex.chars().filter(|c| !c.is_whitespace()).collect();
-    if digits.len() % 2 != 0 {
-        return Err(format!("hex {hex:?} has an odd number of digits"));
-    }
-    digits
-        .chunks(2)
-        .map(|pair| {
-            let text: String = pair.iter().collect();
-            u8::from_str_radix(&text, 16).map_err(|_| format!("{text:?} is not a hex byte"))
-        })
-        .collect()
-}
-
-/// Replaces the overlay's shared bitmap, or the first bitmap of its field coverage, by `bytes`.
-fn replace_first_bitmap(o: &mut pb::DataOverlayFile, bytes: Vec<u8>) {
-    o.coverage = Some(match o.coverage.take() {
-        Some(pb::data_overlay_file::Coverage::FieldCoverage(mut fc)) => {
-            if let Some(first) = fc.offset_bitmaps.first_mut() {
-                *first = bytes;
-            }
-            pb::data_overlay_file::Coverage::FieldCoverage(fc)
-        }
-        _ => pb::data_overlay_file::Coverage::SharedOffsetBitmap(bytes),
-    });
 }

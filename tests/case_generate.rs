@@ -53,7 +53,7 @@ fn check_fails_on_a_changed_missing_or_extra_file_and_on_stale_sums() {
             std::fs::write(c.join("overlays/worked-example/expected/v9.json"), "{}\n").unwrap()
         }),
         ("stale sums", |c| {
-            let f = c.join(generate::SUMS_FILE);
+            let f = c.join(lance_conformance::checksums::SUMS_FILE);
             let text = std::fs::read_to_string(&f).unwrap();
             std::fs::write(f, &text[..text.len() / 2]).unwrap();
         }),

@@ -26,6 +26,9 @@
 //!   a stored value above every present id (its fragment was removed), so that id is never
 //!   handed out again. On read, a stored value below a real fragment id is refused: a writer
 //!   trusting it would reuse that id.
+//! - **Fragment ids** are u64 in the protobuf but 32-bit everywhere else (row addresses,
+//!   `max_fragment_id`, index fragment bitmaps), so a fragment id above `u32::MAX` is refused
+//!   on read as `invalid_field` naming `fragments[i].id` (spec DS-FRAG-1), and is unwritable.
 //! - **Schema fields** are written as Lance writes them: `type` 0, the v1 `encoding` hint
 //!   (PLAIN for fixed-width types, VAR_BINARY for strings, none for structs; v2 data files
 //!   never use it), `logical_type` in Lance's spelling
@@ -273,6 +276,17 @@ fn decode_fragment(
     base_ids: &[u32],
     max_rows: u64,
 ) -> Result<(Fragment, FragmentLayout), DatasetError> {
+    if u32::try_from(f.id).is_err() {
+        return Err(DatasetError::InvalidField {
+            file: file.to_string(),
+            field: format!("{at}.id"),
+            problem: format!(
+                "fragment id {} is above 2^32 - 1: row addresses, max_fragment_id and index \
+                 fragment bitmaps hold 32-bit fragment ids",
+                f.id
+            ),
+        });
+    }
     if f.physical_rows > max_rows {
         return Err(DatasetError::Unsupported {
             file: file.to_string(),

@@ -270,6 +270,36 @@ fn the_inner_version_must_match_the_name() {
 }
 
 #[test]
+fn a_fragment_id_above_32_bits_is_refused_naming_the_field() {
+    // covers: DS-FRAG-1
+    let s = scenarios::plain();
+    let dir = written(&s);
+    // With no stored max_fragment_id, the id itself is the only thing wrong.
+    edit_manifest(dir.path(), 1, |m| {
+        m.fragments[1].id = 1 << 32;
+        m.max_fragment_id = None;
+    });
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
+    assert_eq!(
+        (err.code(), err.class()),
+        ("invalid_field", ErrorClass::Invalid)
+    );
+    assert!(err.to_string().contains("fragments[1].id"), "{err}");
+    // u32::MAX itself is a valid id.
+    edit_manifest(dir.path(), 1, |m| m.fragments[1].id = u64::from(u32::MAX));
+    Dataset::open(dir.path()).unwrap().read_version(1).unwrap();
+    // The writer refuses to write such an id rather than truncate it.
+    let mut v = s.versions[0].clone();
+    v.fragments[1].id = 1 << 32;
+    let other = tempfile::tempdir().unwrap();
+    let err = write_version(other.path(), &v, &s.options).unwrap_err();
+    assert_eq!(err.code(), "unwritable", "{err}");
+}
+
+#[test]
 fn paths_escaping_the_root_are_refused_naming_the_field() {
     // covers: DS-PATH-1, DS-PATH-2, DS-PATH-3, DS-PATH-4
     for (bad, problem) in [

@@ -10,6 +10,7 @@
 //! Schema in `spec/schemas/case.schema.json`.
 
 pub mod cell;
+pub mod corruption;
 pub mod names;
 pub mod query;
 pub mod step;
@@ -20,8 +21,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use cell::Cell;
+pub use corruption::{Corruption, DamageKind};
 pub use query::{Op, PredicateSpec, QuerySpec};
-pub use step::{Corruption, FieldSpec, IndexKindSpec, OverlaySpec, Shape, Step};
+pub use step::{FieldSpec, IndexKindSpec, OverlaySpec, Shape, Step};
 
 /// The conformance level of a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -21,7 +21,6 @@ use crate::case::Case;
 use crate::case::cell::type_name;
 use crate::case::names::dotted_name;
 use crate::scenario::StepRecord;
-use crate::scenario::corrupt;
 use crate::store::ReadBack;
 
 /// Named feature-flag bits (Lance 14 meanings; see `spec/feature-flags.md`).
@@ -293,7 +292,7 @@ pub fn case(case: &Case, records: &[StepRecord], read: &ReadBack) -> String {
         let _ = writeln!(out, "\n=== version {} (damaged) ===", damaged.version);
         for step in &case.steps {
             if let crate::case::Step::Corrupt(c) = step {
-                let _ = writeln!(out, "corruption: {} {:?}", corrupt::name(c), c);
+                let _ = writeln!(out, "corruption: {} {:?}", c.name(), c);
             }
         }
         if let Some(snapshot) = &damaged.snapshot {

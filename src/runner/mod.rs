@@ -1,7 +1,7 @@
 //! The runner: checks a reader, in process or in another process, against every case of the
 //! corpus, and reports verdicts.
 //!
-//! Invariant: a run judges only a verified corpus (`SHA256SUMS` first, [`checksums`]), sends a
+//! Invariant: a run judges only a verified corpus (`SHA256SUMS` first, [`crate::checksums`]), sends a
 //! reader only what it declared it can do ([`capability`]), compares every answer with the
 //! generated `expected/` files ([`compare`], [`execute`]), and turns verdicts into a run result
 //! by fixed rules ([`report`], [`known_failures`]). The same [`run_suite`] drives the built-in
@@ -18,7 +18,6 @@
 //! | [`serve`] | serving a reader over the protocol (`lance-conformance testee`) |
 //! | [`execute`] | one case's checks |
 //! | [`compare`] | answer vs `expected/` |
-//! | [`checksums`] | verifying `SHA256SUMS` |
 //! | [`filter`] | selecting cases |
 //! | [`known_failures`] | known-failure files |
 //! | [`report`] | verdicts, outcomes, counts |
@@ -28,7 +27,6 @@
 //! | [`command`] | the `run`, `testee` and `explain` subcommands |
 
 pub mod capability;
-pub mod checksums;
 pub mod command;
 pub mod compare;
 pub mod conformance_reader;
@@ -54,6 +52,7 @@ pub use reference::ReferenceReader;
 pub use report::{CaseResult, CheckResult, Outcome, Report, Verdict};
 
 use crate::case::RequirementIndex;
+use crate::checksums;
 use crate::corpus::{self, CaseDir};
 
 /// A progress callback: (index, count, case id), called before each case.

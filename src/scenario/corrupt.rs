@@ -2,11 +2,9 @@
 //!
 //! Invariant: each [`Corruption`] changes exactly the one thing it names and nothing else, so
 //! the error a reader must raise is attributable to it. Corruptions of the manifest's *content*
-//! ([`on_content`]) are applied here to the decoded snapshot, which the store then re-encodes
-//! over the written manifest; the byte-level ones (a bitmap that does not parse, a truncated
-//! file, mixed manifest names, a path outside the root, and the dataset-level and lineage
-//! damage of [`crate::store::bytes`]) have no decoded form and are applied by the store to the
-//! bytes ([`crate::store`]).
+//! ([`DamageKind::Content`](crate::case::DamageKind)) are applied here to the decoded snapshot,
+//! which the store then re-encodes over the written manifest; the byte-level ones have no
+//! decoded form and are applied by `store::bytes`.
 
 use lance_reference::model::{Coverage, FieldId, Fragment, LineageSequence, Overlay, Snapshot};
 
@@ -21,7 +19,7 @@ pub enum CorruptError {
     #[error("corruption {what}: {problem}")]
     Target {
         /// The corruption's name.
-        what: &'static str,
+        what: String,
         /// What is missing.
         problem: String,
     },
@@ -29,66 +27,17 @@ pub enum CorruptError {
     #[error("corruption {what} damages bytes; it has no decoded form")]
     BytesOnly {
         /// The corruption's name.
-        what: &'static str,
+        what: String,
     },
-}
-
-/// Whether `c` is stated on the manifest's decoded content (else it edits bytes).
-pub fn on_content(c: &Corruption) -> bool {
-    !matches!(
-        c,
-        Corruption::MalformedRoaring { .. }
-            | Corruption::PathEscapesRoot { .. }
-            | Corruption::TruncateOverlayFile { .. }
-            | Corruption::MixedManifestNames
-            | Corruption::DropOverlayDataFile { .. }
-            | Corruption::DropOverlayCoverage { .. }
-            | Corruption::CoverageBytes { .. }
-    ) && !crate::store::bytes::is_byte_level(c)
-}
-
-/// The `what` name of a corruption, as written in `case.toml`.
-pub fn name(c: &Corruption) -> &'static str {
-    match c {
-        Corruption::ClearFlag { .. } => "clear_flag",
-        Corruption::SetFlag { .. } => "set_flag",
-        Corruption::CoveragePastEnd { .. } => "coverage_past_end",
-        Corruption::DropCoverageBitmap { .. } => "drop_coverage_bitmap",
-        Corruption::DropOverlayValue { .. } => "drop_overlay_value",
-        Corruption::DuplicateOverlayField { .. } => "duplicate_overlay_field",
-        Corruption::SetCommittedVersion { .. } => "set_committed_version",
-        Corruption::TruncateBaseColumn { .. } => "truncate_base_column",
-        Corruption::DropLineageColumn { .. } => "drop_lineage_column",
-        Corruption::DeletionPastEnd { .. } => "deletion_past_end",
-        Corruption::MalformedRoaring { .. } => "malformed_roaring",
-        Corruption::PathEscapesRoot { .. } => "path_escapes_root",
-        Corruption::TruncateOverlayFile { .. } => "truncate_overlay_file",
-        Corruption::MixedManifestNames => "mixed_manifest_names",
-        Corruption::DuplicateBaseField { .. } => "duplicate_base_field",
-        Corruption::DropOverlayDataFile { .. } => "drop_overlay_data_file",
-        Corruption::DropOverlayCoverage { .. } => "drop_overlay_coverage",
-        Corruption::CoverageBytes { .. } => "coverage_bytes",
-        Corruption::DamageLineageColumn { .. } => "damage_lineage_column",
-        Corruption::DuplicateLineageColumn { .. } => "duplicate_lineage_column",
-        Corruption::MalformedLineage { .. } => "malformed_lineage",
-        Corruption::SetDataFilePath { .. } => "set_data_file_path",
-        Corruption::SetBaseId { .. } => "set_base_id",
-        Corruption::SetDataFileVersion { .. } => "set_data_file_version",
-        Corruption::SetManifestVersion { .. } => "set_manifest_version",
-        Corruption::TruncateManifest { .. } => "truncate_manifest",
-        Corruption::BadManifestLength => "bad_manifest_length",
-        Corruption::SetDeletionFileType { .. } => "set_deletion_file_type",
-        Corruption::DuplicateDeletionOffset { .. } => "duplicate_deletion_offset",
-        Corruption::SetNumDeletedRows { .. } => "set_num_deleted_rows",
-        Corruption::BadIndexSectionLength => "bad_index_section_length",
-        Corruption::SignedDeletionOffsets { .. } => "signed_deletion_offsets",
-    }
 }
 
 /// Applies `c` to the decoded `snapshot` (see the module docs).
 pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), CorruptError> {
-    let what = name(c);
-    let missing = |problem: String| CorruptError::Target { what, problem };
+    let what = c.name();
+    let missing = |problem: String| CorruptError::Target {
+        what: what.clone(),
+        problem,
+    };
     let schema = snapshot.schema.clone();
     let field = |n: &str| field_id(&schema, n).ok_or_else(|| missing(format!("no field {n:?}")));
     match c {
@@ -203,13 +152,6 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 .deletions
                 .insert(*offset);
         }
-        Corruption::MalformedRoaring { .. }
-        | Corruption::PathEscapesRoot { .. }
-        | Corruption::TruncateOverlayFile { .. }
-        | Corruption::MixedManifestNames
-        | Corruption::DropOverlayDataFile { .. }
-        | Corruption::DropOverlayCoverage { .. }
-        | Corruption::CoverageBytes { .. } => return Err(CorruptError::BytesOnly { what }),
         Corruption::DuplicateBaseField {
             fragment,
             field: name,
@@ -217,8 +159,30 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             let id = field(name)?;
             duplicate_base_field(snapshot, *fragment, id).map_err(missing)?;
         }
-        // Every other corruption edits bytes (see `on_content`).
-        _ => return Err(CorruptError::BytesOnly { what }),
+        Corruption::MalformedRoaring { .. }
+        | Corruption::PathEscapesRoot { .. }
+        | Corruption::DropOverlayDataFile { .. }
+        | Corruption::DropOverlayCoverage { .. }
+        | Corruption::CoverageBytes { .. }
+        | Corruption::MalformedLineage { .. }
+        | Corruption::SetDataFilePath { .. }
+        | Corruption::SetBaseId { .. }
+        | Corruption::SetDataFileVersion { .. }
+        | Corruption::SetFragmentId { .. }
+        | Corruption::SetManifestVersion { .. }
+        | Corruption::TruncateManifest { .. }
+        | Corruption::BadManifestLength
+        | Corruption::SetDeletionFileType { .. }
+        | Corruption::SetNumDeletedRows { .. }
+        | Corruption::BadIndexSectionLength
+        | Corruption::TruncateOverlayFile { .. }
+        | Corruption::MixedManifestNames
+        | Corruption::DamageLineageColumn { .. }
+        | Corruption::DuplicateLineageColumn { .. }
+        | Corruption::DuplicateDeletionOffset { .. }
+        | Corruption::SignedDeletionOffsets { .. } => {
+            return Err(CorruptError::BytesOnly { what });
+        }
     }
     Ok(())
 }
@@ -333,9 +297,12 @@ mod tests {
         assert_eq!(
             e,
             Err(CorruptError::BytesOnly {
-                what: "mixed_manifest_names"
+                what: "mixed_manifest_names".to_string()
             })
         );
-        assert!(!on_content(&Corruption::MixedManifestNames));
+        assert_ne!(
+            Corruption::MixedManifestNames.kind(),
+            crate::case::DamageKind::Content
+        );
     }
 }

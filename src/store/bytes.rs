@@ -25,29 +25,11 @@ use sha2::{Digest, Sha256};
 
 use super::{StoreError, write};
 use crate::case::Corruption;
-use crate::case::step::{LineageColumnDamage, LineageProblem, SequenceSpec};
-use crate::scenario::corrupt::{self, CorruptError};
-
-/// Whether `c` is one of this module's corruptions.
-pub fn is_byte_level(c: &Corruption) -> bool {
-    matches!(
-        c,
-        Corruption::DamageLineageColumn { .. }
-            | Corruption::DuplicateLineageColumn { .. }
-            | Corruption::MalformedLineage { .. }
-            | Corruption::SetDataFilePath { .. }
-            | Corruption::SetBaseId { .. }
-            | Corruption::SetDataFileVersion { .. }
-            | Corruption::SetManifestVersion { .. }
-            | Corruption::TruncateManifest { .. }
-            | Corruption::BadManifestLength
-            | Corruption::SetDeletionFileType { .. }
-            | Corruption::DuplicateDeletionOffset { .. }
-            | Corruption::SetNumDeletedRows { .. }
-            | Corruption::BadIndexSectionLength
-            | Corruption::SignedDeletionOffsets { .. }
-    )
-}
+#[cfg(test)]
+use crate::case::DamageKind;
+use crate::case::corruption::{LineageColumnDamage, LineageProblem};
+use crate::case::step::SequenceSpec;
+use crate::scenario::corrupt::CorruptError;
 
 /// The reserved field id of a sequence's hidden column.
 fn reserved_id(sequence: SequenceSpec) -> FieldId {
@@ -58,10 +40,16 @@ fn reserved_id(sequence: SequenceSpec) -> FieldId {
     }
 }
 
-/// Applies one of this module's corruptions to version `version` under `root`.
-pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreError> {
-    let what = corrupt::name(c);
-    let missing = |problem: String| StoreError::Corrupt(CorruptError::Target { what, problem });
+/// The corruptions that edit manifest fields the model does not keep, the framing, deletion
+/// files and lineage files.
+fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreError> {
+    let what = c.name();
+    let missing = |problem: String| {
+        StoreError::Corrupt(CorruptError::Target {
+            what: what.clone(),
+            problem,
+        })
+    };
     let rel = format!("{VERSIONS_DIR}/{}", manifest_name(version));
     let bytes = std::fs::read(root.join(&rel)).map_err(|e| missing(e.to_string()))?;
     match c {
@@ -111,6 +99,12 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
     };
     match c {
         Corruption::SetManifestVersion { version } => m.version = *version,
+        Corruption::SetFragmentId { fragment, id } => {
+            let position = fragment_position(m, *fragment)?;
+            m.fragments[position].id = *id;
+            // A stored high-water mark below the new id would be refused on its own.
+            m.max_fragment_id = None;
+        }
         Corruption::SetDataFilePath {
             fragment,
             file,
@@ -235,7 +229,7 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
             df.file_size_bytes = bytes.len() as u64;
             write(root, &format!("data/{}", df.path), &bytes)?;
         }
-        _ => return Err(missing("not a corruption of this module".into())),
+        _ => return Err(missing("not a corruption edit_manifest applies".into())),
     }
     write(
         root,
@@ -384,7 +378,7 @@ fn damaged_lineage_file(
     for (k, ff) in contents.schema().iter().enumerate() {
         let mut data_type = DataType::from_logical_type(&ff.logical_type).ok_or_else(|| {
             StoreError::Corrupt(CorruptError::Target {
-                what: "damage_lineage_column",
+                what: "damage_lineage_column".to_string(),
                 problem: format!("{path}: unknown file type {:?}", ff.logical_type),
             })
         })?;
@@ -464,6 +458,7 @@ offsets = [0]
             "what = \"set_base_id\"\nfragment = 1\nfile = 0\nbase_id = 1",
             "what = \"set_data_file_version\"\nfragment = 1\nfile = 0\nmajor = 2\nminor = 1",
             "what = \"set_manifest_version\"\nversion = 9",
+            "what = \"set_fragment_id\"\nfragment = 1\nid = 4294967296",
             "what = \"truncate_manifest\"\nkeep = 20",
             "what = \"bad_manifest_length\"",
             "what = \"set_deletion_file_type\"\nfragment = 1\nfile_type = 5",
@@ -474,7 +469,7 @@ offsets = [0]
         for text in corruptions {
             let mut steps: Steps = toml::from_str(STEPS).unwrap();
             let c: Corruption = toml::from_str(text).unwrap();
-            assert!(is_byte_level(&c), "{text}");
+            assert_ne!(c.kind(), DamageKind::Content, "{text}");
             steps.steps.push(crate::case::Step::Corrupt(c));
             let execution = execute(&steps.steps).unwrap();
             let dir = tempfile::tempdir().unwrap();
@@ -521,4 +516,162 @@ offsets = [0]
             malformed_sequence(SequenceSpec::RowIds, LineageProblem::BitmapPadding, 8).is_err()
         );
     }
+}
+
+/// Applies one byte-level corruption ([`DamageKind::ManifestBytes`] or
+/// [`DamageKind::FileBytes`]) to version `version` under `root`.
+pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreError> {
+    let what = c.name();
+    let missing = |problem: String| {
+        StoreError::Corrupt(CorruptError::Target {
+            what: what.clone(),
+            problem,
+        })
+    };
+    let manifest_rel = format!("{VERSIONS_DIR}/{}", manifest_name(version));
+    let read_manifest = || -> Result<_, StoreError> {
+        let bytes = std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
+        Ok(decode_manifest_file(&bytes, &manifest_rel)?)
+    };
+    match c {
+        Corruption::MalformedRoaring { fragment, overlay }
+        | Corruption::PathEscapesRoot { fragment, overlay } => {
+            let mut file = read_manifest()?;
+            let f = file
+                .manifest
+                .fragments
+                .iter_mut()
+                .find(|f| f.id == *fragment)
+                .ok_or_else(|| missing(format!("no fragment {fragment}")))?;
+            let o = f
+                .overlays
+                .get_mut(*overlay)
+                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
+            if matches!(c, Corruption::MalformedRoaring { .. }) {
+                // A portable-format cookie promising one container, and nothing after it.
+                let garbage = vec![0x3a, 0x30, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00];
+                replace_first_bitmap(o, garbage);
+            } else {
+                let data_file = o
+                    .data_file
+                    .as_mut()
+                    .ok_or_else(|| missing("the overlay has no data_file".into()))?;
+                data_file.path = "../outside-the-dataset.lance".into();
+            }
+            write(
+                root,
+                &manifest_rel,
+                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
+            )
+        }
+        Corruption::TruncateOverlayFile { fragment, overlay } => {
+            let (_, layout) = Dataset::open(root)?.read_version(version)?;
+            let file = read_manifest()?;
+            let position = file
+                .manifest
+                .fragments
+                .iter()
+                .position(|f| f.id == *fragment)
+                .ok_or_else(|| missing(format!("no fragment {fragment}")))?;
+            let rel = layout
+                .fragments
+                .get(position)
+                .and_then(|f| f.overlays.get(*overlay))
+                .map(|l| l.path.clone())
+                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
+            let bytes = std::fs::read(root.join(&rel)).map_err(|e| missing(e.to_string()))?;
+            write(root, &rel, &bytes[..bytes.len() / 2])
+        }
+        Corruption::DropOverlayDataFile { fragment, overlay }
+        | Corruption::DropOverlayCoverage { fragment, overlay }
+        | Corruption::CoverageBytes {
+            fragment, overlay, ..
+        } => {
+            let mut file = read_manifest()?;
+            let o = file
+                .manifest
+                .fragments
+                .iter_mut()
+                .find(|f| f.id == *fragment)
+                .ok_or_else(|| missing(format!("no fragment {fragment}")))?
+                .overlays
+                .get_mut(*overlay)
+                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
+            match c {
+                Corruption::DropOverlayDataFile { .. } => o.data_file = None,
+                Corruption::DropOverlayCoverage { .. } => o.coverage = None,
+                Corruption::CoverageBytes { hex, .. } => {
+                    let bytes = parse_hex(hex).map_err(missing)?;
+                    replace_first_bitmap(o, bytes);
+                }
+                _ => {}
+            }
+            write(
+                root,
+                &manifest_rel,
+                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
+            )
+        }
+        Corruption::MixedManifestNames => {
+            let bytes =
+                std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
+            write(root, &format!("{VERSIONS_DIR}/{version}.manifest"), &bytes)
+        }
+        Corruption::DamageLineageColumn { .. }
+        | Corruption::DuplicateLineageColumn { .. }
+        | Corruption::MalformedLineage { .. }
+        | Corruption::SetDataFilePath { .. }
+        | Corruption::SetBaseId { .. }
+        | Corruption::SetDataFileVersion { .. }
+        | Corruption::SetFragmentId { .. }
+        | Corruption::SetManifestVersion { .. }
+        | Corruption::TruncateManifest { .. }
+        | Corruption::BadManifestLength
+        | Corruption::SetDeletionFileType { .. }
+        | Corruption::DuplicateDeletionOffset { .. }
+        | Corruption::SetNumDeletedRows { .. }
+        | Corruption::BadIndexSectionLength
+        | Corruption::SignedDeletionOffsets { .. } => edit_manifest(root, version, c),
+        Corruption::ClearFlag { .. }
+        | Corruption::SetFlag { .. }
+        | Corruption::CoveragePastEnd { .. }
+        | Corruption::DropCoverageBitmap { .. }
+        | Corruption::DropOverlayValue { .. }
+        | Corruption::DuplicateOverlayField { .. }
+        | Corruption::SetCommittedVersion { .. }
+        | Corruption::TruncateBaseColumn { .. }
+        | Corruption::DropLineageColumn { .. }
+        | Corruption::DeletionPastEnd { .. }
+        | Corruption::DuplicateBaseField { .. } => {
+            Err(missing("a content corruption has no byte form".into()))
+        }
+    }
+}
+
+/// The bytes written as `hex` (pairs of hex digits; spaces ignored).
+fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
+    let digits: Vec<char> = hex.chars().filter(|c| !c.is_whitespace()).collect();
+    if digits.len() % 2 != 0 {
+        return Err(format!("hex {hex:?} has an odd number of digits"));
+    }
+    digits
+        .chunks(2)
+        .map(|pair| {
+            let text: String = pair.iter().collect();
+            u8::from_str_radix(&text, 16).map_err(|_| format!("{text:?} is not a hex byte"))
+        })
+        .collect()
+}
+
+/// Replaces the overlay's shared bitmap, or the first bitmap of its field coverage, by `bytes`.
+fn replace_first_bitmap(o: &mut pb::DataOverlayFile, bytes: Vec<u8>) {
+    o.coverage = Some(match o.coverage.take() {
+        Some(pb::data_overlay_file::Coverage::FieldCoverage(mut fc)) => {
+            if let Some(first) = fc.offset_bitmaps.first_mut() {
+                *first = bytes;
+            }
+            pb::data_overlay_file::Coverage::FieldCoverage(fc)
+        }
+        _ => pb::data_overlay_file::Coverage::SharedOffsetBitmap(bytes),
+    });
 }

@@ -434,11 +434,16 @@ fn step(state: &mut State, op: &Op) -> Option<Snapshot> {
             let path = state.fresh("rewritten");
             let next = rewrite_rows(&cur, &ids, new_id, version, &path).ok()?;
             if !stable {
-                // Row addresses move: the live rows of the inputs, in input order, become
-                // offsets 0.. of the new fragment.
-                let moved: Vec<u64> = ids
+                // Row addresses move: the live rows of the inputs become offsets 0.. of the
+                // new fragment, in scan order: fragments as the fragment list orders them (not
+                // by id: an earlier rewrite's output sits where its inputs were, before
+                // fragments with lower ids), then by offset.
+                let moved: Vec<u64> = cur
+                    .fragments
                     .iter()
-                    .flat_map(|&id| {
+                    .map(|f| f.id)
+                    .filter(|id| ids.contains(id))
+                    .flat_map(|id| {
                         state
                             .model
                             .rows

@@ -1,0 +1,373 @@
+//! Declared damage to a written version: the one list of corruption kinds a negative case
+//! can name.
+//!
+//! Invariant: every [`Corruption`] says in one exhaustive `match` ([`Corruption::kind`])
+//! whether it is stated on the manifest's decoded content ([`DamageKind::Content`], applied by
+//! `scenario::corrupt` to the snapshot), on the manifest's bytes ([`DamageKind::ManifestBytes`])
+//! or on other files and names ([`DamageKind::FileBytes`]), both applied by `store::bytes`. Its
+//! `what` name is the serde tag it is written with in `case.toml` ([`Corruption::name`]), never
+//! a second hand-kept list, so a new kind cannot be half-registered.
+
+use serde::{Deserialize, Serialize};
+
+use super::step::{FlagWordSpec, SequenceSpec};
+
+/// A declared way of damaging the written dataset's newest version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Corruption {
+    /// Clear one bit of a feature-flag word (e.g. 64 while overlays exist).
+    ClearFlag {
+        /// The word.
+        word: FlagWordSpec,
+        /// The bit's value (64, 2048, ...).
+        bit: u64,
+    },
+    /// Set one bit of a feature-flag word (e.g. an unknown bit such as 262144).
+    SetFlag {
+        /// The word.
+        word: FlagWordSpec,
+        /// The bit's value.
+        bit: u64,
+    },
+    /// Add `offset` (at or past `physical_rows`) to the coverage of `field` in one overlay.
+    CoveragePastEnd {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's overlay list.
+        overlay: usize,
+        /// Field name.
+        field: String,
+        /// The offset to add.
+        offset: u32,
+    },
+    /// Drop the last bitmap of a sparse overlay's `field_coverage`.
+    DropCoverageBitmap {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Remove the last value of one overlay value column (value count != coverage).
+    DropOverlayValue {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+        /// Field name.
+        field: String,
+    },
+    /// List an overlay's first field twice (with a copy of its column and coverage).
+    DuplicateOverlayField {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Overwrite an overlay's `committed_version` (0, or newer than the manifest).
+    SetCommittedVersion {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+        /// The new value.
+        committed_version: u64,
+    },
+    /// Remove the last value of a base column (fewer values than `physical_rows`).
+    TruncateBaseColumn {
+        /// Fragment id.
+        fragment: u64,
+        /// Field name.
+        field: String,
+    },
+    /// Remove the hidden column of a spilled sequence, keeping its column arm.
+    DropLineageColumn {
+        /// Fragment id.
+        fragment: u64,
+        /// Which sequence.
+        sequence: SequenceSpec,
+    },
+    /// Add a deleted offset at or past `physical_rows`.
+    DeletionPastEnd {
+        /// Fragment id.
+        fragment: u64,
+        /// The offset.
+        offset: u32,
+    },
+    /// Replace the serialized coverage bitmap of an overlay with bytes that do not parse.
+    /// Needs the on-disk dataset.
+    MalformedRoaring {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Point an overlay's data file outside the dataset root (`../x.lance`). Needs the
+    /// on-disk dataset.
+    PathEscapesRoot {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Truncate an overlay's value file on disk to half its bytes. Needs the on-disk dataset.
+    TruncateOverlayFile {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Store the newest manifest under both the V1 and the V2 naming scheme. Needs the
+    /// on-disk dataset.
+    MixedManifestNames,
+    /// Copy `field`'s base column into another base file of the fragment, so two base files
+    /// hold the field live (the fragment needs at least two base files, e.g. after a fold).
+    DuplicateBaseField {
+        /// Fragment id.
+        fragment: u64,
+        /// Field name.
+        field: String,
+    },
+    /// Remove an overlay's `data_file` from the manifest protobuf. Needs the on-disk dataset.
+    DropOverlayDataFile {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Remove an overlay's coverage (`shared_offset_bitmap` / `field_coverage`) from the
+    /// manifest protobuf. Needs the on-disk dataset.
+    DropOverlayCoverage {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Replace an overlay's serialized coverage bitmap (the first one of a sparse overlay) with
+    /// the given bytes, written as hex. Needs the on-disk dataset.
+    CoverageBytes {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+        /// The replacement bytes, hex (spaces allowed).
+        hex: String,
+    },
+    /// Rewrite the file holding a spilled sequence's hidden column with that column damaged
+    /// (a NULL, the wrong type, or one value short). Needs the on-disk dataset.
+    DamageLineageColumn {
+        /// Fragment id.
+        fragment: u64,
+        /// Which (spilled) sequence.
+        sequence: SequenceSpec,
+        /// What is wrong with the column.
+        damage: LineageColumnDamage,
+    },
+    /// List, in the manifest, a second entry of the fragment's files holding the spilled
+    /// sequence's reserved id (the holder file again, every other position tombstoned).
+    DuplicateLineageColumn {
+        /// Fragment id.
+        fragment: u64,
+        /// Which (spilled) sequence.
+        sequence: SequenceSpec,
+    },
+    /// Replace an inline lineage sequence's bytes by a sequence of `physical_rows` values
+    /// whose encoding breaks one decoding rule.
+    MalformedLineage {
+        /// Fragment id.
+        fragment: u64,
+        /// Which (inline) sequence.
+        sequence: SequenceSpec,
+        /// The broken rule.
+        problem: LineageProblem,
+    },
+    /// Overwrite `fragments[..].files[file].path` in the manifest.
+    SetDataFilePath {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's files.
+        file: usize,
+        /// The new path.
+        path: String,
+    },
+    /// Give `fragments[..].files[file]` a `base_id` (the manifest declares no base paths).
+    SetBaseId {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's files.
+        file: usize,
+        /// The id.
+        base_id: u32,
+    },
+    /// Overwrite a base data file's version pair in the manifest (e.g. 2.1).
+    SetDataFileVersion {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's files.
+        file: usize,
+        /// `file_major_version`.
+        major: u32,
+        /// `file_minor_version`.
+        minor: u32,
+    },
+    /// Overwrite `fragments[..].id` in the manifest (e.g. with 2^32) and clear
+    /// `max_fragment_id`, which would otherwise be below the new id.
+    SetFragmentId {
+        /// Fragment id.
+        fragment: u64,
+        /// The id to store.
+        id: u64,
+    },
+    /// Overwrite `Manifest.version` (the file name keeps the real version).
+    SetManifestVersion {
+        /// The inner version to store.
+        version: u64,
+    },
+    /// Keep only the first `keep` bytes of the newest manifest file.
+    TruncateManifest {
+        /// Bytes kept.
+        keep: usize,
+    },
+    /// Add one to the Manifest message's u32 length prefix.
+    BadManifestLength,
+    /// Overwrite a fragment's `deletion_file.file_type` (e.g. 2, which names no form).
+    SetDeletionFileType {
+        /// Fragment id.
+        fragment: u64,
+        /// The stored value.
+        file_type: i32,
+    },
+    /// Write a new Arrow deletion file for the fragment listing its first deleted offset twice
+    /// (`num_deleted_rows` counts the listed offsets, repeat included).
+    DuplicateDeletionOffset {
+        /// Fragment id.
+        fragment: u64,
+    },
+    /// Overwrite a fragment's `deletion_file.num_deleted_rows`.
+    SetNumDeletedRows {
+        /// Fragment id.
+        fragment: u64,
+        /// The stored count.
+        count: u64,
+    },
+    /// Make the IndexSection's u32 length prefix (at `Manifest.index_section`) claim
+    /// u32::MAX bytes. The version needs an index.
+    BadIndexSectionLength,
+    /// Write a new Arrow deletion file for the fragment with the same offsets but the `row_id`
+    /// column declared as signed `int32`.
+    SignedDeletionOffsets {
+        /// Fragment id.
+        fragment: u64,
+    },
+}
+
+/// How [`Corruption::DamageLineageColumn`] damages a hidden column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineageColumnDamage {
+    /// The column becomes nullable and its first value NULL.
+    Null,
+    /// The column is stored as `int64` (same numbers).
+    WrongType,
+    /// The column loses its last value.
+    Short,
+}
+
+/// Which decoding rule [`Corruption::MalformedLineage`] breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineageProblem {
+    /// A `RangeWithBitmap` over `0..n` with every bit set and a padding bit set too.
+    BitmapPadding,
+    /// A `RangeWithHoles` over `0..n+2` whose two holes are listed in decreasing order.
+    UnsortedHoles,
+    /// An `Array` of `u16` offsets whose byte length is odd.
+    BadArrayWidth,
+    /// One `Range` (or one run) of `n + 1` values.
+    LengthMismatch,
+    /// A `Range` whose start (`n + 1`) is greater than its end (`1`).
+    ReversedRange,
+    /// A segment with no encoding set.
+    MissingKind,
+    /// One `Range` of 2^60 values: the length must be checked against `physical_rows` before
+    /// anything is allocated.
+    HugeRange,
+}
+
+/// Where a corruption acts, which decides who applies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DamageKind {
+    /// The manifest's decoded content: applied to the snapshot, which is then re-encoded.
+    Content,
+    /// The manifest's bytes (protobuf fields the model does not keep, framing).
+    ManifestBytes,
+    /// Files the manifest references, or the names in `_versions/`.
+    FileBytes,
+}
+
+impl Corruption {
+    /// Where this corruption acts.
+    pub fn kind(&self) -> DamageKind {
+        use DamageKind::{Content, FileBytes, ManifestBytes};
+        match self {
+            Corruption::ClearFlag { .. }
+            | Corruption::SetFlag { .. }
+            | Corruption::CoveragePastEnd { .. }
+            | Corruption::DropCoverageBitmap { .. }
+            | Corruption::DropOverlayValue { .. }
+            | Corruption::DuplicateOverlayField { .. }
+            | Corruption::SetCommittedVersion { .. }
+            | Corruption::TruncateBaseColumn { .. }
+            | Corruption::DropLineageColumn { .. }
+            | Corruption::DeletionPastEnd { .. }
+            | Corruption::DuplicateBaseField { .. } => Content,
+            Corruption::MalformedRoaring { .. }
+            | Corruption::PathEscapesRoot { .. }
+            | Corruption::DropOverlayDataFile { .. }
+            | Corruption::DropOverlayCoverage { .. }
+            | Corruption::CoverageBytes { .. }
+            | Corruption::MalformedLineage { .. }
+            | Corruption::SetDataFilePath { .. }
+            | Corruption::SetBaseId { .. }
+            | Corruption::SetDataFileVersion { .. }
+            | Corruption::SetFragmentId { .. }
+            | Corruption::SetManifestVersion { .. }
+            | Corruption::TruncateManifest { .. }
+            | Corruption::BadManifestLength
+            | Corruption::SetDeletionFileType { .. }
+            | Corruption::SetNumDeletedRows { .. }
+            | Corruption::BadIndexSectionLength => ManifestBytes,
+            Corruption::TruncateOverlayFile { .. }
+            | Corruption::MixedManifestNames
+            | Corruption::DamageLineageColumn { .. }
+            | Corruption::DuplicateLineageColumn { .. }
+            | Corruption::DuplicateDeletionOffset { .. }
+            | Corruption::SignedDeletionOffsets { .. } => FileBytes,
+        }
+    }
+
+    /// The `what` name it is written with in `case.toml` (its serde tag).
+    pub fn name(&self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.get("what").and_then(|w| w.as_str()).map(str::to_string))
+            .unwrap_or_else(|| "unnamed".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_serde_tags() {
+        let c = Corruption::BadManifestLength;
+        assert_eq!(c.name(), "bad_manifest_length");
+        let c = Corruption::SetFlag {
+            word: FlagWordSpec::Reader,
+            bit: 64,
+        };
+        assert_eq!(c.name(), "set_flag");
+        assert_eq!(c.kind(), DamageKind::Content);
+    }
+}
