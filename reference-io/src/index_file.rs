@@ -136,6 +136,19 @@ pub enum IndexFileError {
         /// Physical offset.
         offset: u32,
     },
+    /// `fragment_bitmap` names a fragment the table holds now that did not exist at the
+    /// index's `dataset_version`: the index claims rows it never saw.
+    #[error(
+        "index {index:?}: fragment_bitmap covers fragment {fragment}, which did not exist at dataset_version {dataset_version}, so the index files hold nothing for its rows"
+    )]
+    CoverageWithoutEntries {
+        /// The index name.
+        index: String,
+        /// Fragment id.
+        fragment: u64,
+        /// The version the index claims.
+        dataset_version: u64,
+    },
     /// A stored value differs from the row's value at the index's `dataset_version`.
     #[error(
         "index {index:?}: fragment {fragment} offset {offset} stores {stored}, but the row held {expected} at dataset_version {dataset_version}"
@@ -173,6 +186,7 @@ lance_reference::error_codes! {IndexFileError {
     IndexFileError::DuplicateId { .. } => code("index_duplicate_id", Invalid, "An index file stores one row id or address twice"),
     IndexFileError::UnknownRow { .. } => code("index_entry_unknown_row", Invalid, "An index entry names no row the index may hold at its `dataset_version`"),
     IndexFileError::MissingEntry { .. } => code("index_entry_missing", Invalid, "A row of a fragment in `fragment_bitmap` has no entry in the index files"),
+    IndexFileError::CoverageWithoutEntries { .. } => code("index_coverage_without_entries", Invalid, "`fragment_bitmap` names a fragment of the table that did not exist at the index's `dataset_version`"),
     IndexFileError::StaleEntry { .. } => code("index_entry_mismatch", Invalid, "An index entry's value differs from the row's value at the index's `dataset_version`"),
     IndexFileError::Unsupported { .. } => code("index_unsupported", UnsupportedFeature, "An index version, layout option or key type this reader does not read"),
 }}

@@ -30,7 +30,8 @@
 //! addresses for a BTree of `index_version` 1, row ids (through that version's row-id
 //! sequences) for a vector index and a BTree of `index_version` 0. Entries for fragments
 //! outside `fragment_bitmap` are ignored (coverage only narrows after a build). For every
-//! covered fragment the stored entries must equal the rebuild of that version
+//! covered fragment the stored entries must equal the rebuild of that version, and a covered
+//! fragment of the version read must have existed at `dataset_version`
 //! ([`lance_reference::index_build::entries`]): a row without an entry, an entry whose value
 //! differs, and an entry naming no row of that version are each an error of its own. An
 //! index whose `dataset_version` has no manifest is an error.
@@ -429,8 +430,9 @@ impl Dataset {
                     limit,
                     &field,
                 )?;
+                let now: Vec<u64> = snapshot.fragments.iter().map(|f| f.id).collect();
                 let entries =
-                    checked_entries(at_build, index, il, stored).map_err(|e| match e {
+                    checked_entries(at_build, &now, index, il, stored).map_err(|e| match e {
                         Checked::Model(error) => DatasetError::Model {
                             file: field.clone(),
                             error: Box::new(error),
@@ -578,9 +580,10 @@ fn stores_addresses(index: &Index, layout: &IndexLayout) -> Result<bool, IndexFi
 }
 
 /// The entries of `index` from its stored pairs, checked against `at_build` (the version the
-/// index claims): see the module docs.
+/// index claims) and the fragment ids of the version read (`now`): see the module docs.
 fn checked_entries(
     at_build: &Snapshot,
+    now: &[u64],
     index: &Index,
     layout: &IndexLayout,
     stored: Vec<(u64, Value)>,
@@ -593,6 +596,17 @@ fn checked_entries(
         })
     };
     let addresses = stores_addresses(index, layout).map_err(Checked::Index)?;
+    if let Some(&fragment) = now
+        .iter()
+        .filter(|_| index.fragment_bitmap.is_some())
+        .find(|id| index.covers(**id) && !at_build.fragments.iter().any(|f| f.id == **id))
+    {
+        return Err(Checked::Index(IndexFileError::CoverageWithoutEntries {
+            index: index.name.clone(),
+            fragment,
+            dataset_version: at_build.version,
+        }));
+    }
     let mut by_row_id: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
     if !addresses && at_build.stable_row_ids {
         for f in &at_build.fragments {
