@@ -108,6 +108,10 @@ CLASSES = [
     # required message field is absent from the manifest, which the spec calls malformed
     # [OVL-LAYOUT-6].
     ("malformed", re.compile(r"DataOverlayFile is missing its", re.I)),
+    # "file does not appear to be a Lance file (invalid magic: ...)": the bytes of a file the
+    # manifest references (an index file cut short) do not end in a Lance footer, which the
+    # spec calls malformed [IDX-READ-1].
+    ("malformed", re.compile(r"does not appear to be a Lance file", re.I)),
 ]
 
 # Failures that are Lance breaking, not Lance refusing the data; each is reported as `errored`.
