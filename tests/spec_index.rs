@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 /// The markdown files that hold requirements, with the id prefix each one owns.
-const MARKDOWN: [(&str, &str); 4] = [
+const MARKDOWN: [(&str, &str); 5] = [
     ("overlays.md", "OVL"),
     ("row-lineage.md", "LIN"),
     ("feature-flags.md", "FLG"),

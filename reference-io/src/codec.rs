@@ -34,11 +34,15 @@
 //!   never use it), `logical_type` in Lance's spelling
 //!   ([`lance_reference::model::DataType::logical_type`]).
 //! - **Indices**: `uuid` is derived from the index name and `dataset_version`
-//!   ([`index_uuid`]); `index_details` is `/lance.table.BTreeIndexDetails` for a BTree and
-//!   `/lance.index.pb.VectorIndexDetails` (the message Lance 14 writes for its vector indices)
-//!   for a vector index, both with an empty value;
-//!   `index_version` is 1; `fragment_bitmap` is the optimized roaring serialization, or empty
-//!   for "unknown". Index entries are not stored: see [`super::read`].
+//!   ([`index_uuid`]); `index_details` is `/lance.table.BTreeIndexDetails` (empty value) for a
+//!   BTree and `/lance.index.pb.VectorIndexDetails` (flat compression, L2:
+//!   [`vector_details_value`]) for a vector index; `index_version` is 1; `fragment_bitmap` is
+//!   the optimized roaring serialization, or empty for "unknown"; `files` lists the index
+//!   directory's files with their sizes ([`super::index_file`], filled in by the writer);
+//!   `covering_fields` are the fields after the key. No `created_at`. On read, a
+//!   `covering_fields` that is not the suffix of `fields` after the key is unsupported, and a
+//!   `files` path must be a plain file name. Index entries live in the index files: see
+//!   [`super::read`].
 //! - **stable_row_ids** is reader flag bit 2 (as Lance's `uses_stable_row_ids`).
 //! - **max_allocated_field_id**, **base_paths** (unless a file uses a `base_id`),
 //!   **table_metadata**, **branch**, **tag** and the transaction fields are not modelled and
