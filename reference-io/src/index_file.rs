@@ -274,6 +274,18 @@ pub fn btree_files(
     entries: &[(u64, Value)],
     batch_size: u64,
 ) -> Result<Vec<(String, Vec<u8>)>, IndexFileError> {
+    btree_files_stating(key_type, entries, batch_size, batch_size)
+}
+
+/// [`btree_files`] with pages of `batch_size` rows but `stated` written as the lookup's
+/// `batch_size` metadata. Only a damaged index states another size than it uses (negative
+/// cases make one this way).
+pub fn btree_files_stating(
+    key_type: &DataType,
+    entries: &[(u64, Value)],
+    batch_size: u64,
+    stated: u64,
+) -> Result<Vec<(String, Vec<u8>)>, IndexFileError> {
     if !btree_key_type(key_type) {
         return Err(IndexFileError::Unsupported {
             file: BTREE_DATA.into(),
@@ -311,10 +323,7 @@ pub fn btree_files(
     }
     let extras = FileExtras {
         metadata: BTreeMap::from([
-            (
-                "batch_size".to_string(),
-                batch_size.to_string().into_bytes(),
-            ),
+            ("batch_size".to_string(), stated.to_string().into_bytes()),
             ("range_partitioned".to_string(), b"false".to_vec()),
         ]),
         global_buffers: Vec::new(),
@@ -824,6 +833,7 @@ mod tests {
 
     #[test]
     fn a_btree_reads_back_its_entries_in_key_order() {
+        // covers: IDX-FILE-2, IDX-FILE-3
         let entries = vec![
             (0, Value::Int32(30)),
             (1, Value::Int32(25)),
@@ -851,6 +861,7 @@ mod tests {
 
     #[test]
     fn a_lying_lookup_row_is_refused() {
+        // covers: IDX-READ-2
         let entries = vec![(0, Value::Utf8("a".into())), (1, Value::Utf8("b".into()))];
         let mut files: BTreeMap<String, Vec<u8>> = btree_files(&DataType::Utf8, &entries, 4096)
             .unwrap()
@@ -860,10 +871,24 @@ mod tests {
         files.insert(BTREE_LOOKUP.into(), other[1].1.clone());
         let err = read_btree(&files, &DataType::Utf8).unwrap_err();
         assert_eq!(err.code(), "btree_lookup_mismatch");
+        // A lookup stating another page size than its pages use.
+        let mut files: BTreeMap<String, Vec<u8>> =
+            btree_files_stating(&DataType::Utf8, &entries, 4096, 1)
+                .unwrap()
+                .into_iter()
+                .collect();
+        let err = read_btree(&files, &DataType::Utf8).unwrap_err();
+        assert_eq!(err.code(), "index_file_layout");
+        files.remove(BTREE_LOOKUP);
+        assert_eq!(
+            read_btree(&files, &DataType::Utf8).unwrap_err().code(),
+            "index_file_layout"
+        );
     }
 
     #[test]
     fn an_ivf_index_reads_back_its_vectors_by_row_id() {
+        // covers: IDX-FILE-4
         let v = |x: f32| Value::Vector(vec![Some(x), Some(0.5)]);
         let entries = vec![(7, v(1.0)), (3, v(2.0))];
         let files: BTreeMap<String, Vec<u8>> =
@@ -875,6 +900,7 @@ mod tests {
 
     #[test]
     fn uuids_are_spelled_hyphenated_and_lowercase() {
+        // covers: IDX-FILE-1
         let uuid = [0xab; 16];
         assert_eq!(uuid_string(&uuid), "abababab-abab-abab-abab-abababababab");
     }

@@ -301,6 +301,12 @@ pub enum IndexFileDamage {
         /// The stored value.
         value: super::cell::Cell,
     },
+    /// Rewrite a BTree's lookup so that its `batch_size` metadata states `stated` rows per
+    /// page while its pages are of the size the index was written with.
+    StateBatchSize {
+        /// The stated page size.
+        stated: u64,
+    },
 }
 
 /// How [`Corruption::DamageLineageColumn`] damages a hidden column.

@@ -11,10 +11,11 @@ use std::path::Path;
 use lance_reference::proto::lance::table as pb;
 use lance_reference_io::Dataset;
 use lance_reference_io::index_file::index_dir;
+use lance_reference_io::index_file::{DEFAULT_BATCH_SIZE, btree_files_stating};
 use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
 use lance_reference_io::read::index_file_names;
 use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
-use lance_reference_io::write::index_files_bytes;
+use lance_reference_io::write::{index_files_bytes, stored_entries};
 use sha2::{Digest, Sha256};
 
 use crate::case::corruption::IndexFileDamage;
@@ -103,6 +104,16 @@ pub(super) fn damage(
                 .ok_or_else(|| format!("index {name:?} has no entry for {fragment}/{offset}"))?;
             entry.value = value;
             files = index_files_bytes(&snapshot, &lying).map_err(|e| e.to_string())?;
+        }
+        IndexFileDamage::StateBatchSize { stated } => {
+            let key = index
+                .fields
+                .first()
+                .and_then(|k| snapshot.schema.field(*k))
+                .ok_or("the key is not in the schema")?;
+            let stored = stored_entries(&snapshot, index).map_err(|e| e.to_string())?;
+            files = btree_files_stating(&key.data_type, &stored, DEFAULT_BATCH_SIZE, *stated)
+                .map_err(|e| e.to_string())?;
         }
     }
     for (n, bytes) in &files {
