@@ -39,6 +39,9 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 start=$SECONDS
+# The fuzz workspace's lock file is committed: a build must not change it.
+cargo metadata --locked --format-version 1 >/dev/null
+
 echo "== cargo fuzz build -s none --release"
 cargo fuzz build -s none --release
 echo "build: $((SECONDS - start)) s"

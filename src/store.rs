@@ -38,7 +38,7 @@ pub struct Damaged {
     pub snapshot: Option<Snapshot>,
     /// What the reference's dataset reader makes of it: an error, or (if it reads) the
     /// snapshot a reader then has to refuse while scanning.
-    pub read: Result<Snapshot, DatasetError>,
+    pub read: Result<Snapshot, Box<DatasetError>>,
 }
 
 /// The versions as read back from the store.
@@ -83,10 +83,12 @@ impl From<DatasetError> for StoreError {
 }
 
 /// Reads one version with the reference's dataset reader.
-fn read_one(root: &Path, version: u64) -> Result<Snapshot, DatasetError> {
-    let dataset = Dataset::open(root)?;
-    let (snapshot, _) = dataset.read_version(version)?;
-    Ok(snapshot)
+fn read_one(root: &Path, version: u64) -> Result<Snapshot, Box<DatasetError>> {
+    let read = match Dataset::open(root) {
+        Ok(dataset) => dataset.read_version(version),
+        Err(e) => Err(e),
+    };
+    read.map(|(snapshot, _)| snapshot).map_err(Box::new)
 }
 
 /// Writes `execution`'s versions into `dataset_dir` (a scratch directory when `None`),

@@ -124,7 +124,7 @@ fn worked_example_all_six_steps() {
     assert_eq!(sparse.file.fields, vec![NAME, EMBEDDING]);
     assert_eq!(
         sparse.coverage,
-        Coverage::PerField(vec![
+        Coverage::Sparse(vec![
             [2u32, 3].into_iter().collect(),
             [1u32].into_iter().collect()
         ])

@@ -334,7 +334,7 @@ fn decode_fragment(
             Some(CoverageArm::SharedOffsetBitmap(bytes)) => {
                 Coverage::Dense(bitmap(bytes, format!("{here}.shared_offset_bitmap"))?)
             }
-            Some(CoverageArm::FieldCoverage(fc)) => Coverage::PerField(
+            Some(CoverageArm::FieldCoverage(fc)) => Coverage::Sparse(
                 fc.offset_bitmaps
                     .iter()
                     .enumerate()
@@ -609,7 +609,7 @@ pub fn encode_manifest(
                 data_file: Some(encode_data_file(&o.file, l)),
                 coverage: Some(match &o.coverage {
                     Coverage::Dense(b) => CoverageArm::SharedOffsetBitmap(write_bitmap(b)),
-                    Coverage::PerField(bs) => CoverageArm::FieldCoverage(pb::FieldCoverage {
+                    Coverage::Sparse(bs) => CoverageArm::FieldCoverage(pb::FieldCoverage {
                         offset_bitmaps: bs.iter().map(write_bitmap).collect(),
                     }),
                 }),

@@ -211,7 +211,7 @@ pub fn write_arrow_offsets(offsets: &[u32]) -> Vec<u8> {
 /// file a reader must refuse ([`DatasetIoError::WrongDeletionSchema`]; Lance 14 refuses it
 /// too). For tests and negative conformance cases only.
 pub fn write_arrow_int32_offsets(offsets: &[u32]) -> Vec<u8> {
-    let mut layout = arrow_file::Layout::deletion(offsets.len());
+    let mut layout = arrow_file::FileShape::deletion(offsets.len());
     for column in &mut layout.columns {
         column.signed = true;
     }

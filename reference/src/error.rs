@@ -6,12 +6,15 @@
 //! [`Error::code`], never on message text.
 //!
 //! Each concept module owns the errors of its own domain ([`LineageError`], [`FlagError`],
-//! [`CompactionError`], [`QueryError`], [`DatasetIoError`], [`DataFileError`], [`DatasetError`]); [`Error`] wraps them so callers handle one type.
+//! [`CompactionError`], [`QueryError`]); [`Error`] wraps them so callers handle one type. The
+//! on-disk crate (`lance-reference-io`) has its own error types, which wrap [`Error`], never the
+//! other way round. Every one of them declares its codes with [`error_codes!`](crate::error_codes),
+//! and `spec/error-codes.md` is generated from those declarations.
 
 use crate::compaction::CompactionError;
 use crate::flags::FlagError;
 use crate::lineage::LineageError;
-use crate::query::QueryError;
+use crate::query::error::QueryError;
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -251,7 +251,7 @@ mod tests {
                 fields: vec![NAME, AGE],
                 columns: vec![vec![Value::Null; 2], vec![Value::Null]],
             },
-            coverage: Coverage::PerField(vec![bitmap(&[0, 1]), bitmap(&[2])]),
+            coverage: Coverage::Sparse(vec![bitmap(&[0, 1]), bitmap(&[2])]),
             committed_version: 2,
         });
         snapshot.validate().unwrap();
@@ -276,7 +276,7 @@ mod tests {
                 fields: vec![TOMBSTONE_FIELD_ID, 99, ROW_ID_FIELD_ID],
                 columns: vec![vec![Value::Int32(1)], vec![Value::Int32(2)], vec![]],
             },
-            coverage: Coverage::PerField(vec![bitmap(&[0]), bitmap(&[1]), bitmap(&[2])]),
+            coverage: Coverage::Sparse(vec![bitmap(&[0]), bitmap(&[1]), bitmap(&[2])]),
             committed_version: 3,
         });
         snapshot.validate().unwrap();

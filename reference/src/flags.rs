@@ -238,9 +238,9 @@ crate::error_codes! {FlagError {
 
 /// Refuses a reader word this reference cannot honour.
 ///
-/// A writer-only bit (32768) in the reader word is a corrupt manifest ([`ErrorClass::Invalid`])
+/// A writer-only bit (32768) in the reader word is a corrupt manifest ([`ErrorClass::Invalid`](crate::ErrorClass::Invalid))
 /// and is reported first, as Lance does; any other bit outside [`READER_FLAGS_IMPLEMENTED`] is
-/// [`ErrorClass::UnsupportedFeature`], naming every such bit.
+/// [`ErrorClass::UnsupportedFeature`](crate::ErrorClass::UnsupportedFeature), naming every such bit.
 pub fn check_reader_flags(reader: u64) -> Result<(), FlagError> {
     check_reader_flags_supporting(reader, READER_FLAGS_IMPLEMENTED)
 }

@@ -123,7 +123,7 @@ pub fn build_overlay(
             .iter()
             .map(|f| updates[f].values().cloned().collect())
             .collect();
-        (Coverage::PerField(bitmaps), columns)
+        (Coverage::Sparse(bitmaps), columns)
     };
     Ok(Some(Overlay {
         file: DataFile {

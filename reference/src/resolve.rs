@@ -15,6 +15,11 @@
 //! (`-2`) and other negative ids in an overlay's field list are never matched, and a struct
 //! field is a container: its validity comes from the base, its children resolve one by one.
 //!
+//! Every rule above is coded in this file and nowhere else: overlay order ([`precedence`]),
+//! which bitmap and value column apply to a field ([`coverage_of`], [`covered_values`]),
+//! tombstone matching and base lookup ([`file_column`], [`base_column`]). Compaction, queries
+//! and the kit call these functions rather than restating them.
+//!
 //! [`resolve_column`] costs O(physical_rows + covered cells): overlays are visited newest
 //! first, each covered offset is claimed at most once, and ranks come from walking each bitmap
 //! in order, never from a search. [`explain`] answers the same question for one cell and
@@ -23,7 +28,85 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::model::{DataType, FieldId, Fragment, Schema, Value};
+use roaring::RoaringBitmap;
+
+use crate::model::{
+    DataFile, DataType, FieldId, Fragment, Overlay, Schema, TOMBSTONE_FIELD_ID, Value,
+};
+
+/// Overlay positions in the order resolution tries them, newest first: a higher
+/// `committed_version` wins, and among equal versions the later position in the stored list
+/// wins. The first overlay in this order that covers a cell decides it.
+pub fn precedence(fragment: &Fragment) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..fragment.overlays.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (va, vb) = (
+            fragment.overlays[a].committed_version,
+            fragment.overlays[b].committed_version,
+        );
+        vb.cmp(&va).then(b.cmp(&a))
+    });
+    order
+}
+
+/// The position of `field` in a data file's field list and its column; a tombstone (`-2`)
+/// never matches, so a folded-away column is never read as the field.
+pub fn file_column(file: &DataFile, field: FieldId) -> Option<(usize, &[Value])> {
+    let pos = file
+        .fields
+        .iter()
+        .position(|&f| f == field && f != TOMBSTONE_FIELD_ID)?;
+    file.columns.get(pos).map(|c| (pos, c.as_slice()))
+}
+
+/// The base column of a live field: the index of the base file holding it, and its values.
+pub fn base_column(fragment: &Fragment, field: FieldId) -> Option<(usize, &[Value])> {
+    fragment
+        .files
+        .iter()
+        .enumerate()
+        .find_map(|(i, f)| file_column(f, field).map(|(_, c)| (i, c)))
+}
+
+/// The position and coverage of the live user field `field` in `overlay`, if it carries it.
+/// Negative ids (tombstones, lineage) are never matched; a sparse overlay's bitmap is the one
+/// at the field's position, a dense overlay's the shared one.
+pub fn coverage_of(overlay: &Overlay, field: FieldId) -> Option<(usize, &RoaringBitmap)> {
+    if field < 0 {
+        return None;
+    }
+    let pos = overlay.file.fields.iter().position(|&f| f == field)?;
+    Some((pos, overlay.coverage.at(pos)?))
+}
+
+/// The coverage of the live user field `field` in `overlay` and its value column (value `k`
+/// belongs to the `k`-th covered offset), if the overlay carries the field. A value column
+/// whose length differs from the coverage's cardinality is an error: nothing could be looked
+/// up by rank.
+pub fn covered_values(
+    overlay: &Overlay,
+    fragment: u64,
+    field: FieldId,
+) -> Result<Option<(&RoaringBitmap, &[Value])>> {
+    let Some((position, bitmap)) = coverage_of(overlay, field) else {
+        return Ok(None);
+    };
+    let values = overlay
+        .file
+        .columns
+        .get(position)
+        .map_or(&[][..], Vec::as_slice);
+    if values.len() as u64 != bitmap.len() {
+        return Err(Error::ValueCountMismatch {
+            fragment,
+            file: overlay.file.path.clone(),
+            field,
+            values: values.len() as u64,
+            covered: bitmap.len(),
+        });
+    }
+    Ok(Some((bitmap, values)))
+}
 
 /// Where a resolved cell's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,9 +234,9 @@ pub fn explain(
     let mut considered = Vec::new();
     let mut winner = None;
     if schema_field.data_type != DataType::Struct {
-        for position in fragment.precedence() {
+        for position in precedence(fragment) {
             let overlay = &fragment.overlays[position];
-            let step = match overlay.coverage_of(field) {
+            let step = match coverage_of(overlay, field) {
                 None => OverlayStep::FieldNotCarried,
                 Some((_, bitmap)) if !bitmap.contains(offset32) => OverlayStep::NotCovered,
                 Some((_, bitmap)) => OverlayStep::Covers {
@@ -194,7 +277,7 @@ pub fn explain(
             Some(value),
         )
     } else {
-        match fragment.base_column(field) {
+        match base_column(fragment, field) {
             Some((file, column)) => (
                 Source::Base { file },
                 Some(base_value(fragment, file, field, column, offset)?),
@@ -237,9 +320,9 @@ pub fn resolve_column(
     // `winner[i]`: the value of the newest overlay covering offset i, once one is found. It
     // holds references, so each winning value is cloned once, into the output.
     let mut winner: Vec<Option<&Value>> = vec![None; rows];
-    for position in fragment.precedence() {
+    for position in precedence(fragment) {
         let overlay = &fragment.overlays[position];
-        let Some((bitmap, values)) = overlay.covered_values(fragment.id, field)? else {
+        let Some((bitmap, values)) = covered_values(overlay, fragment.id, field)? else {
             continue;
         };
         // Walking the bitmap in order yields each offset with its rank.
@@ -260,7 +343,7 @@ pub fn resolve_column(
     }
     // One pass in offset order: deleted, else the winning overlay value, else the base value
     // (NULL when no base file holds the field).
-    let base = match fragment.base_column(field) {
+    let base = match base_column(fragment, field) {
         Some((file, column)) if column.len() != rows => {
             return Err(Error::BaseLengthMismatch {
                 fragment: fragment.id,
@@ -298,7 +381,7 @@ fn resolve_struct(
         .children(field)
         .map(|child| resolve_column(schema, fragment, child.id))
         .collect::<Result<_>>()?;
-    let validity = fragment.base_column(field);
+    let validity = base_column(fragment, field);
     let mut out = Vec::with_capacity(rows);
     for offset in 0..rows {
         if fragment.deletions.contains(offset as u32) {
@@ -329,12 +412,10 @@ fn resolve_struct(
 
 fn overlay_value(fragment: &Fragment, position: usize, field: FieldId, rank: u64) -> Result<Value> {
     let overlay = &fragment.overlays[position];
-    let (column_pos, bitmap) = overlay
-        .coverage_of(field)
-        .ok_or_else(|| Error::UnknownField {
-            field,
-            context: overlay.file.path.clone(),
-        })?;
+    let (column_pos, bitmap) = coverage_of(overlay, field).ok_or_else(|| Error::UnknownField {
+        field,
+        context: overlay.file.path.clone(),
+    })?;
     overlay
         .file
         .columns

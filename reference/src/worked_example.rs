@@ -130,7 +130,7 @@ pub fn step_4_overlay() -> Overlay {
                 vec![vector(NEW_BOB_EMBEDDING)],
             ],
         },
-        coverage: Coverage::PerField(vec![
+        coverage: Coverage::Sparse(vec![
             [2u32, 3].into_iter().collect(),
             [1u32].into_iter().collect(),
         ]),

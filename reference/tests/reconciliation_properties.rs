@@ -205,7 +205,7 @@ fn build_overlay(plan: &OverlayPlan, tombstone_above: u64) -> Overlay {
     let coverage = if plan.dense {
         Coverage::Dense(bitmap_of(&plan.coverage[0]))
     } else {
-        Coverage::PerField(bitmaps)
+        Coverage::Sparse(bitmaps)
     };
     Overlay {
         file: DataFile {

@@ -196,7 +196,7 @@ fn sparse_overlay_columns_of_different_lengths_resolve_per_field() {
             fields: vec![A, B],
             columns: vec![ints(&[10, 50]), vec![Value::Utf8("x".into())]],
         },
-        coverage: Coverage::PerField(vec![bitmap(&[1, 5]), bitmap(&[2])]),
+        coverage: Coverage::Sparse(vec![bitmap(&[1, 5]), bitmap(&[2])]),
         committed_version: 2,
     });
     assert_eq!(column(&f, A)[5], Some(Value::Int64(50)));
@@ -215,7 +215,7 @@ fn tombstoned_overlay_field_is_never_read() {
             fields: vec![-2, B],
             columns: vec![ints(&[99]), vec![Value::Utf8("y".into())]],
         },
-        coverage: Coverage::PerField(vec![bitmap(&[0]), bitmap(&[0])]),
+        coverage: Coverage::Sparse(vec![bitmap(&[0]), bitmap(&[0])]),
         committed_version: 2,
     });
     assert_eq!(column(&f, A)[0], Some(Value::Int64(0)));
@@ -264,7 +264,7 @@ fn struct_cell_keeps_base_validity_and_resolves_children() {
         coverage: Coverage::Dense(bitmap(&[1, 2])),
         committed_version: 2,
     });
-    f.overlays[0].coverage = Coverage::PerField(vec![RoaringBitmap::new(), bitmap(&[1, 2])]);
+    f.overlays[0].coverage = Coverage::Sparse(vec![RoaringBitmap::new(), bitmap(&[1, 2])]);
     f.validate(&schema, 2).unwrap();
     let s = resolve_column(&schema, &f, 0).unwrap();
     assert_eq!(
@@ -321,7 +321,7 @@ fn bitmap_count_differing_from_field_count_is_malformed() {
             fields: vec![A, B],
             columns: vec![ints(&[1]), vec![]],
         },
-        coverage: Coverage::PerField(vec![bitmap(&[0])]),
+        coverage: Coverage::Sparse(vec![bitmap(&[0])]),
         committed_version: 2,
     });
     let err = f.validate(&schema(), 2).unwrap_err();
@@ -449,7 +449,7 @@ fn dropped_and_system_field_ids_in_an_overlay_are_ignored() {
             fields: vec![42, -3, A],
             columns: vec![ints(&[1]), vec![Value::UInt64(9)], ints(&[5])],
         },
-        coverage: Coverage::PerField(vec![bitmap(&[0]), bitmap(&[0]), bitmap(&[1])]),
+        coverage: Coverage::Sparse(vec![bitmap(&[0]), bitmap(&[0]), bitmap(&[1])]),
         committed_version: 2,
     });
     f.validate(&schema(), 2).unwrap();
@@ -520,7 +520,7 @@ fn build(spec: &Spec) -> Fragment {
                     cells_b.iter().map(|(_, v)| to_text(v)).collect(),
                 ],
             },
-            coverage: Coverage::PerField(vec![
+            coverage: Coverage::Sparse(vec![
                 cells_a.iter().map(|(o, _)| *o).collect(),
                 cells_b.iter().map(|(o, _)| *o).collect(),
             ]),
@@ -532,7 +532,7 @@ fn build(spec: &Spec) -> Fragment {
 }
 
 fn oracle(f: &Fragment, field: FieldId) -> Vec<Option<Value>> {
-    let (_, base) = f.base_column(field).unwrap();
+    let (_, base) = lance_reference::resolve::base_column(f, field).unwrap();
     let mut grid: Vec<Value> = base.to_vec();
     // Oldest first: by version, then by stored position; later writes overwrite.
     let mut order: Vec<usize> = (0..f.overlays.len()).collect();

@@ -70,7 +70,7 @@ impl Cell {
     }
 
     /// The model value of this cell for field `field` of `schema`. A struct cell becomes a
-    /// resolved-row struct (children in schema order); see [`Cell::to_stored`] for the form a
+    /// resolved-row struct (children in schema order); see `Cell::to_stored` for the form a
     /// base column stores.
     pub fn to_value(&self, schema: &Schema, field: FieldId) -> Result<Value, CellError> {
         let (name, data_type) = field_name_and_type(schema, field);

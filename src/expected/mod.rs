@@ -4,13 +4,13 @@
 //! Invariant: everything here is computed from a version *as read back* from the store, by
 //! the reference's reader, exclusion and query modules; nothing is copied from the scenario.
 //! Output is deterministic: struct fields serialize in declaration order, JSON objects (struct
-//! values) in key order, lists in the documented order, laid out by [`layout`] ([`to_json`]).
+//! values) in key order, lists in the documented order, laid out by [`json_text`] ([`to_json`]).
 //! Each declared query's final rows are checked against the flat
 //! answer ([`lance_reference::query::flat_filter`] / `flat_top_k`) while computing them.
 //!
 //! The published schema is `spec/schemas/expected.schema.json`.
 
-pub mod layout;
+pub mod json_text;
 pub mod tagged;
 
 use lance_reference::exclusion::ExclusionSets;
@@ -61,7 +61,7 @@ pub struct Row {
 /// Where one lineage sequence lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "placement", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Placement {
+pub enum Location {
     /// Not recorded.
     Absent,
     /// In the manifest.
@@ -82,11 +82,11 @@ pub struct FragmentLineage {
     /// Rows physically stored, deleted ones included.
     pub physical_rows: u64,
     /// Row ids.
-    pub row_ids: Placement,
+    pub row_ids: Location,
     /// Created-at versions.
-    pub created_at: Placement,
+    pub created_at: Location,
     /// Last-updated-at versions.
-    pub last_updated_at: Placement,
+    pub last_updated_at: Location,
 }
 
 /// The exclusion set of one (index, covered fragment).
@@ -210,9 +210,9 @@ pub enum ExpectedFailure {
 }
 
 /// JSON with 2-space indentation, short objects and arrays on one line, and a trailing
-/// newline ([`layout::layout`]).
+/// newline ([`json_text::layout`]).
 pub fn to_json<T: Serialize>(value: &T) -> String {
-    layout::layout(&serde_json::to_string(value).unwrap_or_default())
+    json_text::layout(&serde_json::to_string(value).unwrap_or_default())
 }
 
 /// Parses `expected/v<N>.json`.
@@ -229,11 +229,11 @@ fn uint(v: u64) -> Tagged {
     tag_scalar(&Value::UInt64(v))
 }
 
-fn placement(fragment: &Fragment, seq: &LineageSequence, field: FieldId) -> Placement {
+fn placement(fragment: &Fragment, seq: &LineageSequence, field: FieldId) -> Location {
     match seq {
-        LineageSequence::Absent => Placement::Absent,
-        LineageSequence::Inline(_) => Placement::Inline,
-        LineageSequence::Column => Placement::Column {
+        LineageSequence::Absent => Location::Absent,
+        LineageSequence::Inline(_) => Location::Inline,
+        LineageSequence::Column => Location::Column {
             file: fragment
                 .files
                 .iter()
@@ -441,7 +441,7 @@ pub fn compute_error(case: &Case, damaged: &Damaged) -> Result<ExpectedError, Ex
     };
     let refused = |e: &dyn CodedError| (e.class().as_str(), e.code(), e.to_string());
     let (class, code, error) = match &damaged.read {
-        Err(e) => refused(e),
+        Err(e) => refused(&**e),
         Ok(snapshot) => match reader::read(snapshot) {
             Err(e) => refused(&e),
             Ok(_) => {

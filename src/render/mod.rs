@@ -211,7 +211,7 @@ pub fn version(out: &mut String, snapshot: &Snapshot) {
                         ranges(b)
                     );
                 }
-                Coverage::PerField(bs) => {
+                Coverage::Sparse(bs) => {
                     let _ = writeln!(out, "    sparse");
                     for (pos, field) in o.file.fields.iter().enumerate() {
                         let cov = bs

@@ -12,9 +12,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use lance_reference::model::{Coverage, LineageSequence, Snapshot};
+use lance_reference::model::Snapshot;
 use lance_reference::query::{self, RowRef};
-use lance_reference::resolve::{self, resolve_column};
+use lance_reference::resolve::{self, precedence, resolve_column};
 
 use super::execute::load_expected;
 use super::reference::read_checked;
@@ -131,93 +131,38 @@ pub fn explain(corpus: &Path, id: &str, version: Option<u64>, focus: &Focus) -> 
     Ok(out)
 }
 
+/// One version: the snapshot as `snapshots/` renders it ([`crate::render::version`], the one
+/// renderer), then what resolution and queries derive from it: each fragment's overlays in the
+/// order resolution tries them, each index's exclusion sets, and the queries declared here.
 fn layout(out: &mut String, s: &Snapshot, case: &Case) {
-    let schema = &s.schema;
-    let _ = writeln!(
-        out,
-        "v{}: reader flags {}, writer flags {}, stable row ids {}",
-        s.version, s.reader_flags, s.writer_flags, s.stable_row_ids
-    );
-    for f in &s.fragments {
+    let _ = writeln!(out, "v{}:", s.version);
+    crate::render::version(out, s);
+    for f in s.fragments.iter().filter(|f| !f.overlays.is_empty()) {
+        let order: Vec<String> = precedence(f)
+            .iter()
+            .map(|&p| {
+                format!(
+                    "#{p} (committed_version {})",
+                    f.overlays[p].committed_version
+                )
+            })
+            .collect();
         let _ = writeln!(
             out,
-            "fragment {}: {} physical rows, deleted {:?}",
+            "fragment {}: overlays in precedence order, the first that covers a cell wins: {}",
             f.id,
-            f.physical_rows,
-            f.deletions.iter().collect::<Vec<_>>()
-        );
-        for d in &f.files {
-            let names: Vec<String> = d.fields.iter().map(|id| dotted_name(schema, *id)).collect();
-            let _ = writeln!(out, "  data file {}: fields [{}]", d.path, names.join(", "));
-        }
-        let order = f.precedence();
-        for (rank, p) in order.iter().rev().enumerate() {
-            let Some(o) = f.overlays.get(*p) else {
-                continue;
-            };
-            let names: Vec<String> = o
-                .file
-                .fields
-                .iter()
-                .map(|id| dotted_name(schema, *id))
-                .collect();
-            let cover = match &o.coverage {
-                Coverage::Dense(b) => format!("dense {:?}", b.iter().collect::<Vec<_>>()),
-                Coverage::PerField(bs) => format!(
-                    "sparse {:?}",
-                    bs.iter()
-                        .map(|b| b.iter().collect::<Vec<_>>())
-                        .collect::<Vec<_>>()
-                ),
-            };
-            let _ = writeln!(
-                out,
-                "  overlay #{p} (precedence rank {rank}, 0 = wins first): committed_version {}, fields [{}], {cover}",
-                o.committed_version,
-                names.join(", ")
-            );
-        }
-        let place = |seq: &LineageSequence| match seq {
-            LineageSequence::Absent => "absent",
-            LineageSequence::Inline(_) => "inline",
-            LineageSequence::Column => "column",
-        };
-        let _ = writeln!(
-            out,
-            "  lineage: row ids {}, created_at {}, last_updated_at {}",
-            place(&f.lineage.row_ids),
-            place(&f.lineage.created_at),
-            place(&f.lineage.last_updated_at)
+            order.join(", ")
         );
     }
     for index in &s.indices {
-        let fields: Vec<String> = index
-            .fields
-            .iter()
-            .map(|id| dotted_name(schema, *id))
-            .collect();
-        let covered: Vec<u64> = s
-            .fragments
-            .iter()
-            .map(|f| f.id)
-            .filter(|id| index.covers(*id))
-            .collect();
-        let _ = writeln!(
-            out,
-            "index {} ({:?}) on [{}], dataset_version {}, covers fragments {covered:?}",
-            index.name,
-            index.kind,
-            fields.join(", "),
-            index.dataset_version
-        );
         for e in crate::expected::exclusion_sets(s)
             .iter()
             .filter(|e| e.index == index.name)
         {
             let _ = writeln!(
                 out,
-                "  exclusion set of fragment {}: {:?} (rows an overlay newer than the index may have changed)",
-                e.fragment, e.offsets
+                "index {}: exclusion set of fragment {}: {:?} (rows an overlay newer than the index may have changed)",
+                index.name, e.fragment, e.offsets
             );
         }
     }

@@ -12,7 +12,7 @@ use std::path::Path;
 use lance_reference::error::CodedError;
 use lance_reference::model::{FieldId, Snapshot};
 use lance_reference::query::Predicate as ModelPredicate;
-use lance_reference_io::{Dataset, DatasetError};
+use lance_reference_io::Dataset;
 
 use super::capability;
 use super::conformance_reader::{Answer, ConformanceReader, Description, Refusal};
@@ -87,11 +87,12 @@ pub fn read_error(e: &dyn CodedError) -> ReadError {
 /// Opens `root` and reads `version` as a conforming reader must ([`Dataset::read_version`]
 /// ends with [`lance_reference::readable::check_readable`]).
 pub fn read_checked(root: &Path, version: u64) -> Result<Snapshot, ReadError> {
-    let read = || -> Result<Snapshot, DatasetError> {
-        let (snapshot, _) = Dataset::open(root)?.read_version(version)?;
-        Ok(snapshot)
+    let read = match Dataset::open(root) {
+        Ok(dataset) => dataset.read_version(version),
+        Err(e) => Err(e),
     };
-    read().map_err(|e| read_error(&e))
+    read.map(|(snapshot, _)| snapshot)
+        .map_err(|e| read_error(&e))
 }
 
 fn failure(e: ExpectedFailure) -> Refusal {

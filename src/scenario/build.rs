@@ -261,7 +261,7 @@ fn overlay(
             },
             coverage: match spec.shape {
                 Shape::Dense => Coverage::Dense(RoaringBitmap::new()),
-                _ => Coverage::PerField(Vec::new()),
+                _ => Coverage::Sparse(Vec::new()),
             },
             committed_version: 0,
         });
@@ -338,7 +338,7 @@ fn reorder(overlay: &mut Overlay, ids: &[FieldId], schema: &Schema) -> Result<()
         );
     }
     overlay.coverage = match &overlay.coverage {
-        Coverage::PerField(_) => Coverage::PerField(bitmaps),
+        Coverage::Sparse(_) => Coverage::Sparse(bitmaps),
         Coverage::Dense(b)
             if b.is_empty()
                 || fields.iter().all(|f| {

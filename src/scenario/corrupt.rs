@@ -56,7 +56,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 Coverage::Dense(b) => {
                     b.insert(*offset);
                 }
-                Coverage::PerField(bs) => {
+                Coverage::Sparse(bs) => {
                     bs.get_mut(pos)
                         .ok_or_else(|| missing("no bitmap".into()))?
                         .insert(*offset);
@@ -66,7 +66,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         Corruption::DropCoverageBitmap { fragment, overlay } => {
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
             match &mut o.coverage {
-                Coverage::PerField(bs) if !bs.is_empty() => {
+                Coverage::Sparse(bs) if !bs.is_empty() => {
                     bs.pop();
                 }
                 _ => return Err(missing("the overlay is not sparse".into())),
@@ -98,7 +98,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             let col = o.file.columns.first().cloned().unwrap_or_default();
             o.file.fields.push(f);
             o.file.columns.push(col);
-            if let Coverage::PerField(bs) = &mut o.coverage {
+            if let Coverage::Sparse(bs) = &mut o.coverage {
                 let first = bs.first().cloned().unwrap_or_default();
                 bs.push(first);
             }

@@ -417,107 +417,6 @@ fn damaged_lineage_file(
     write_data_file(&columns).map_err(data_err)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scenario::execute;
-    use crate::store::write_and_read_back;
-
-    const STEPS: &str = r#"
-[[steps]]
-op = "create"
-schema = [{ name = "x", type = "int64" }]
-rows = [{ x = 1 }, { x = 2 }, { x = 3 }, { x = 4 }, { x = 5 }]
-config = { "lance.row_lineage.spill" = "true", "lance.row_lineage.inline_max_bytes" = "0" }
-[[steps]]
-op = "delete"
-fragment = 0
-offsets = [1, 3]
-[[steps]]
-op = "rewrite_rows"
-fragments = [0]
-[[steps]]
-op = "delete"
-fragment = 1
-offsets = [0]
-"#;
-
-    #[derive(serde::Deserialize)]
-    struct Steps {
-        steps: Vec<crate::case::Step>,
-    }
-
-    /// Every corruption of this module damages version 4 only: versions 1 to 3 still read, from
-    /// the very directory the damage was applied to, and version 4 does not.
-    #[test]
-    fn damage_stays_in_the_newest_version() {
-        let corruptions = [
-            "what = \"damage_lineage_column\"\nfragment = 1\nsequence = \"row_ids\"\ndamage = \"short\"",
-            "what = \"duplicate_lineage_column\"\nfragment = 1\nsequence = \"created_at\"",
-            "what = \"set_data_file_path\"\nfragment = 1\nfile = 0\npath = \"/x.lance\"",
-            "what = \"set_base_id\"\nfragment = 1\nfile = 0\nbase_id = 1",
-            "what = \"set_data_file_version\"\nfragment = 1\nfile = 0\nmajor = 2\nminor = 1",
-            "what = \"set_manifest_version\"\nversion = 9",
-            "what = \"set_fragment_id\"\nfragment = 1\nid = 4294967296",
-            "what = \"truncate_manifest\"\nkeep = 20",
-            "what = \"bad_manifest_length\"",
-            "what = \"set_deletion_file_type\"\nfragment = 1\nfile_type = 5",
-            "what = \"duplicate_deletion_offset\"\nfragment = 1",
-            "what = \"signed_deletion_offsets\"\nfragment = 1",
-            "what = \"set_num_deleted_rows\"\nfragment = 1\ncount = 4",
-        ];
-        for text in corruptions {
-            let mut steps: Steps = toml::from_str(STEPS).unwrap();
-            let c: Corruption = toml::from_str(text).unwrap();
-            assert_ne!(c.kind(), DamageKind::Content, "{text}");
-            steps.steps.push(crate::case::Step::Corrupt(c));
-            let execution = execute(&steps.steps).unwrap();
-            let dir = tempfile::tempdir().unwrap();
-            let read = write_and_read_back(Some(dir.path()), &execution).unwrap();
-            assert!(read.corrupted.unwrap().read.is_err(), "{text}");
-            let dataset = Dataset::open(dir.path()).unwrap();
-            for v in 1..=3 {
-                assert!(dataset.read_version(v).is_ok(), "{text}: version {v}");
-            }
-            assert!(dataset.read_version(4).is_err(), "{text}");
-        }
-    }
-
-    #[test]
-    fn malformed_sequences_hold_the_requested_flaw() {
-        use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
-        let decode =
-            |p| RowIdSequence::decode(&malformed_sequence(SequenceSpec::RowIds, p, 5).unwrap());
-        assert_eq!(
-            decode(LineageProblem::BitmapPadding).unwrap_err().code(),
-            "lineage_bitmap_padding"
-        );
-        assert_eq!(
-            decode(LineageProblem::UnsortedHoles).unwrap_err().code(),
-            "lineage_not_increasing"
-        );
-        assert_eq!(
-            decode(LineageProblem::BadArrayWidth).unwrap_err().code(),
-            "lineage_byte_length"
-        );
-        assert_eq!(
-            decode(LineageProblem::MissingKind).unwrap_err().code(),
-            "lineage_missing_field"
-        );
-        assert_eq!(decode(LineageProblem::LengthMismatch).unwrap().len(), 6);
-        assert_eq!(decode(LineageProblem::HugeRange).unwrap().len(), 1 << 60);
-        let runs = RowDatasetVersionSequence::decode(
-            &malformed_sequence(SequenceSpec::CreatedAt, LineageProblem::LengthMismatch, 5)
-                .unwrap(),
-        )
-        .unwrap();
-        assert_eq!(runs.len(), 6);
-        assert!(
-            malformed_sequence(SequenceSpec::RowIds, LineageProblem::BitmapPadding, 8).is_err()
-        );
-    }
-}
-
 /// Applies one byte-level corruption ([`DamageKind::ManifestBytes`] or
 /// [`DamageKind::FileBytes`]) to version `version` under `root`.
 pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreError> {
@@ -678,4 +577,105 @@ fn replace_first_bitmap(o: &mut pb::DataOverlayFile, bytes: Vec<u8>) {
         }
         _ => pb::data_overlay_file::Coverage::SharedOffsetBitmap(bytes),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::execute;
+    use crate::store::write_and_read_back;
+
+    const STEPS: &str = r#"
+[[steps]]
+op = "create"
+schema = [{ name = "x", type = "int64" }]
+rows = [{ x = 1 }, { x = 2 }, { x = 3 }, { x = 4 }, { x = 5 }]
+config = { "lance.row_lineage.spill" = "true", "lance.row_lineage.inline_max_bytes" = "0" }
+[[steps]]
+op = "delete"
+fragment = 0
+offsets = [1, 3]
+[[steps]]
+op = "rewrite_rows"
+fragments = [0]
+[[steps]]
+op = "delete"
+fragment = 1
+offsets = [0]
+"#;
+
+    #[derive(serde::Deserialize)]
+    struct Steps {
+        steps: Vec<crate::case::Step>,
+    }
+
+    /// Every corruption of this module damages version 4 only: versions 1 to 3 still read, from
+    /// the very directory the damage was applied to, and version 4 does not.
+    #[test]
+    fn damage_stays_in_the_newest_version() {
+        let corruptions = [
+            "what = \"damage_lineage_column\"\nfragment = 1\nsequence = \"row_ids\"\ndamage = \"short\"",
+            "what = \"duplicate_lineage_column\"\nfragment = 1\nsequence = \"created_at\"",
+            "what = \"set_data_file_path\"\nfragment = 1\nfile = 0\npath = \"/x.lance\"",
+            "what = \"set_base_id\"\nfragment = 1\nfile = 0\nbase_id = 1",
+            "what = \"set_data_file_version\"\nfragment = 1\nfile = 0\nmajor = 2\nminor = 1",
+            "what = \"set_manifest_version\"\nversion = 9",
+            "what = \"set_fragment_id\"\nfragment = 1\nid = 4294967296",
+            "what = \"truncate_manifest\"\nkeep = 20",
+            "what = \"bad_manifest_length\"",
+            "what = \"set_deletion_file_type\"\nfragment = 1\nfile_type = 5",
+            "what = \"duplicate_deletion_offset\"\nfragment = 1",
+            "what = \"signed_deletion_offsets\"\nfragment = 1",
+            "what = \"set_num_deleted_rows\"\nfragment = 1\ncount = 4",
+        ];
+        for text in corruptions {
+            let mut steps: Steps = toml::from_str(STEPS).unwrap();
+            let c: Corruption = toml::from_str(text).unwrap();
+            assert_ne!(c.kind(), DamageKind::Content, "{text}");
+            steps.steps.push(crate::case::Step::Corrupt(c));
+            let execution = execute(&steps.steps).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let read = write_and_read_back(Some(dir.path()), &execution).unwrap();
+            assert!(read.corrupted.unwrap().read.is_err(), "{text}");
+            let dataset = Dataset::open(dir.path()).unwrap();
+            for v in 1..=3 {
+                assert!(dataset.read_version(v).is_ok(), "{text}: version {v}");
+            }
+            assert!(dataset.read_version(4).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn malformed_sequences_hold_the_requested_flaw() {
+        use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
+        let decode =
+            |p| RowIdSequence::decode(&malformed_sequence(SequenceSpec::RowIds, p, 5).unwrap());
+        assert_eq!(
+            decode(LineageProblem::BitmapPadding).unwrap_err().code(),
+            "lineage_bitmap_padding"
+        );
+        assert_eq!(
+            decode(LineageProblem::UnsortedHoles).unwrap_err().code(),
+            "lineage_not_increasing"
+        );
+        assert_eq!(
+            decode(LineageProblem::BadArrayWidth).unwrap_err().code(),
+            "lineage_byte_length"
+        );
+        assert_eq!(
+            decode(LineageProblem::MissingKind).unwrap_err().code(),
+            "lineage_missing_field"
+        );
+        assert_eq!(decode(LineageProblem::LengthMismatch).unwrap().len(), 6);
+        assert_eq!(decode(LineageProblem::HugeRange).unwrap().len(), 1 << 60);
+        let runs = RowDatasetVersionSequence::decode(
+            &malformed_sequence(SequenceSpec::CreatedAt, LineageProblem::LengthMismatch, 5)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(runs.len(), 6);
+        assert!(
+            malformed_sequence(SequenceSpec::RowIds, LineageProblem::BitmapPadding, 8).is_err()
+        );
+    }
 }

@@ -146,7 +146,7 @@ pub fn overlay(
                     fields: vec![VALUE, SCORE],
                     columns: vec![values, score_values],
                 },
-                coverage: Coverage::PerField(vec![covered, scores]),
+                coverage: Coverage::Sparse(vec![covered, scores]),
                 committed_version,
             }
         }

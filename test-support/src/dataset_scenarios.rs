@@ -237,7 +237,7 @@ pub fn full() -> Scenario {
                     vec![vector(9.0, 9.5, -1.0)],
                 ],
             ),
-            coverage: Coverage::PerField(vec![bitmap(&[0, 2]), bitmap(&[1]), bitmap(&[4])]),
+            coverage: Coverage::Sparse(vec![bitmap(&[0, 2]), bitmap(&[1]), bitmap(&[4])]),
             committed_version: 2,
         });
         f1.deletions = bitmap(&[0, 1]);
@@ -352,7 +352,7 @@ pub fn plain() -> Scenario {
                 vec![Value::Utf8("two".into()), Value::Null],
             ],
         ),
-        coverage: Coverage::PerField(vec![bitmap(&[1]), bitmap(&[2, 3])]),
+        coverage: Coverage::Sparse(vec![bitmap(&[1]), bitmap(&[2, 3])]),
         committed_version: 2,
     });
     let v2 = finish(v2, &[]);

@@ -17,7 +17,7 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`layout`] | footer and offset tables |
+//! | [`container`] | footer and offset tables: the validated container of a file |
 //! | [`any`] | the `Any` envelope of encodings |
 //! | [`page_encode`] | values → one page's encoding tree and buffers |
 //! | [`page_decode`] | a page's encoding tree and buffers → values |
@@ -25,8 +25,8 @@
 //! | [`reader`] | [`read_data_file`], [`DataFileContents`] |
 
 pub mod any;
+pub mod container;
 mod error;
-pub mod layout;
 pub mod page_decode;
 pub mod page_encode;
 pub mod reader;
@@ -35,8 +35,8 @@ pub mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use container::FileVersion;
 pub use error::DataFileError;
-pub use layout::FileVersion;
 pub use reader::{DataFileContents, FileField, PageSummary, read_data_file};
 pub use writer::{ColumnData, FileExtras, write_data_file, write_data_file_with};
 

@@ -8,7 +8,7 @@
 
 use super::DataFileError;
 use super::MAX_DECODED_VALUES;
-use super::layout::Extent;
+use super::container::Extent;
 use lance_reference::model::{DataType, Value};
 use lance_reference::proto::lance::encodings as pb;
 use pb::array_encoding::ArrayEncoding as Arm;

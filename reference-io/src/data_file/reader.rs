@@ -16,7 +16,7 @@ use prost::Message;
 use super::DataFileError;
 use super::MAX_DECODED_VALUES;
 use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL, names_message};
-use super::layout::{Extent, FileVersion, Layout};
+use super::container::{Container, Extent, FileVersion};
 use super::page_decode::{Kind, MAX_ENCODING_DEPTH, PageData, depth, describe};
 use lance_reference::model::{DataType, Value};
 use lance_reference::proto::lance::encodings as enc;
@@ -249,7 +249,7 @@ pub fn read_data_file<'a>(
     let ctx = Ctx {
         file: path_for_errors,
     };
-    let layout = Layout::parse(bytes, path_for_errors)?;
+    let layout = Container::parse(bytes, path_for_errors)?;
     let gb0 = "global buffer 0 (FileDescriptor)";
     let descriptor_bytes = layout
         .global_buffers

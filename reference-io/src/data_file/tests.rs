@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use prost::Message;
 
 use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL};
-use super::layout::{Extent, FOOTER_LEN, FileVersion, Footer, offset_table_bytes};
+use super::container::{Extent, FOOTER_LEN, FileVersion, Footer, offset_table_bytes};
 use super::page_encode::{bitmap, encode_page};
 use super::*;
 use enc::array_encoding::ArrayEncoding as Arm;

@@ -12,7 +12,7 @@ use prost::Message;
 
 use super::DataFileError;
 use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL};
-use super::layout::{Extent, FOOTER_LEN, Footer, WRITER_VERSION, offset_table_bytes};
+use super::container::{Extent, FOOTER_LEN, Footer, WRITER_VERSION, offset_table_bytes};
 use super::page_encode::encode_page;
 use lance_reference::model::{DataType, Field, Value};
 use lance_reference::proto::lance::encodings as enc;

@@ -58,7 +58,7 @@ pub(super) fn read_row_ids(
 
 /// Writes `offsets` (in the given order) as an uncompressed Arrow IPC file.
 pub(super) fn write_row_ids(offsets: &[u32]) -> Vec<u8> {
-    write_file(&Layout::deletion(offsets.len()), offsets)
+    write_file(&FileShape::deletion(offsets.len()), offsets)
 }
 
 /// One column of a written schema.
@@ -70,10 +70,10 @@ pub(super) struct Column {
     pub(super) nullable: bool,
 }
 
-/// What [`write_file`] writes. Only [`Layout::deletion`] is a valid deletion file; the other
+/// What [`write_file`] writes. Only [`FileShape::deletion`] is a valid deletion file; the other
 /// knobs let tests build the invalid files a reader must refuse.
 #[derive(Clone)]
-pub(super) struct Layout {
+pub(super) struct FileShape {
     pub(super) columns: Vec<Column>,
     /// `RecordBatch.length` and the field node's length.
     pub(super) rows: i64,
@@ -81,15 +81,15 @@ pub(super) struct Layout {
     pub(super) footer_blocks: usize,
 }
 
-impl Layout {
-    pub(super) fn deletion(rows: usize) -> Layout {
+impl FileShape {
+    pub(super) fn deletion(rows: usize) -> FileShape {
         let row_id = Column {
             name: ROW_ID,
             bit_width: 32,
             signed: false,
             nullable: false,
         };
-        Layout {
+        FileShape {
             columns: vec![row_id],
             rows: rows as i64,
             footer_blocks: 1,
@@ -97,7 +97,7 @@ impl Layout {
     }
 }
 
-pub(super) fn write_file(layout: &Layout, offsets: &[u32]) -> Vec<u8> {
+pub(super) fn write_file(layout: &FileShape, offsets: &[u32]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[0, 0]);

@@ -5,7 +5,7 @@
 //! the first inconsistency as a message; the builder only emits offsets that point forward, so
 //! the buffers it produces are valid FlatBuffers with every scalar aligned to its size.
 //!
-//! Layout reminders (FlatBuffers binary format): a table starts with an `i32` giving the
+//! FileShape reminders (FlatBuffers binary format): a table starts with an `i32` giving the
 //! distance back to its vtable; the vtable is `u16` vtable size, `u16` table size, then one
 //! `u16` per field: the field's offset inside the table, 0 when absent. Reference fields hold a
 //! `u32` distance forward to the target; vectors and strings start with a `u32` length.

@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 use roaring::RoaringBitmap;
 
-use super::arrow_file::{Column, Layout, ROW_ID, write_file};
+use super::arrow_file::{Column, FileShape, ROW_ID, write_file};
 use super::*;
 use crate::roaring_format::{read_bitmap, write_bitmap};
 use lance_reference::error::ErrorClass;
@@ -197,7 +197,7 @@ fn offsets_must_be_below_physical_rows() {
 #[test]
 fn duplicate_arrow_offsets_are_refused() {
     // covers: DS-DEL-3
-    let bytes = write_file(&Layout::deletion(3), &[4, 1, 4]);
+    let bytes = write_file(&FileShape::deletion(3), &[4, 1, 4]);
     let err = read(ARROW, &bytes, 10).unwrap_err();
     assert!(
         matches!(
@@ -210,7 +210,7 @@ fn duplicate_arrow_offsets_are_refused() {
 
 #[test]
 fn arrow_offsets_may_come_in_any_order() {
-    let bytes = write_file(&Layout::deletion(3), &[7, 1, 4]);
+    let bytes = write_file(&FileShape::deletion(3), &[7, 1, 4]);
     assert_eq!(
         read(ARROW, &bytes, 10).unwrap(),
         [1u32, 4, 7].into_iter().collect()
@@ -242,9 +242,9 @@ fn wrong_schemas_are_refused() {
         (vec![], "0 fields"),
     ];
     for (columns, expected) in cases {
-        let layout = Layout {
+        let layout = FileShape {
             columns,
-            ..Layout::deletion(1)
+            ..FileShape::deletion(1)
         };
         let err = read(ARROW, &write_file(&layout, &[0]), 10).unwrap_err();
         assert_eq!(err.code(), "wrong_deletion_schema", "{expected}: {err}");
@@ -256,9 +256,9 @@ fn wrong_schemas_are_refused() {
 fn exactly_one_batch_is_required() {
     // covers: DS-DEL-5
     for blocks in [0, 2] {
-        let layout = Layout {
+        let layout = FileShape {
             footer_blocks: blocks,
-            ..Layout::deletion(1)
+            ..FileShape::deletion(1)
         };
         let err = read(ARROW, &write_file(&layout, &[0]), 10).unwrap_err();
         assert!(
@@ -270,9 +270,9 @@ fn exactly_one_batch_is_required() {
 
 #[test]
 fn huge_or_lying_row_counts_are_refused_before_allocation() {
-    let layout = Layout {
+    let layout = FileShape {
         rows: i64::MAX,
-        ..Layout::deletion(1)
+        ..FileShape::deletion(1)
     };
     let err = read(ARROW, &write_file(&layout, &[0]), 10).unwrap_err();
     assert!(
@@ -280,9 +280,9 @@ fn huge_or_lying_row_counts_are_refused_before_allocation() {
         "{err}"
     );
     // A row count the fragment could hold, but more values than the buffer has.
-    let layout = Layout {
+    let layout = FileShape {
         rows: 9,
-        ..Layout::deletion(1)
+        ..FileShape::deletion(1)
     };
     assert_eq!(
         read(ARROW, &write_file(&layout, &[0]), 10)
@@ -290,9 +290,9 @@ fn huge_or_lying_row_counts_are_refused_before_allocation() {
             .code(),
         "malformed_arrow_file"
     );
-    let layout = Layout {
+    let layout = FileShape {
         rows: -1,
-        ..Layout::deletion(1)
+        ..FileShape::deletion(1)
     };
     assert_eq!(
         read(ARROW, &write_file(&layout, &[0]), 10)

@@ -52,7 +52,7 @@ pub type FoldPlan = BTreeMap<String, IndexPolicy>;
 /// Refused ([`CompactionError`]): `new_version` not newer than the snapshot, a fragment with no
 /// overlays, a path already in use, a plan naming an unknown index, and a plan missing an index
 /// the fold would leave stale. An invalid snapshot or an unknown fragment is the
-/// corresponding [`Error`].
+/// corresponding [`Error`](crate::Error).
 pub fn fold(
     snapshot: &Snapshot,
     fragment_id: u64,
@@ -181,7 +181,7 @@ fn folded_fragment(
         .collect();
     let mut columns = Vec::with_capacity(fields.len());
     for &field in &fields {
-        let base = fragment.base_column(field).map(|(_, c)| c);
+        let base = crate::resolve::base_column(fragment, field).map(|(_, c)| c);
         let resolved = resolve_column(&snapshot.schema, fragment, field)?;
         let column: Vec<Value> = resolved
             .into_iter()
@@ -239,7 +239,7 @@ mod tests {
         let fragment = &mut next.fragments[0];
         let covered: roaring::RoaringBitmap = match &overlay.coverage {
             Coverage::Dense(b) => b.clone(),
-            Coverage::PerField(bs) => bs.iter().fold(Default::default(), |acc, b| acc | b),
+            Coverage::Sparse(bs) => bs.iter().fold(Default::default(), |acc, b| acc | b),
         };
         if let LineageSequence::Inline(v) = &mut fragment.lineage.last_updated_at {
             for o in &covered {

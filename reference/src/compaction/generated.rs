@@ -123,7 +123,7 @@ fn overlay(g: &mut Gen, fragment: u64, n: usize, rows: u64) -> Overlay {
         coverage: if dense {
             Coverage::Dense(shared)
         } else {
-            Coverage::PerField(bitmaps)
+            Coverage::Sparse(bitmaps)
         },
         committed_version: 1 + g.below(VERSION),
     }

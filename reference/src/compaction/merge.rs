@@ -33,7 +33,7 @@ use crate::model::{Coverage, DataFile, FieldId, Fragment, Overlay, Schema, Value
 ///
 /// Refused ([`CompactionError`]): fewer than two positions, a repeated or missing position, a
 /// path already used by the fragment, or inputs that are not contiguous in
-/// [`Fragment::precedence`] (the error names the overlay in between). An input value column
+/// [`crate::resolve::precedence`] (the error names the overlay in between). An input value column
 /// whose length differs from its coverage is [`crate::Error::ValueCountMismatch`].
 pub fn merge_overlays(
     schema: &Schema,
@@ -105,7 +105,7 @@ fn check_inputs(fragment: &Fragment, positions: &[usize]) -> Result<BTreeSet<usi
 /// The inputs in precedence order (newest first), after checking that no other overlay ranks
 /// between the newest and the oldest of them.
 fn precedence_of_inputs(fragment: &Fragment, inputs: &BTreeSet<usize>) -> Result<Vec<usize>> {
-    let order = fragment.precedence();
+    let order = crate::resolve::precedence(fragment);
     let ranks: Vec<usize> = order
         .iter()
         .enumerate()
@@ -168,7 +168,9 @@ fn post_image(
         // offset -> value; the first (newest) input to cover an offset claims it.
         let mut cells: BTreeMap<u32, Value> = BTreeMap::new();
         for overlay in &inputs {
-            let Some((bitmap, values)) = overlay.covered_values(fragment.id, field)? else {
+            let Some((bitmap, values)) =
+                crate::resolve::covered_values(overlay, fragment.id, field)?
+            else {
                 continue;
             };
             for (offset, value) in bitmap.iter().zip(values) {
@@ -181,7 +183,7 @@ fn post_image(
     }
     let coverage = match bitmaps.split_first() {
         Some((first, rest)) if rest.iter().all(|b| b == first) => Coverage::Dense(first.clone()),
-        _ => Coverage::PerField(bitmaps),
+        _ => Coverage::Sparse(bitmaps),
     };
     let committed_version = inputs
         .iter()
@@ -337,7 +339,7 @@ mod tests {
         assert_eq!(merged.file.fields, vec![0, 1]);
         assert_eq!(
             merged.coverage,
-            Coverage::PerField(vec![bitmap(&[0]), bitmap(&[1, 2])])
+            Coverage::Sparse(vec![bitmap(&[0]), bitmap(&[1, 2])])
         );
         assert_eq!(resolved(&s, &f), resolved(&s, &after));
     }
@@ -460,7 +462,7 @@ mod tests {
             }
             f.overlays.push(Overlay {
                 file,
-                coverage: Coverage::PerField(bitmaps),
+                coverage: Coverage::Sparse(bitmaps),
                 committed_version: *version,
             });
         }
@@ -476,7 +478,7 @@ mod tests {
         let mut out = BTreeSet::new();
         for &p in positions {
             for field in VALUE_FIELDS {
-                if let Some((_, b)) = f.overlays[p].coverage_of(field) {
+                if let Some((_, b)) = crate::resolve::coverage_of(&f.overlays[p], field) {
                     out.extend(b.iter().map(|o| (field, o)));
                 }
             }
@@ -498,7 +500,7 @@ mod tests {
             let f = build(&overlays, &deleted, rotate);
             let sorted = f.overlays.windows(2).all(|w| w[0].committed_version <= w[1].committed_version);
             prop_assert!(f.validate(&s, 10).is_ok());
-            let order = f.precedence();
+            let order = crate::resolve::precedence(&f);
             let start = start % (order.len() - 1);
             let end = (start + len).min(order.len());
             let positions: Vec<usize> = order[start..end].to_vec();
@@ -537,7 +539,7 @@ mod tests {
             // covers: OVL-MERGE-1
             let s = schema();
             let f = build(&overlays, &[false; ROWS], rotate);
-            let order = f.precedence();
+            let order = crate::resolve::precedence(&f);
             let n = order.len();
             let first = start % (n - 2);
             let last = first + 2 + gap % (n - first - 2);

@@ -16,7 +16,7 @@
 //!
 //! Every requested operation the specification forbids (a non-contiguous merge, a fold that
 //! would leave an index stale, a malformed request) is a [`CompactionError`] of class
-//! [`ErrorClass::Refused`]. Problems found in the data itself (a value column of the wrong
+//! [`ErrorClass::Refused`](crate::ErrorClass::Refused). Problems found in the data itself (a value column of the wrong
 //! length, an unknown fragment) keep the crate's own [`crate::Error`] variants.
 
 pub mod fold;
@@ -28,7 +28,7 @@ pub mod rewrite;
 pub use fold::{FoldPlan, IndexPolicy, fold};
 pub use merge::merge_overlays;
 pub use rewrite::{
-    CarriedLineage, RewriteOutput, place_carried_lineage, rewrite_rows, rewrite_rows_into,
+    RewriteLineage, RewriteOutput, place_carried_lineage, rewrite_rows, rewrite_rows_into,
 };
 
 use crate::model::FieldId;

@@ -44,7 +44,7 @@ use crate::scan::DEFAULT_ROW_VERSION;
 
 /// The lineage of the new fragment's rows, one value per row, carried over from the inputs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CarriedLineage {
+pub struct RewriteLineage {
     /// Stable row ids; `None` when stable row ids are off.
     pub row_ids: Option<Vec<u64>>,
     /// Created-at versions.
@@ -123,9 +123,9 @@ pub fn rewrite_rows_into(
     let fields = fields_with_data(snapshot, inputs);
 
     let mut columns: Vec<Vec<Value>> = vec![Vec::new(); fields.len()];
-    let mut carried = CarriedLineage {
+    let mut carried = RewriteLineage {
         row_ids: snapshot.stable_row_ids.then(Vec::new),
-        ..CarriedLineage::default()
+        ..RewriteLineage::default()
     };
     for fragment in inputs {
         let resolved: Vec<Vec<Option<Value>>> = fields
@@ -199,7 +199,7 @@ pub fn rewrite_rows_into(
         let n = output.rows as usize; // <= live, which is a Vec length
         let tail_columns: Vec<Vec<Value>> =
             rest_columns.iter_mut().map(|c| c.split_off(n)).collect();
-        let tail_carried = CarriedLineage {
+        let tail_carried = RewriteLineage {
             row_ids: rest_carried.row_ids.as_mut().map(|ids| ids.split_off(n)),
             created_at: rest_carried.created_at.split_off(n),
             last_updated_at: rest_carried.last_updated_at.split_off(n),
@@ -266,7 +266,7 @@ fn check_outputs(snapshot: &Snapshot, outputs: &[RewriteOutput]) -> Result<()> {
 }
 
 /// The encoded inline lengths of one output's carried sequences.
-fn encoded_lengths(carried: &CarriedLineage) -> EncodedLengths {
+fn encoded_lengths(carried: &RewriteLineage) -> EncodedLengths {
     EncodedLengths {
         row_ids: carried
             .row_ids
@@ -288,7 +288,7 @@ fn encoded_lengths(carried: &CarriedLineage) -> EncodedLengths {
 /// and lineage.
 fn place_carried_lineage_over(
     config: &BTreeMap<String, String>,
-    pieces: Vec<(DataFile, CarriedLineage)>,
+    pieces: Vec<(DataFile, RewriteLineage)>,
     outputs: &[RewriteOutput],
 ) -> Result<Vec<(Vec<DataFile>, Lineage)>> {
     let spill = SpillConfig::from_table_config(config)?;
@@ -320,7 +320,7 @@ fn place_carried_lineage_over(
 
 /// Puts each carried sequence inline, or (when its reserved id is in `spilled`) as a hidden
 /// `uint64` column appended to `file` with the arm set to [`LineageSequence::Column`].
-fn place_sequences(carried: CarriedLineage, spilled: &[FieldId], file: &mut DataFile) -> Lineage {
+fn place_sequences(carried: RewriteLineage, spilled: &[FieldId], file: &mut DataFile) -> Lineage {
     let mut place = |field: FieldId, values: Vec<u64>| {
         if spilled.contains(&field) {
             file.fields.push(field);
@@ -356,7 +356,7 @@ fn place_sequences(carried: CarriedLineage, spilled: &[FieldId], file: &mut Data
 /// ids are on (otherwise there is no row id sequence to place).
 pub fn place_carried_lineage(
     config: &BTreeMap<String, String>,
-    carried: CarriedLineage,
+    carried: RewriteLineage,
     file: &mut DataFile,
 ) -> Result<Lineage> {
     let spill = SpillConfig::from_table_config(config)?;
@@ -401,7 +401,7 @@ fn input_span(snapshot: &Snapshot, fragment_ids: &[u64]) -> Result<std::ops::Ran
 fn fields_with_data(snapshot: &Snapshot, inputs: &[Fragment]) -> Vec<FieldId> {
     let has_data = |id: FieldId| {
         inputs.iter().any(|f| {
-            f.base_column(id).is_some()
+            crate::resolve::base_column(f, id).is_some()
                 || f.overlays
                     .iter()
                     .any(|o| carried_value_fields(&snapshot.schema, o).any(|c| c == id))

@@ -241,7 +241,7 @@ mod tests {
         f.lineage.last_updated_at = LineageSequence::Inline(vec![1, 2, 2, 2, 2, 2]);
         let sparse = overlay(
             vec![1, -2, 2],
-            Coverage::PerField(vec![bitmap(&[1]), bitmap(&[5]), bitmap(&[4])]),
+            Coverage::Sparse(vec![bitmap(&[1]), bitmap(&[5]), bitmap(&[4])]),
         );
         stamp_overlays(&mut f, vec![sparse], 7, true).unwrap();
         // offset 5 is covered only by a tombstoned position: not stamped; 4 is deleted: stamped.

@@ -33,24 +33,13 @@ pub struct DataFile {
     pub columns: Vec<Vec<Value>>,
 }
 
-impl DataFile {
-    /// The column stored for `field`, with its position; tombstones never match.
-    pub fn column(&self, field: FieldId) -> Option<(usize, &[Value])> {
-        let pos = self
-            .fields
-            .iter()
-            .position(|&f| f == field && f != TOMBSTONE_FIELD_ID)?;
-        self.columns.get(pos).map(|c| (pos, c.as_slice()))
-    }
-}
-
 /// Which offsets an overlay provides values for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Coverage {
     /// One bitmap shared by every field (a rectangular update).
     Dense(RoaringBitmap),
     /// One bitmap per `data_file.fields` position (tombstoned positions included).
-    PerField(Vec<RoaringBitmap>),
+    Sparse(Vec<RoaringBitmap>),
 }
 
 impl Coverage {
@@ -58,7 +47,7 @@ impl Coverage {
     pub fn at(&self, position: usize) -> Option<&RoaringBitmap> {
         match self {
             Coverage::Dense(b) => Some(b),
-            Coverage::PerField(bs) => bs.get(position),
+            Coverage::Sparse(bs) => bs.get(position),
         }
     }
 }
@@ -79,43 +68,6 @@ impl Overlay {
     pub fn with_path(mut self, path: &str) -> Overlay {
         self.file.path = path.to_string();
         self
-    }
-
-    /// The coverage of the live user field `field` and its value column (value `k` belongs to
-    /// the `k`-th covered offset), if this overlay carries the field. A value column whose length
-    /// differs from the coverage's cardinality is an error: nothing could be looked up by rank.
-    pub fn covered_values(
-        &self,
-        fragment: u64,
-        field: FieldId,
-    ) -> Result<Option<(&RoaringBitmap, &[Value])>> {
-        let Some((position, bitmap)) = self.coverage_of(field) else {
-            return Ok(None);
-        };
-        let values = self
-            .file
-            .columns
-            .get(position)
-            .map_or(&[][..], Vec::as_slice);
-        if values.len() as u64 != bitmap.len() {
-            return Err(Error::ValueCountMismatch {
-                fragment,
-                file: self.file.path.clone(),
-                field,
-                values: values.len() as u64,
-                covered: bitmap.len(),
-            });
-        }
-        Ok(Some((bitmap, values)))
-    }
-
-    /// The position and coverage of the live user field `field`, if this overlay carries it.
-    pub fn coverage_of(&self, field: FieldId) -> Option<(usize, &RoaringBitmap)> {
-        if field < 0 {
-            return None;
-        }
-        let pos = self.file.fields.iter().position(|&f| f == field)?;
-        Some((pos, self.coverage.at(pos)?))
     }
 }
 
@@ -190,28 +142,6 @@ impl Fragment {
         })
     }
 
-    /// The base column of a live field: the file index and its values.
-    pub fn base_column(&self, field: FieldId) -> Option<(usize, &[Value])> {
-        self.files
-            .iter()
-            .enumerate()
-            .find_map(|(i, f)| f.column(field).map(|(_, c)| (i, c)))
-    }
-
-    /// Overlay positions ordered by precedence, newest first: higher `committed_version` wins,
-    /// and among equal versions the later position in the stored list wins.
-    pub fn precedence(&self) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.overlays.len()).collect();
-        order.sort_by(|&a, &b| {
-            let (va, vb) = (
-                self.overlays[a].committed_version,
-                self.overlays[b].committed_version,
-            );
-            vb.cmp(&va).then(b.cmp(&a))
-        });
-        order
-    }
-
     /// The decoded values of one lineage sequence, wherever it lives; `None` when absent.
     pub fn lineage_values(&self, field: FieldId) -> Result<Option<Vec<u64>>> {
         let seq = match field {
@@ -262,15 +192,20 @@ impl Fragment {
             .filter(|&i| self.files[i].fields.contains(&field))
             .collect();
         match holders.as_slice() {
-            [one] => self.files[*one]
-                .column(field)
-                .map(|(_, c)| (*one, c))
-                .ok_or_else(|| Error::ColumnCountMismatch {
-                    fragment: self.id,
-                    file: self.files[*one].path.clone(),
-                    fields: self.files[*one].fields.len(),
-                    columns: self.files[*one].columns.len(),
-                }),
+            [one] => {
+                let file = &self.files[*one];
+                file.fields
+                    .iter()
+                    .position(|&f| f == field)
+                    .and_then(|p| file.columns.get(p))
+                    .map(|c| (*one, c.as_slice()))
+            }
+            .ok_or_else(|| Error::ColumnCountMismatch {
+                fragment: self.id,
+                file: self.files[*one].path.clone(),
+                fields: self.files[*one].fields.len(),
+                columns: self.files[*one].columns.len(),
+            }),
             [] => Err(Error::MissingLineageColumn {
                 fragment: self.id,
                 field,
@@ -375,7 +310,7 @@ impl Fragment {
         let frag = self.id;
         let file = &overlay.file;
         check_file_shape(frag, file)?;
-        if let Coverage::PerField(bitmaps) = &overlay.coverage {
+        if let Coverage::Sparse(bitmaps) = &overlay.coverage {
             if bitmaps.len() != file.fields.len() {
                 return Err(Error::FieldCoverageCountMismatch {
                     fragment: frag,

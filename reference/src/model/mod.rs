@@ -13,7 +13,7 @@
 //! │   ├── files: [DataFile]            base columns by field id (-2 = tombstone)
 //! │   ├── overlays: [Overlay]          stored order; precedence is (committed_version, position)
 //! │   │   ├── file: DataFile           one value column per field, values in rank order
-//! │   │   ├── coverage: Dense(bitmap) | PerField([bitmap; fields])
+//! │   │   ├── coverage: Dense(bitmap) | Sparse([bitmap; fields])
 //! │   │   └── committed_version
 //! │   └── lineage: row ids, created-at, last-updated-at (absent / inline / column)
 //! └── indices: [Index]                 fields, dataset_version, fragment coverage, entries

@@ -406,7 +406,7 @@ fn step(state: &mut State, op: &Op) -> Option<Snapshot> {
             count,
         } => {
             let fragment = pick(&cur, *fragment)?;
-            let order = fragment.precedence();
+            let order = lance_reference::resolve::precedence(fragment);
             let count = usize::from(count % 4) + 2;
             if order.len() < count {
                 return None;

@@ -233,7 +233,7 @@ fn build(input: &Input, schema_version: u64) -> (Fragment, bool) {
                     .collect(),
             )
         } else {
-            Coverage::PerField(bitmaps)
+            Coverage::Sparse(bitmaps)
         };
         overlays.push(Overlay {
             file: DataFile {
@@ -306,7 +306,7 @@ fn corrupt(fragment: &mut Fragment, corruption: Corruption, version: u64) -> boo
                             overlay.file.columns[p].push(value(*f, Cell::Null));
                         }
                     }
-                    Coverage::PerField(bs) => {
+                    Coverage::Sparse(bs) => {
                         bs[pos].insert(past);
                         overlay.file.columns[pos].push(value(field, Cell::Null));
                     }
@@ -330,7 +330,7 @@ fn corrupt(fragment: &mut Fragment, corruption: Corruption, version: u64) -> boo
         Corruption::FieldTwice => match target {
             Some((o, pos)) => {
                 let overlay = &mut fragment.overlays[o];
-                if let Coverage::PerField(bs) = &mut overlay.coverage {
+                if let Coverage::Sparse(bs) = &mut overlay.coverage {
                     let b = bs[pos].clone();
                     bs.push(b);
                 }

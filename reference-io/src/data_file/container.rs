@@ -1,7 +1,7 @@
 //! The container of a v2 data file: the 40-byte footer and the two offset tables (column
 //! metadata and global buffers) that it points at.
 //!
-//! Invariant: [`Layout::parse`] returns only positions that lie inside the file and inside the
+//! Invariant: [`Container::parse`] returns only positions that lie inside the file and inside the
 //! region their structure must occupy (column metadata between `column_meta_start` and the
 //! offset table; global buffer 0 before the column metadata), and it checks every count against
 //! the bytes that must hold it before allocating anything. Everything downstream can slice with
@@ -100,7 +100,7 @@ pub fn offset_table_bytes(entries: &[Extent]) -> Vec<u8> {
 
 /// The validated container of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
+pub struct Container {
     /// The footer.
     pub footer: Footer,
     /// Where each column's metadata message lies (inside the column metadata region).
@@ -124,9 +124,9 @@ fn le_u16(bytes: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(b))
 }
 
-impl Layout {
+impl Container {
     /// Parses and checks the footer and both offset tables of `bytes`.
-    pub fn parse(bytes: &[u8], file: &str) -> Result<Layout, DataFileError> {
+    pub fn parse(bytes: &[u8], file: &str) -> Result<Container, DataFileError> {
         let len = bytes.len();
         let footer_start = len
             .checked_sub(FOOTER_LEN)
@@ -291,7 +291,7 @@ impl Layout {
                 structure: "global buffer 0 (FileDescriptor)".to_string(),
             });
         }
-        Ok(Layout {
+        Ok(Container {
             footer,
             columns,
             global_buffers,
