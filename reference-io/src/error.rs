@@ -11,6 +11,7 @@
 
 use crate::DatasetIoError;
 use crate::data_file::DataFileError;
+use crate::index_file::IndexFileError;
 use lance_reference::error::Error;
 use lance_reference::flags::FlagError;
 use lance_reference::lineage::LineageError;
@@ -263,6 +264,15 @@ pub enum DatasetError {
         /// The data file module's error (it names the file).
         error: DataFileError,
     },
+    /// An index's files are missing parts, damaged, or disagree with the manifest or the
+    /// table.
+    #[error("{field}: {error}")]
+    IndexFile {
+        /// The manifest field of the index (`_versions/..: indices[0]`).
+        field: String,
+        /// The index files' error.
+        error: IndexFileError,
+    },
     /// A deletion file or roaring bitmap does not decode.
     #[error("{field}: {error}")]
     FileFormat {
@@ -294,5 +304,6 @@ lance_reference::error_codes! {DatasetError {
     DatasetError::Flags { error, .. } => wraps(error: FlagError),
     DatasetError::Lineage { error, .. } => wraps(error: LineageError),
     DatasetError::DataFile { error, .. } => wraps(error: DataFileError),
+    DatasetError::IndexFile { error, .. } => wraps(error: IndexFileError),
     DatasetError::FileFormat { error, .. } => wraps(error: DatasetIoError),
 }}

@@ -20,7 +20,7 @@ use super::capability::{self, ERROR_CODES, EXCLUSION, LINEAGE_PLACEMENT, SCALAR_
 use super::compare;
 use super::conformance_reader::{ConformanceReader, Refusal};
 use super::protocol::{Literal, Predicate, QueryRequest, ReadError, ScanRequest, VersionRef};
-use super::reference::read_checked;
+use super::reference::{manifest_schema, read_checked};
 use super::report::{CheckResult, Verdict};
 use crate::case::{Cell, PredicateSpec, QuerySpec};
 use crate::corpus::CaseDir;
@@ -168,7 +168,7 @@ pub fn run_case(
     }
     if let Some(error) = &expected.error {
         if !checks.broken {
-            negative(&mut checks, &dataset, error);
+            negative(&mut checks, &dataset, case, error);
         }
     }
     checks.out
@@ -181,7 +181,7 @@ fn absolute(p: &Path) -> String {
         .to_string()
 }
 
-fn negative(checks: &mut Checks, dataset: &str, error: &ExpectedError) {
+fn negative(checks: &mut Checks, dataset: &str, case: &CaseDir, error: &ExpectedError) {
     let at = VersionRef {
         dataset: dataset.to_string(),
         version: error.version,
@@ -198,14 +198,22 @@ fn negative(checks: &mut Checks, dataset: &str, error: &ExpectedError) {
             columns: None,
         }) {
             Err(r) => r,
-            Ok(_) => {
-                checks.push(
-                    name,
-                    Verdict::Fail,
-                    Some("opened and scanned the damaged version without an error".into()),
-                );
-                return;
-            }
+            Ok(_) => match damaged_queries(checks, dataset, case, error.version) {
+                (_, Some(r)) => r,
+                (queried, None) => {
+                    let what = if queried > 0 {
+                        "opened, scanned and queried"
+                    } else {
+                        "opened and scanned"
+                    };
+                    checks.push(
+                        name,
+                        Verdict::Fail,
+                        Some(format!("{what} the damaged version without an error")),
+                    );
+                    return;
+                }
+            },
         },
     };
     let Refusal::Error(got) = refusal else {
@@ -237,6 +245,96 @@ fn negative(checks: &mut Checks, dataset: &str, error: &ExpectedError) {
         ),
         _ => checks.push(name, Verdict::Pass, None),
     }
+}
+
+/// Runs the case's declared queries at the damaged `version` (damage to index files surfaces
+/// only there for a reader that does not read index files at open); returns how many ran and
+/// the first refusal. Queries the reader cannot send (capabilities) are skipped.
+fn damaged_queries(
+    checks: &mut Checks,
+    dataset: &str,
+    case: &CaseDir,
+    version: u64,
+) -> (usize, Option<Refusal>) {
+    let mut queried = 0;
+    let at = VersionRef {
+        dataset: dataset.to_string(),
+        version,
+    };
+    for spec in case.case.queries.iter().filter(|q| q.at.contains(&version)) {
+        let needs = if spec.vector.is_some() {
+            capability::VECTOR_QUERY
+        } else {
+            SCALAR_QUERY
+        };
+        if !capability::missing(&[needs], checks.declared).is_empty() {
+            continue;
+        }
+        let Ok(request) = query_request_with(
+            manifest_schema(Path::new(dataset), version).ok().as_ref(),
+            Path::new(dataset),
+            version,
+            spec,
+        ) else {
+            continue;
+        };
+        queried += 1;
+        if let Err(r) = checks.reader.query(&at, &request) {
+            return (queried, Some(r));
+        }
+    }
+    (queried, None)
+}
+
+/// Whether a reader with indices should answer `spec` at this version through its index:
+/// the index covers a fragment the version holds, and no leaf compares with a NULL literal (no
+/// index can answer `x = NULL`; it is UNKNOWN for every row). `None` when that cannot be told.
+fn index_expected(dataset: &Path, version: u64, spec: &QuerySpec) -> Option<bool> {
+    let snapshot = read_checked(dataset, version).ok()?;
+    let index = snapshot.index(spec.index.as_str())?;
+    let covered = snapshot.fragments.iter().any(|f| index.covers(f.id));
+    Some(covered && !spec.predicate.as_ref().is_some_and(null_literal))
+}
+
+fn null_literal(p: &PredicateSpec) -> bool {
+    match p {
+        PredicateSpec::And { and } => and.iter().any(null_literal),
+        PredicateSpec::Or { or } => or.iter().any(null_literal),
+        PredicateSpec::Leaf { op, value, .. } => {
+            !matches!(op, crate::case::Op::IsNull | crate::case::Op::IsNotNull)
+                && match value {
+                    None => true,
+                    Some(Cell::Null(_)) => true,
+                    Some(Cell::List(items)) => items.iter().any(|c| matches!(c, Cell::Null(_))),
+                    Some(_) => false,
+                }
+        }
+    }
+}
+
+/// The verdict of a query whose final rows matched, given the reader's plan.
+fn plan_verdict(
+    plan: Option<&super::protocol::QueryPlan>,
+    expected: Option<bool>,
+) -> (Verdict, Option<String>) {
+    let Some(plan) = plan else {
+        return (Verdict::Pass, None);
+    };
+    let path = if plan.index { "index" } else { "flat" };
+    let text = if plan.text.is_empty() {
+        String::new()
+    } else {
+        format!("\n{}", plan.text.trim_end())
+    };
+    if !plan.index && expected == Some(true) {
+        return (
+            Verdict::Fail,
+            Some(format!(
+                "index not used: the answer is right but came from the flat path{text}"
+            )),
+        );
+    }
+    (Verdict::Pass, Some(format!("plan: {path}{text}")))
 }
 
 fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersion) {
@@ -350,8 +448,25 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
         let with_lists = checks.declared.contains(EXCLUSION);
         match checks.reader.query(&at, &request) {
             Ok(got) => match compare::query(q, &got, with_lists) {
-                Ok(()) => checks.push(name, Verdict::Pass, None),
-                Err(m) => checks.push(name, Verdict::Fail, Some(m)),
+                Ok(()) => {
+                    let expected = index_expected(Path::new(dataset), n, spec);
+                    let (verdict, detail) = plan_verdict(got.plan.as_ref(), expected);
+                    checks.push(name, verdict, detail);
+                }
+                Err(m) => {
+                    let plan = got
+                        .plan
+                        .as_ref()
+                        .map(|p| {
+                            format!(
+                                "\nplan: {}\n{}",
+                                if p.index { "index" } else { "flat" },
+                                p.text.trim_end()
+                            )
+                        })
+                        .unwrap_or_default();
+                    checks.push(name, Verdict::Fail, Some(format!("{m}{plan}")));
+                }
             },
             Err(r) => checks.refusal(name, r, &refused_readable),
         }
@@ -365,9 +480,21 @@ pub fn query_request(
     version: u64,
     spec: &QuerySpec,
 ) -> Result<QueryRequest, String> {
-    let predicate = match &spec.predicate {
-        None => None,
-        Some(p) => {
+    query_request_with(None, dataset, version, spec)
+}
+
+/// [`query_request`] typing literals with `schema` when given (else the version's, read with
+/// the reference).
+fn query_request_with(
+    schema: Option<&lance_reference::model::Schema>,
+    dataset: &Path,
+    version: u64,
+    spec: &QuerySpec,
+) -> Result<QueryRequest, String> {
+    let predicate = match (&spec.predicate, schema) {
+        (None, _) => None,
+        (Some(p), Some(schema)) => Some(typed(schema, p)?),
+        (Some(p), None) => {
             let snapshot = read_checked(dataset, version)
                 .map_err(|e| format!("reading the schema of v{version}: {}", e.message))?;
             Some(typed(&snapshot.schema, p)?)
