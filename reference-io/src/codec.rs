@@ -321,8 +321,10 @@ fn decode_fragment(
             })?;
         let (model, layout) = decode_data_file(df, &format!("{here}.data_file"), file, base_ids)?;
         let bitmap = |bytes: &[u8], field: String| {
-            read_bitmap(bytes, file, &field)
-                .map_err(|error| DatasetError::FileFormat { field, error })
+            read_bitmap(bytes, file, &field).map_err(|error| DatasetError::FileFormat {
+                field,
+                error: Box::new(error),
+            })
         };
         let coverage = match &o.coverage {
             None => {
@@ -363,7 +365,7 @@ fn decode_fragment(
         move |error| DatasetError::Lineage {
             file: file.to_string(),
             field,
-            error,
+            error: Box::new(error),
         }
     };
     let rows = f.physical_rows;
@@ -437,7 +439,7 @@ fn decode_deletion(
     };
     let io = |error| DatasetError::FileFormat {
         field: format!("{field}.file_type"),
-        error,
+        error: Box::new(error),
     };
     let form = stored.file_type(fragment).map_err(io)?;
     let path = stored.relative_path(fragment).map_err(io)?;
@@ -496,8 +498,12 @@ fn decode_indices(
         } else {
             let field = format!("{at}.fragment_bitmap");
             Some(
-                read_bitmap(&meta.fragment_bitmap, file, &field)
-                    .map_err(|error| DatasetError::FileFormat { field, error })?,
+                read_bitmap(&meta.fragment_bitmap, file, &field).map_err(|error| {
+                    DatasetError::FileFormat {
+                        field,
+                        error: Box::new(error),
+                    }
+                })?,
             )
         };
         indices.push(Index {
@@ -798,7 +804,7 @@ pub fn deletion_layout(
         .relative_path(fragment)
         .map_err(|error| DatasetError::FileFormat {
             field: format!("fragment {fragment} deletion_file"),
-            error,
+            error: Box::new(error),
         })?;
     Ok(DeletionLayout {
         path,

@@ -187,7 +187,7 @@ pub fn read_file_columns(
     }
     let data_err = |error| DatasetError::DataFile {
         field: field.to_string(),
-        error,
+        error: Box::new(error),
     };
     let contents = read_data_file(&bytes, &layout.path).map_err(data_err)?;
     let mut columns = Vec::with_capacity(file.fields.len());
@@ -383,7 +383,10 @@ impl Dataset {
                 };
                 fragment.deletions =
                     read_deletion_file(fragment.id, &stored, &bytes, fragment.physical_rows)
-                        .map_err(|error| DatasetError::FileFormat { field, error })?;
+                        .map_err(|error| DatasetError::FileFormat {
+                            field,
+                            error: Box::new(error),
+                        })?;
             }
         }
         check_readable(&snapshot).map_err(|error| DatasetError::Model {
@@ -431,24 +434,25 @@ impl Dataset {
                     &field,
                 )?;
                 let now: Vec<u64> = snapshot.fragments.iter().map(|f| f.id).collect();
-                let entries =
-                    checked_entries(at_build, &now, index, il, stored).map_err(|e| match e {
-                        Checked::Model(error) => DatasetError::Model {
-                            file: field.clone(),
-                            error: Box::new(error),
-                        },
-                        Checked::Index(error) => DatasetError::IndexFile {
-                            field: field.clone(),
-                            error,
-                        },
-                    })?;
-                entries
+                checked_entries(at_build, &now, index, il, stored).map_err(|e| match e {
+                    Checked::Model(error) => DatasetError::Model {
+                        file: field.clone(),
+                        error: Box::new(error),
+                    },
+                    Checked::Index(error) => DatasetError::IndexFile {
+                        field: field.clone(),
+                        error: Box::new(error),
+                    },
+                })?
             };
             snapshot.indices[n].entries = entries;
         }
         Ok((snapshot, layout))
     }
 }
+
+/// Each index file's name and size in bytes, in name order.
+pub type FileSizes = Vec<(String, u64)>;
 
 /// The file names an index of `kind` needs.
 pub fn index_file_names(kind: IndexKind) -> [&'static str; 2] {
@@ -470,10 +474,10 @@ pub fn read_index_files(
     schema: &Schema,
     limit: u64,
     field: &str,
-) -> Result<(Vec<(u64, Value)>, Vec<(String, u64)>), DatasetError> {
+) -> Result<(Vec<(u64, Value)>, FileSizes), DatasetError> {
     let index_error = |error| DatasetError::IndexFile {
         field: field.to_string(),
-        error,
+        error: Box::new(error),
     };
     let mut names: BTreeSet<String> = index_file_names(index.kind)
         .iter()

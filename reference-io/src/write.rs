@@ -187,7 +187,7 @@ pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, Data
         .collect();
     write_data_file(&columns).map_err(|error| DatasetError::DataFile {
         field: format!("data file {:?}", file.path),
-        error,
+        error: Box::new(error),
     })
 }
 
@@ -436,7 +436,7 @@ pub fn index_files_bytes(
     };
     files.map_err(|error| DatasetError::IndexFile {
         field: format!("index {:?}", index.name),
-        error,
+        error: Box::new(error),
     })
 }
 

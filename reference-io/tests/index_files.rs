@@ -27,6 +27,9 @@ fn read(root: &Path, version: u64) -> Result<Snapshot, DatasetError> {
     Dataset::open(root)?.read_version(version).map(|(s, _)| s)
 }
 
+/// A named damage applied to an index directory.
+type Damage = (&'static str, fn(&Path));
+
 fn index_section(root: &Path, version: u64) -> lance_reference::proto::lance::table::IndexSection {
     let rel = format!("{VERSIONS_DIR}/{}", manifest_name(version));
     let bytes = std::fs::read(root.join(&rel)).unwrap();
@@ -134,7 +137,7 @@ fn the_writer_lays_out_each_index_under_its_uuid_and_lists_its_files() {
 fn a_missing_resized_or_unparsable_index_file_is_refused_when_the_version_is_read() {
     // covers: IDX-READ-1, IDX-READ-6
     let v1 = worked_example::version_1();
-    let cases: [(&str, fn(&Path)); 3] = [
+    let cases: [Damage; 3] = [
         ("missing_file", |d| {
             std::fs::remove_file(d.join(BTREE_LOOKUP)).unwrap()
         }),

@@ -370,7 +370,7 @@ fn damaged_lineage_file(
     let data_err = |error| {
         StoreError::from(DatasetError::DataFile {
             field: path.to_string(),
-            error,
+            error: Box::new(error),
         })
     };
     let contents = read_data_file(good, path).map_err(data_err)?;

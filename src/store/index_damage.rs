@@ -45,9 +45,8 @@ pub(super) fn damage(
         .as_ref()
         .and_then(|u| u.uuid.as_slice().try_into().ok())
         .ok_or("the index has no 16-byte uuid")?;
-    let (snapshot, _) = Dataset::open(root)
-        .and_then(|d| d.read_version(version))
-        .map_err(|e| e.to_string())?;
+    let dataset = Dataset::open(root).map_err(|e| e.to_string())?;
+    let (snapshot, _) = dataset.read_version(version).map_err(|e| e.to_string())?;
     let index = snapshot
         .index(name)
         .ok_or_else(|| format!("no index {name:?}"))?;
