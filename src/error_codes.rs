@@ -17,6 +17,7 @@ use lance_reference::flags::FlagError;
 use lance_reference::lineage::LineageError;
 use lance_reference::query::QueryError;
 use lance_reference_io::data_file::DataFileError;
+use lance_reference_io::index_file::IndexFileError;
 use lance_reference_io::{DatasetError, DatasetIoError, FramingProblem};
 
 use crate::corpus::CaseDir;
@@ -36,6 +37,7 @@ pub const TABLES: &[(&str, &[CodeRow])] = &[
     (FramingProblem::TYPE, FramingProblem::ROWS),
     (DatasetIoError::TYPE, DatasetIoError::ROWS),
     (DataFileError::TYPE, DataFileError::ROWS),
+    (IndexFileError::TYPE, IndexFileError::ROWS),
 ];
 
 /// Every own code, with the type declaring it, in table order.

@@ -11,6 +11,7 @@
 //! whole (mixed manifest naming schemes).
 
 pub mod bytes;
+mod index_damage;
 
 use std::path::Path;
 

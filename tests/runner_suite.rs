@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use lance_conformance::case::Level;
 use lance_conformance::expected::tagged::Tagged;
-use lance_conformance::expected::{FragmentLineage, Hit};
+use lance_conformance::expected::{FragmentLineage, Hit, QueryKind};
 use lance_conformance::runner::protocol::{
-    ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ReadError, ScanRequest, ScanResult,
-    VersionRef,
+    ExclusionResult, OpenResult, QueryAnswer, QueryPlan, QueryRequest, ReadError, ScanRequest,
+    ScanResult, VersionRef,
 };
 use lance_conformance::runner::{
     Answer, ConformanceReader, Description, FailureKind, Filters, Options, Outcome,
@@ -94,6 +94,8 @@ enum How {
     RefusesTwins,
     /// Reports every refusal with class `invalid`.
     InvalidClass,
+    /// Answers queries rightly but reports a plan without the index.
+    FlatPlan,
 }
 
 fn invalid() -> Refusal {
@@ -171,9 +173,28 @@ impl ConformanceReader for Broken {
         Ok(r)
     }
     fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> Answer<QueryAnswer> {
-        let mut r = self.inner.query(at, query)?;
+        let mut r = match (self.how, self.inner.query(at, query)) {
+            // A query at a damaged version is answered too (with nothing).
+            (How::NeverErrors, Err(Refusal::Error(_))) => QueryAnswer {
+                kind: if query.vector.is_some() {
+                    QueryKind::Vector
+                } else {
+                    QueryKind::Scalar
+                },
+                final_rows: Vec::new(),
+                reconciliation: None,
+                plan: None,
+            },
+            (_, r) => r?,
+        };
         if self.how == How::EmptyQueries {
             r.final_rows = Vec::<Hit>::new();
+        }
+        if self.how == How::FlatPlan {
+            r.plan = Some(QueryPlan {
+                index: false,
+                text: "a full scan".into(),
+            });
         }
         Ok(r)
     }
@@ -208,6 +229,24 @@ fn a_reader_returning_wrong_rows_fails_every_readable_case() {
             }
         }
     }
+}
+
+#[test]
+fn a_right_answer_from_the_flat_path_fails_where_the_index_should_answer() {
+    // covers: IDX-READ-6
+    let report = broken(How::FlatPlan);
+    let case = report
+        .cases
+        .iter()
+        .find(|c| c.id == "stale-hit-dropped")
+        .unwrap();
+    assert_eq!(case.verdict, Verdict::Fail);
+    assert!(case.checks.iter().any(|k| {
+        k.verdict == Verdict::Fail
+            && k.message
+                .as_deref()
+                .is_some_and(|m| m.contains("index not used"))
+    }));
 }
 
 #[test]

@@ -66,6 +66,8 @@ pub enum Capability {
     VectorQuery,
     /// Struct fields.
     NestedFields,
+    /// Indices with covering fields (reader bit 128, covered index metadata).
+    CoveredIndexMetadata,
 }
 
 /// The error a negative case requires of a reader.

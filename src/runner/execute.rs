@@ -27,7 +27,7 @@ use super::needs;
 use super::protocol::{
     Literal, Predicate, QueryRequest, ReadError, ScanRequest, ScanResult, VersionRef,
 };
-use super::reference::read_checked;
+use super::reference::{manifest_schema, read_checked};
 use super::report::{CheckResult, FailureKind, Verdict};
 use crate::case::{Capability, Cell, Level, PredicateSpec, QuerySpec, RequirementIndex};
 use crate::corpus::{CaseDir, UNDAMAGED_DIR, UNDAMAGED_EXPECTED};
@@ -492,8 +492,17 @@ fn negative(
         version: n,
     };
     let name = format!("v{n} refuses");
-    let got = match checks.open_and_scan(&at) {
-        Ok(scanned) => {
+    // Damage to index files surfaces only in queries for a reader that reads them lazily: a
+    // refusal by one of the damaged version's declared queries counts as the refusal.
+    let read = match checks.open_and_scan(&at) {
+        Ok(scanned) => match damaged_queries(checks, dataset, case, n) {
+            (_, Some(refusal)) => Err(refusal),
+            (queried, None) => Ok((scanned, queried)),
+        },
+        Err(r) => Err(r),
+    };
+    let got = match read {
+        Ok((scanned, queried)) => {
             let implemented = case
                 .case
                 .expect_error
@@ -525,7 +534,11 @@ fn negative(
                     name,
                     Verdict::Fail,
                     Some(FailureKind::AcceptedDamage),
-                    Some("opened and scanned the damaged version without an error".into()),
+                    Some(if queried > 0 {
+                        "opened, scanned and queried the damaged version without an error".into()
+                    } else {
+                        "opened and scanned the damaged version without an error".into()
+                    }),
                 ),
             }
             return;
@@ -608,6 +621,96 @@ fn negative(
             Some(format!("expected code {code}, got {}", shown(&got))),
         );
     }
+}
+
+/// Runs the case's declared queries at the damaged `version` (damage to index files surfaces
+/// only there for a reader that does not read index files at open); returns how many ran and
+/// the first refusal. Queries the reader cannot send (capabilities) are skipped.
+fn damaged_queries(
+    checks: &mut Checks,
+    dataset: &str,
+    case: &CaseDir,
+    version: u64,
+) -> (usize, Option<Refusal>) {
+    let mut queried = 0;
+    let at = VersionRef {
+        dataset: dataset.to_string(),
+        version,
+    };
+    for spec in case.case.queries.iter().filter(|q| q.at.contains(&version)) {
+        let needs = if spec.vector.is_some() {
+            capability::VECTOR_QUERY
+        } else {
+            SCALAR_QUERY
+        };
+        if !capability::missing(&[needs], checks.declared).is_empty() {
+            continue;
+        }
+        let Ok(request) = query_request_with(
+            manifest_schema(Path::new(dataset), version).ok().as_ref(),
+            Path::new(dataset),
+            version,
+            spec,
+        ) else {
+            continue;
+        };
+        queried += 1;
+        if let Err(r) = checks.reader.query(&at, &request) {
+            return (queried, Some(r));
+        }
+    }
+    (queried, None)
+}
+
+/// Whether a reader with indices should answer `spec` at this version through its index:
+/// the index covers a fragment the version holds, and no leaf compares with a NULL literal (no
+/// index can answer `x = NULL`; it is UNKNOWN for every row). `None` when that cannot be told.
+fn index_expected(dataset: &Path, version: u64, spec: &QuerySpec) -> Option<bool> {
+    let snapshot = read_checked(dataset, version).ok()?;
+    let index = snapshot.index(spec.index.as_str())?;
+    let covered = snapshot.fragments.iter().any(|f| index.covers(f.id));
+    Some(covered && !spec.predicate.as_ref().is_some_and(null_literal))
+}
+
+fn null_literal(p: &PredicateSpec) -> bool {
+    match p {
+        PredicateSpec::And { and } => and.iter().any(null_literal),
+        PredicateSpec::Or { or } => or.iter().any(null_literal),
+        PredicateSpec::Leaf { op, value, .. } => {
+            !matches!(op, crate::case::Op::IsNull | crate::case::Op::IsNotNull)
+                && match value {
+                    None => true,
+                    Some(Cell::Null(_)) => true,
+                    Some(Cell::List(items)) => items.iter().any(|c| matches!(c, Cell::Null(_))),
+                    Some(_) => false,
+                }
+        }
+    }
+}
+
+/// The verdict of a query whose final rows matched, given the reader's plan.
+fn plan_verdict(
+    plan: Option<&super::protocol::QueryPlan>,
+    expected: Option<bool>,
+) -> (Verdict, Option<String>) {
+    let Some(plan) = plan else {
+        return (Verdict::Pass, None);
+    };
+    let path = if plan.index { "index" } else { "flat" };
+    let text = if plan.text.is_empty() {
+        String::new()
+    } else {
+        format!("\n{}", plan.text.trim_end())
+    };
+    if !plan.index && expected == Some(true) {
+        return (
+            Verdict::Fail,
+            Some(format!(
+                "index not used: the answer is right but came from the flat path{text}"
+            )),
+        );
+    }
+    (Verdict::Pass, Some(format!("plan: {path}{text}")))
 }
 
 fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersion) {
@@ -731,8 +834,31 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
         let with_lists = checks.declared.contains(EXCLUSION);
         match checks.reader.query(&at, &request) {
             Ok(got) => match compare::query(q, &got, with_lists) {
-                Ok(()) => checks.push(name, Verdict::Pass, None, None),
-                Err(m) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
+                Ok(()) => {
+                    let expected = index_expected(Path::new(dataset), n, spec);
+                    let (verdict, detail) = plan_verdict(got.plan.as_ref(), expected);
+                    let kind = (verdict == Verdict::Fail).then_some(FailureKind::IndexNotUsed);
+                    checks.push(name, verdict, kind, detail);
+                }
+                Err(m) => {
+                    let plan = got
+                        .plan
+                        .as_ref()
+                        .map(|p| {
+                            format!(
+                                "\nplan: {}\n{}",
+                                if p.index { "index" } else { "flat" },
+                                p.text.trim_end()
+                            )
+                        })
+                        .unwrap_or_default();
+                    checks.push(
+                        name,
+                        Verdict::Fail,
+                        Some(FailureKind::WrongValue),
+                        Some(format!("{m}{plan}")),
+                    );
+                }
             },
             Err(r) => checks.refused_readable(name, r, level),
         }
@@ -746,9 +872,21 @@ pub fn query_request(
     version: u64,
     spec: &QuerySpec,
 ) -> Result<QueryRequest, String> {
-    let predicate = match &spec.predicate {
-        None => None,
-        Some(p) => {
+    query_request_with(None, dataset, version, spec)
+}
+
+/// [`query_request`] typing literals with `schema` when given (else the version's, read with
+/// the reference).
+fn query_request_with(
+    schema: Option<&lance_reference::model::Schema>,
+    dataset: &Path,
+    version: u64,
+    spec: &QuerySpec,
+) -> Result<QueryRequest, String> {
+    let predicate = match (&spec.predicate, schema) {
+        (None, _) => None,
+        (Some(p), Some(schema)) => Some(typed(schema, p)?),
+        (Some(p), None) => {
             let snapshot = read_checked(dataset, version)
                 .map_err(|e| format!("reading the schema of v{version}: {}", e.message))?;
             Some(typed(&snapshot.schema, p)?)

@@ -16,6 +16,7 @@
 //! | `sparse-overlays` | an overlay has per-field coverage |
 //! | `spilled-lineage` | reader bit 2048, or a lineage sequence uses a column arm |
 //! | `nested-fields` | the schema has a struct field |
+//! | `covered-index-metadata` | reader bit 128, or an index declares covering fields |
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -28,13 +29,14 @@ use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
 use crate::case::Capability;
 
 /// The data capabilities, in the order the spec lists them.
-pub const DATA_CAPABILITIES: [Capability; 6] = [
+pub const DATA_CAPABILITIES: [Capability; 7] = [
     Capability::Overlays,
     Capability::SparseOverlays,
     Capability::StableRowIds,
     Capability::Deletions,
     Capability::SpilledLineage,
     Capability::NestedFields,
+    Capability::CoveredIndexMetadata,
 ];
 
 /// The reader feature bit that announces a data capability, if it has one.
@@ -44,6 +46,7 @@ pub fn reader_bit(capability: Capability) -> Option<u64> {
         Capability::StableRowIds => Some(2),
         Capability::Overlays => Some(64),
         Capability::SpilledLineage => Some(2048),
+        Capability::CoveredIndexMetadata => Some(128),
         _ => None,
     }
 }
@@ -53,15 +56,20 @@ pub fn reader_bit(capability: Capability) -> Option<u64> {
 pub fn refusal_rule(capability: Capability) -> Option<&'static str> {
     match capability {
         Capability::Overlays => Some("OVL-FLAG-1"),
-        Capability::Deletions | Capability::StableRowIds | Capability::SpilledLineage => {
-            Some("FLG-READ-1")
-        }
+        Capability::Deletions
+        | Capability::StableRowIds
+        | Capability::SpilledLineage
+        | Capability::CoveredIndexMetadata => Some("FLG-READ-1"),
         _ => None,
     }
 }
 
-/// The data capabilities `manifest` needs (see the module docs).
-pub fn of_manifest(manifest: &pb::Manifest) -> BTreeSet<Capability> {
+/// The data capabilities `manifest` (with the index section it points at, if any) needs (see
+/// the module docs).
+pub fn of_manifest(
+    manifest: &pb::Manifest,
+    index_section: Option<&pb::IndexSection>,
+) -> BTreeSet<Capability> {
     let flags = manifest.reader_feature_flags;
     let fragments = &manifest.fragments;
     let mut out = BTreeSet::new();
@@ -115,6 +123,10 @@ pub fn of_manifest(manifest: &pb::Manifest) -> BTreeSet<Capability> {
             .iter()
             .any(|f| DataType::from_logical_type(&f.logical_type) == Some(DataType::Struct)),
     );
+    need(
+        Capability::CoveredIndexMetadata,
+        index_section.is_some_and(|s| s.indices.iter().any(|i| i.fields.len() > 1)),
+    );
     out
 }
 
@@ -126,7 +138,7 @@ pub fn of_version(root: &Path, version: u64) -> Result<BTreeSet<Capability>, Str
         let rel = format!("{VERSIONS_DIR}/{name}");
         match std::fs::read(root.join(&rel)) {
             Ok(bytes) => match decode_manifest_file(&bytes, &rel) {
-                Ok(file) => return Ok(of_manifest(&file.manifest)),
+                Ok(file) => return Ok(of_manifest(&file.manifest, file.index_section.as_ref())),
                 Err(e) => problems.push(e.to_string()),
             },
             Err(e) => problems.push(format!("{rel}: {e}")),
@@ -165,7 +177,7 @@ mod tests {
             reader_feature_flags: 64,
             ..pb::Manifest::default()
         };
-        assert_eq!(of_manifest(&m), [Capability::Overlays].into());
+        assert_eq!(of_manifest(&m, None), [Capability::Overlays].into());
         m.reader_feature_flags = 0;
         m.fragments.push(pb::DataFragment {
             overlays: vec![pb::DataOverlayFile::default()],
@@ -177,7 +189,7 @@ mod tests {
             ..pb::DataFragment::default()
         });
         assert_eq!(
-            of_manifest(&m),
+            of_manifest(&m, None),
             [Capability::Overlays, Capability::SpilledLineage].into()
         );
         let declared: BTreeSet<String> = ["sparse-overlays".to_string()].into();

@@ -226,7 +226,29 @@ pub fn answer(r: QueryResult) -> QueryAnswer {
             reevaluated: r.reevaluated,
             rematched: r.rematched,
         }),
+        plan: None,
     }
+}
+
+/// The schema of `version` as its manifest states it, read without the files the manifest
+/// references (so a version whose files are damaged still gives its schema).
+pub fn manifest_schema(
+    root: &Path,
+    version: u64,
+) -> Result<lance_reference::model::Schema, String> {
+    use lance_reference_io::codec::decode_manifest;
+    use lance_reference_io::manifest_file::decode_manifest_file;
+    let dataset = Dataset::open(root).map_err(|e| e.to_string())?;
+    let entry = dataset
+        .entries()
+        .iter()
+        .find(|e| e.version == version)
+        .ok_or_else(|| format!("no manifest for version {version}"))?;
+    let rel = format!("_versions/{}", entry.name);
+    let bytes = std::fs::read(root.join(&rel)).map_err(|e| format!("{rel}: {e}"))?;
+    let file = decode_manifest_file(&bytes, &rel).map_err(|e| e.to_string())?;
+    let (snapshot, _) = decode_manifest(&file, &rel, u64::MAX).map_err(|e| e.to_string())?;
+    Ok(snapshot.schema)
 }
 
 /// The model predicate of a protocol predicate, resolving dotted names in `snapshot`'s schema.

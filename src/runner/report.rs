@@ -93,11 +93,13 @@ pub enum FailureKind {
     Crash,
     /// A refusal that cannot be judged (the undamaged twin was not read correctly).
     Inconclusive,
+    /// A query answered rightly, but on the flat path where the case expects the index.
+    IndexNotUsed,
 }
 
 impl FailureKind {
     /// Every kind, in declaration order.
-    pub const ALL: [FailureKind; 8] = [
+    pub const ALL: [FailureKind; 9] = [
         FailureKind::WrongValue,
         FailureKind::RefusedReadable,
         FailureKind::AcceptedDamage,
@@ -106,6 +108,7 @@ impl FailureKind {
         FailureKind::WrongCode,
         FailureKind::Crash,
         FailureKind::Inconclusive,
+        FailureKind::IndexNotUsed,
     ];
 
     /// The word used in known-failure files and JSON (`accepted-damage`).
@@ -119,6 +122,7 @@ impl FailureKind {
             FailureKind::WrongCode => "wrong-code",
             FailureKind::Crash => "crash",
             FailureKind::Inconclusive => "inconclusive",
+            FailureKind::IndexNotUsed => "index-not-used",
         }
     }
 
@@ -138,6 +142,7 @@ impl FailureKind {
             FailureKind::WrongCode => "wrong error code",
             FailureKind::Crash => "crash",
             FailureKind::Inconclusive => "inconclusive",
+            FailureKind::IndexNotUsed => "index not used",
         }
     }
 }

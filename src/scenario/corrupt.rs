@@ -159,6 +159,14 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             let id = field(name)?;
             duplicate_base_field(snapshot, *fragment, id).map_err(missing)?;
         }
+        Corruption::SetIndexCoverage { index, fragments } => {
+            snapshot
+                .indices
+                .iter_mut()
+                .find(|i| i.name == *index)
+                .ok_or_else(|| missing(format!("no index {index:?}")))?
+                .fragment_bitmap = Some(fragments.iter().copied().collect());
+        }
         Corruption::MalformedRoaring { .. }
         | Corruption::PathEscapesRoot { .. }
         | Corruption::DropOverlayDataFile { .. }
@@ -180,7 +188,8 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         | Corruption::DamageLineageColumn { .. }
         | Corruption::DuplicateLineageColumn { .. }
         | Corruption::DuplicateDeletionOffset { .. }
-        | Corruption::SignedDeletionOffsets { .. } => {
+        | Corruption::SignedDeletionOffsets { .. }
+        | Corruption::DamageIndexFiles { .. } => {
             return Err(CorruptError::BytesOnly { what });
         }
     }

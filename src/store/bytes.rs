@@ -370,7 +370,7 @@ fn damaged_lineage_file(
     let data_err = |error| {
         StoreError::from(DatasetError::DataFile {
             field: path.to_string(),
-            error,
+            error: Box::new(error),
         })
     };
     let contents = read_data_file(good, path).map_err(data_err)?;
@@ -516,6 +516,9 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
                 std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
             write(root, &format!("{VERSIONS_DIR}/{version}.manifest"), &bytes)
         }
+        Corruption::DamageIndexFiles { index, damage } => {
+            super::index_damage::damage(root, version, index, damage).map_err(missing)
+        }
         Corruption::DamageLineageColumn { .. }
         | Corruption::DuplicateLineageColumn { .. }
         | Corruption::MalformedLineage { .. }
@@ -541,7 +544,8 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
         | Corruption::TruncateBaseColumn { .. }
         | Corruption::DropLineageColumn { .. }
         | Corruption::DeletionPastEnd { .. }
-        | Corruption::DuplicateBaseField { .. } => {
+        | Corruption::DuplicateBaseField { .. }
+        | Corruption::SetIndexCoverage { .. } => {
             Err(missing("a content corruption has no byte form".into()))
         }
     }
