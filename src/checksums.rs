@@ -17,7 +17,9 @@ use sha2::{Digest, Sha256};
 use crate::corpus::CaseDir;
 
 /// The generated subdirectories of a case directory.
-pub const GENERATED_DIRS: [&str; 2] = ["dataset", "expected"];
+/// The generated subdirectories of a case directory: the dataset, the expected results, and a
+/// negative case's undamaged twin.
+pub const GENERATED_DIRS: [&str; 3] = ["dataset", "expected", "undamaged"];
 
 /// The checksum file at the corpus root.
 pub const SUMS_FILE: &str = "SHA256SUMS";

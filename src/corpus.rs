@@ -139,8 +139,16 @@ pub struct Built {
     pub files: BTreeMap<String, Vec<u8>>,
 }
 
-/// Runs `case`, writes its dataset into `dataset_dir` (when given) and computes its expected
-/// results from the read-back versions.
+/// The directory, beside a negative case's `dataset/`, that holds its undamaged twin: the same
+/// steps written without the damage.
+pub const UNDAMAGED_DIR: &str = "undamaged";
+
+/// The expected results of a negative case's undamaged twin at the damaged version.
+pub const UNDAMAGED_EXPECTED: &str = "expected/undamaged.json";
+
+/// Runs `case`, writes its dataset into `dataset_dir` (when given; a negative case's undamaged
+/// twin goes into [`UNDAMAGED_DIR`] beside it) and computes its expected results from the
+/// read-back versions.
 pub fn build(case: &Case, dataset_dir: Option<&Path>) -> Result<Built, CorpusError> {
     let id = || case.id.clone();
     let execution = scenario::execute(&case.steps).map_err(|error| CorpusError::Scenario {
@@ -164,6 +172,23 @@ pub fn build(case: &Case, dataset_dir: Option<&Path>) -> Result<Built, CorpusErr
             expected::to_json(&e).into_bytes(),
         );
     }
+    if let (Some(dir), true) = (dataset_dir, read.undamaged.is_some()) {
+        let twin = dir.with_file_name(UNDAMAGED_DIR);
+        store::write_undamaged(&twin, &execution).map_err(|error| CorpusError::Store {
+            id: id(),
+            error: Box::new(error),
+        })?;
+    }
+    if let Some(twin) = &read.undamaged {
+        let e = expected::compute(case, twin).map_err(|error| CorpusError::Expected {
+            id: id(),
+            error: Box::new(error),
+        })?;
+        files.insert(
+            UNDAMAGED_EXPECTED.into(),
+            expected::to_json(&e).into_bytes(),
+        );
+    }
     if let Some(damaged) = &read.corrupted {
         let e = expected::compute_error(case, damaged).map_err(|error| CorpusError::Expected {
             id: id(),
@@ -175,7 +200,11 @@ pub fn build(case: &Case, dataset_dir: Option<&Path>) -> Result<Built, CorpusErr
         );
     }
     for q in &case.queries {
-        let known = |v: &u64| read.versions.iter().any(|s| s.version == *v);
+        // A negative case may name its damaged version: the query has no expected answer
+        // there, it is sent to a reader that opened and scanned the damaged version without
+        // refusing, which must then refuse it (damage to index files shows only there).
+        let damaged = read.corrupted.as_ref().map(|d| d.version);
+        let known = |v: &u64| read.versions.iter().any(|s| s.version == *v) || damaged == Some(*v);
         if let Some(v) = q.at.iter().find(|v| !known(v)) {
             return Err(CorpusError::Expected {
                 id: id(),

@@ -17,6 +17,7 @@ use lance_reference::flags::FlagError;
 use lance_reference::lineage::LineageError;
 use lance_reference::query::QueryError;
 use lance_reference_io::data_file::DataFileError;
+use lance_reference_io::index_file::IndexFileError;
 use lance_reference_io::{DatasetError, DatasetIoError, FramingProblem};
 
 use crate::corpus::CaseDir;
@@ -36,6 +37,7 @@ pub const TABLES: &[(&str, &[CodeRow])] = &[
     (FramingProblem::TYPE, FramingProblem::ROWS),
     (DatasetIoError::TYPE, DatasetIoError::ROWS),
     (DataFileError::TYPE, DataFileError::ROWS),
+    (IndexFileError::TYPE, IndexFileError::ROWS),
 ];
 
 /// Every own code, with the type declaring it, in table order.
@@ -120,8 +122,9 @@ pub fn render(cases: &[CaseDir]) -> String {
     );
     s.push_str(
         "A reader that refuses a version reports a class and, where it can, one of these codes \
-         (`spec/conformance.md`, the `error` of a response). The class is what a negative case \
-         judges first; the code is judged as its own check. Codes are stable: a code is never \
+         (`spec/conformance.md`, the `error` of a response). A negative case judges the refusal \
+         first; the class and the code are checks of their own, at the levels the spec gives \
+         them (`spec/conformance.md` §4). Codes are stable: a code is never \
          reused for another meaning. A variant that wraps another error reports the inner \
          error's code, so wrappers have no row here.\n\n",
     );

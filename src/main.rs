@@ -25,6 +25,9 @@ enum Command {
     /// Check a reader against every case of the corpus (default: the built-in reference
     /// reader, plus the spec's worked-example walk).
     Run(lance_conformance::runner::command::RunArgs),
+    /// Turn several JSON results of `run` into one static HTML page: cases by implementation,
+    /// verdicts coloured, reasons expandable, requirement ids linked to the spec.
+    Report(lance_conformance::runner::command::ReportArgs),
     /// Serve the reference reader over the testee protocol on stdin/stdout.
     Testee(lance_conformance::runner::command::TesteeArgs),
     /// Print the reference's decision trail for a corpus case: a version's layout, one cell,
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(args) => return ExitCode::from(runner::run(&args)),
         Command::Testee(args) => return ExitCode::from(runner::testee(&args)),
+        Command::Report(args) => return ExitCode::from(runner::report(&args)),
         Command::Explain(args) => return ExitCode::from(runner::explain(&args)),
         Command::Generate {
             cases,

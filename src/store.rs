@@ -12,6 +12,7 @@
 //! whole (mixed manifest naming schemes).
 
 pub mod bytes;
+mod index_damage;
 mod reencode;
 
 use std::path::Path;
@@ -49,6 +50,9 @@ pub struct ReadBack {
     pub versions: Vec<Snapshot>,
     /// The damaged newest version of a negative case.
     pub corrupted: Option<Damaged>,
+    /// A negative case's newest version as read back before the damage: its undamaged twin,
+    /// which [`write_undamaged`] writes into a directory of its own.
+    pub undamaged: Option<Snapshot>,
 }
 
 /// Why the store failed.
@@ -129,7 +133,11 @@ pub fn write_and_read_back(
         versions.push(read);
     }
     let mut corrupted = None;
+    let mut undamaged = None;
     if let Some(newest) = execution.versions.last().filter(|_| damaged) {
+        let (read, _) = dataset.read_version(newest.version)?;
+        same(newest, &read)?;
+        undamaged = Some(read);
         let snapshot = damage(root, newest.version, &execution.corruptions)?;
         let read = read_one(root, newest.version);
         corrupted = Some(Damaged {
@@ -141,7 +149,24 @@ pub fn write_and_read_back(
     Ok(ReadBack {
         versions,
         corrupted,
+        undamaged,
     })
+}
+
+/// Writes every version of `execution` into `dir` without applying its damage: the undamaged
+/// twin of a negative case, the same steps and so the same bytes as the case's dataset had
+/// before the damage. Returns the newest version as read back from `dir`, after checking that
+/// it equals the committed one.
+pub fn write_undamaged(dir: &Path, execution: &Execution) -> Result<Option<Snapshot>, StoreError> {
+    for snapshot in &execution.versions {
+        write_version(dir, snapshot, &WriteOptions::default())?;
+    }
+    let Some(newest) = execution.versions.last() else {
+        return Ok(None);
+    };
+    let (read, _) = Dataset::open(dir)?.read_version(newest.version)?;
+    same(newest, &read)?;
+    Ok(Some(read))
 }
 
 /// `snapshot` as a reader decodes it: positions a reader never reads (tombstones, and in
@@ -201,6 +226,7 @@ fn damage(
     let (content, on_bytes): (Vec<&Corruption>, Vec<&Corruption>) = corruptions
         .iter()
         .partition(|c| c.kind() == DamageKind::Content);
+    let before = Dataset::open(root)?.read_version(version)?;
     let mut damaged = None;
     if !content.is_empty() {
         let (mut snapshot, mut layout) = Dataset::open(root)?.read_version(version)?;
@@ -220,7 +246,89 @@ fn damage(
     for c in on_bytes {
         bytes::damage(root, version, c)?;
     }
+    for c in corruptions {
+        place_decoys(root, &before, c)?;
+    }
     Ok(damaged)
+}
+
+/// Where a reader that does not confine paths to `data/` would look for a data file whose
+/// manifest path is `path`: Lance's object-store mapping, which keeps the whole path as one
+/// file name under `data/` with `/` percent-encoded (`data/..%2Fx.lance`), and, for a relative
+/// path, plain joining to `data/` when the result stays inside the dataset root
+/// (`data/../x.lance` is `x.lance`). Both relative to the dataset root.
+pub fn decoy_paths(path: &str) -> Vec<String> {
+    let encoded: String = path
+        .chars()
+        .map(|c| match c {
+            '%' => "%25".to_string(),
+            '/' => "%2F".to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    let mut out = vec![format!("data/{encoded}")];
+    if !path.starts_with('/') {
+        let mut parts: Vec<&str> = vec!["data"];
+        let mut inside = true;
+        for part in path.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => inside &= parts.pop().is_some(),
+                p => parts.push(p),
+            }
+        }
+        let joined = parts.join("/");
+        if inside && !parts.is_empty() && !out.contains(&joined) && joined != format!("data/{path}")
+        {
+            out.push(joined);
+        }
+    }
+    out
+}
+
+/// A decoy for a path that escapes the dataset root (`set_data_file_path`): a copy of the file
+/// the manifest named before the damage, at every place [`decoy_paths`] gives. A reader that
+/// refuses the path never opens a decoy; one that follows the path finds a valid data file of
+/// the right size, reads it, and so fails the case instead of passing it by a "not found".
+fn place_decoys(
+    root: &Path,
+    (snapshot, layout): &(Snapshot, Layout),
+    c: &Corruption,
+) -> Result<(), StoreError> {
+    let Corruption::SetDataFilePath {
+        fragment,
+        file,
+        path,
+    } = c
+    else {
+        return Ok(());
+    };
+    let escapes = path.starts_with('/') || path.split('/').any(|p| p == "..");
+    if !escapes {
+        return Ok(());
+    }
+    let what = c.name();
+    let missing = |problem: String| {
+        StoreError::Corrupt(CorruptError::Target {
+            what: what.clone(),
+            problem,
+        })
+    };
+    let position = snapshot
+        .fragments
+        .iter()
+        .position(|f| f.id == *fragment)
+        .ok_or_else(|| missing(format!("no fragment {fragment}")))?;
+    let original = layout
+        .fragments
+        .get(position)
+        .and_then(|f| f.files.get(*file))
+        .ok_or_else(|| missing(format!("no file {file} in fragment {fragment}")))?;
+    let bytes = std::fs::read(root.join(&original.path)).map_err(|e| missing(e.to_string()))?;
+    for decoy in decoy_paths(path) {
+        write(root, &decoy, &bytes)?;
+    }
+    Ok(())
 }
 
 fn write(root: &Path, rel: &str, bytes: &[u8]) -> Result<(), StoreError> {

@@ -1,5 +1,5 @@
-//! One insta snapshot per conformance case: every manifest version rendered readably
-//! (`snapshots/<case-id>.snap`). A change to the reference, the scenario engine or a case that
+//! One insta snapshot per conformance case: every manifest version rendered readably, a
+//! negative case's undamaged twin included (`snapshots/<case-id>.snap`). A change to the reference, the scenario engine or a case that
 //! alters any manifest fact shows up here for review (`cargo insta test`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -17,7 +17,14 @@ fn every_case_renders_as_its_reviewed_snapshot() {
     assert!(!cases.is_empty(), "no cases found");
     for c in &cases {
         let built = corpus::build(&c.case, None).unwrap_or_else(|e| panic!("{e}"));
-        let text = render::case(&c.case, &built.execution.records, &built.read);
+        let mut text = render::case(&c.case, &built.execution.records, &built.read);
+        if let Some(twin) = &built.read.undamaged {
+            text.push_str(&format!(
+                "\n=== version {} (undamaged twin, in undamaged/) ===\n",
+                twin.version
+            ));
+            render::version(&mut text, twin);
+        }
         insta::with_settings!({
             snapshot_path => root.join("snapshots"),
             prepend_module_to_snapshot => false,

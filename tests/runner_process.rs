@@ -164,7 +164,11 @@ fn a_crashing_hanging_or_garbage_testee_costs_one_case_and_leaves_no_process() {
         );
         assert!(text.contains(says), "{mode}: {text}");
         // The run continued after a restart: every other case passed.
-        assert_eq!(counts(&out), (cases_in(Some(MISBEHAVE_AREA)) - 1, 1, 0), "{mode}: {text}");
+        assert_eq!(
+            counts(&out),
+            (cases_in(Some(MISBEHAVE_AREA)) - 1, 1, 0),
+            "{mode}: {text}"
+        );
         assert!(
             pids.len() >= 4,
             "{mode}: the testee was restarted: {pids:?}"
@@ -233,13 +237,65 @@ fn known_failures_cannot_rot() {
     let (out, _) = misbehave("wrong", &["--known-failures", &path]);
     let text = stdout(&out);
     assert!(
-        text.contains("  add:    null-cover  # fail v1 scan: "),
+        text.contains("  add:    null-cover  wrong-value  `v1 scan`  # "),
         "{text}"
     );
     // A malformed file is a runner error.
     let (_d, path) = known("null-cover\n");
     let out = run(&["run", "--known-failures", &path]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn known_failures_name_a_kind_and_a_check_and_can_be_rewritten() {
+    // Pinned as it fails: a known failure.
+    let (_d, path) = known("null-cover  wrong-value  `v1 scan`  # drops a row on purpose\n");
+    let (out, _) = misbehave("wrong", &["--known-failures", &path]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        case_line(&text, "null-cover").starts_with("XFAIL"),
+        "{text}"
+    );
+    // Pinned with another kind: the failure changed, the run fails, and the lines say how.
+    let (_d, path) = known("null-cover  accepted-damage  # was accepted damage\n");
+    let (out, _) = misbehave("wrong", &["--known-failures", &path]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(case_line(&text, "null-cover").starts_with("XCHG"), "{text}");
+    assert!(
+        text.contains("  remove: null-cover  accepted-damage  # was accepted damage"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  add:    null-cover  wrong-value  `v1 scan`  # "),
+        "{text}"
+    );
+    assert!(text.contains("(was: was accepted damage)"), "{text}");
+    // --update-known-failures writes the file so that the next run passes; reasons are
+    // whole messages, and the header stays.
+    let (d, _) = known("");
+    let file = d.path().join("new.txt");
+    std::fs::write(&file, "# my header\nno-such-case  # gone\n").unwrap();
+    let f = file.display().to_string();
+    let (out, _) = misbehave(
+        "wrong",
+        &["--known-failures", &f, "--update-known-failures"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.starts_with("# my header\n"), "{written}");
+    assert!(!written.contains("no-such-case"), "{written}");
+    let line = written
+        .lines()
+        .find(|l| l.starts_with("null-cover"))
+        .unwrap();
+    assert!(
+        line.contains("rows expected") && line.ends_with("0:2])"),
+        "{line}"
+    );
+    let (out, _) = misbehave("wrong", &["--known-failures", &f]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
 
 #[test]
@@ -263,7 +319,10 @@ fn json_and_junit_reports_are_well_formed() {
     let (out, _) = misbehave("crash", &["--format", "junit"]);
     let xml = stdout(&out);
     well_formed(&xml);
-    assert_eq!(xml.matches("<testcase ").count(), cases_in(Some(MISBEHAVE_AREA)));
+    assert_eq!(
+        xml.matches("<testcase ").count(),
+        cases_in(Some(MISBEHAVE_AREA))
+    );
     assert_eq!(xml.matches("<error ").count(), 1);
     assert!(xml.contains("errors=\"1\""));
     // Messages with markup characters are escaped.
@@ -414,5 +473,60 @@ fn explain_prints_the_decision_trail_of_a_corpus_case() {
     let out = run(&["explain", "precedence-dense"]);
     assert!(stdout(&out).contains("overlay #"), "{}", stdout(&out));
     let out = run(&["explain", "no-such-case"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn report_puts_runs_side_by_side_in_one_page() {
+    // Two runs of the same corpus: the reference, and a reader that drops a row of null-cover.
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    let out = run(&[
+        "run",
+        "--reader-cmd",
+        &testee_cmd(),
+        "--json-file",
+        &a.display().to_string(),
+        "--label",
+        "reference <one>",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let (out, _) = misbehave("wrong", &["--json-file", &b.display().to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    let page = dir.path().join("out/report.html");
+    let out = run(&[
+        "report",
+        &a.display().to_string(),
+        &b.display().to_string(),
+        "-o",
+        &page.display().to_string(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // One row per case, one cell per run; labels escaped; verdicts as classes.
+    assert_eq!(html.matches("<td class=\"case\">").count(), case_count());
+    assert_eq!(html.matches("<td class=\"cell ").count(), 2 * case_count());
+    assert!(
+        html.contains("reference &lt;one&gt;"),
+        "the label is the column head"
+    );
+    assert!(html.contains("<td class=\"cell fail\">"));
+    assert!(
+        html.contains("rows expected"),
+        "the failing check's message unfolds"
+    );
+    // Requirement ids link to their spec section, relative to the page.
+    assert!(
+        html.contains("href=\"") && html.contains("overlays.md#"),
+        "links to the spec"
+    );
+    // Not a report: a runner error.
+    let out = run(&["report", &page.display().to_string()]);
     assert_eq!(out.status.code(), Some(2));
 }

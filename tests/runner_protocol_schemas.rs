@@ -21,9 +21,16 @@ struct Schemas {
 
 impl Schemas {
     fn load() -> Schemas {
+        Schemas::load_dir(&schema_dir())
+    }
+
+    fn load_dir(dir: &std::path::Path) -> Schemas {
         let mut files = BTreeMap::new();
-        for e in std::fs::read_dir(schema_dir()).unwrap() {
+        for e in std::fs::read_dir(dir).unwrap() {
             let path = e.unwrap().path();
+            if path.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             let text = std::fs::read_to_string(&path).unwrap();
             files.insert(name, serde_json::from_str(&text).unwrap());
@@ -272,4 +279,52 @@ fn malformed_messages_do_not_validate() {
     assert!(s.check("result-query.json", &partial).is_err());
     let req = serde_json::json!({"seq": 1, "cmd": "scan", "dataset": "/d", "version": 0});
     assert!(s.check("request.json", &req).is_err());
+}
+
+#[test]
+fn run_reports_validate_against_the_report_schema() {
+    // The report `run --format json` writes is what `report` reads: schema-checked, with a
+    // failing and a refusal-profile run so that every optional member occurs.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let schemas = Schemas::load_dir(&root.join("spec/schemas"));
+    let bin = env!("CARGO_BIN_EXE_lance-conformance");
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known.txt");
+    std::fs::write(
+        &known,
+        "null-cover  wrong-value  # on purpose\nno-such-case  # gone\n",
+    )
+    .unwrap();
+    let wrong = format!(
+        "python3 {} wrong null-cover {} {bin} testee",
+        root.join("tests/testees/misbehave.py").display(),
+        dir.path().join("pids").display()
+    );
+    let limited = format!("{bin} testee --capabilities stable-row-ids,deletions,nested-fields");
+    for (cmd, label) in [(wrong.as_str(), "wrong"), (limited.as_str(), "limited")] {
+        let out = Command::new(bin)
+            .args([
+                "run",
+                "--reader-cmd",
+                cmd,
+                "--format",
+                "json",
+                "--label",
+                label,
+            ])
+            .args(["--known-failures", &known.display().to_string()])
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        schemas
+            .check("report.schema.json", &report)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert_eq!(report["label"], label);
+    }
+    let bad = serde_json::json!({"implementation": {"name": "x", "version": "1"}, "capabilities": [],
+        "cases": [{"id": "a", "area": "b", "level": "MUST", "requirements": [], "tags": [],
+                   "verdict": "passed", "outcome": "passed", "checks": []}],
+        "summary": {}, "known_failures": {"remove": [], "add": []}});
+    assert!(schemas.check("report.schema.json", &bad).is_err());
 }

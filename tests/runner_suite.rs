@@ -5,15 +5,16 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use lance_conformance::case::Level;
 use lance_conformance::expected::tagged::Tagged;
-use lance_conformance::expected::{FragmentLineage, Hit};
+use lance_conformance::expected::{FragmentLineage, Hit, QueryKind};
 use lance_conformance::runner::protocol::{
-    ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ReadError, ScanRequest, ScanResult,
-    VersionRef,
+    ExclusionResult, OpenResult, QueryAnswer, QueryPlan, QueryRequest, ReadError, ScanRequest,
+    ScanResult, VersionRef,
 };
 use lance_conformance::runner::{
-    Answer, ConformanceReader, Description, Filters, Options, Outcome, ReferenceReader, Refusal,
-    Report, Verdict, run_suite,
+    Answer, ConformanceReader, Description, FailureKind, Filters, Options, Outcome,
+    ReferenceReader, Refusal, Report, Verdict, run_suite,
 };
 
 fn corpus() -> PathBuf {
@@ -87,8 +88,14 @@ enum How {
     EmptyQueries,
     /// Reports every exclusion set empty.
     NoExclusions,
-    /// Declares no capability at all.
+    /// Declares no capability at all, and reads everything anyway.
     DeclaresNothing,
+    /// Refuses every undamaged twin (`undamaged/`) as invalid.
+    RefusesTwins,
+    /// Reports every refusal with class `invalid`.
+    InvalidClass,
+    /// Answers queries rightly but reports a plan without the index.
+    FlatPlan,
 }
 
 fn invalid() -> Refusal {
@@ -108,8 +115,15 @@ impl ConformanceReader for Broken {
         Ok(d)
     }
     fn open(&mut self, at: &VersionRef) -> Answer<OpenResult> {
+        if self.how == How::RefusesTwins && at.dataset.ends_with("/undamaged") {
+            return Err(invalid());
+        }
         match (self.how, self.inner.open(at)) {
             (How::AlwaysErrors, _) => Err(invalid()),
+            (How::InvalidClass, Err(Refusal::Error(mut e))) => {
+                e.class = "invalid".into();
+                Err(Refusal::Error(e))
+            }
             (How::NeverErrors, Err(Refusal::Error(_))) => Ok(OpenResult {
                 version: at.version,
             }),
@@ -120,6 +134,10 @@ impl ConformanceReader for Broken {
         let r = self.inner.scan(request);
         match (self.how, r) {
             (How::AlwaysErrors, _) => Err(invalid()),
+            (How::InvalidClass, Err(Refusal::Error(mut e))) => {
+                e.class = "invalid".into();
+                Err(Refusal::Error(e))
+            }
             (How::NeverErrors, Err(Refusal::Error(_))) => Ok(ScanResult {
                 columns: vec![],
                 rows: vec![],
@@ -155,9 +173,28 @@ impl ConformanceReader for Broken {
         Ok(r)
     }
     fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> Answer<QueryAnswer> {
-        let mut r = self.inner.query(at, query)?;
+        let mut r = match (self.how, self.inner.query(at, query)) {
+            // A query at a damaged version is answered too (with nothing).
+            (How::NeverErrors, Err(Refusal::Error(_))) => QueryAnswer {
+                kind: if query.vector.is_some() {
+                    QueryKind::Vector
+                } else {
+                    QueryKind::Scalar
+                },
+                final_rows: Vec::new(),
+                reconciliation: None,
+                plan: None,
+            },
+            (_, r) => r?,
+        };
         if self.how == How::EmptyQueries {
             r.final_rows = Vec::<Hit>::new();
+        }
+        if self.how == How::FlatPlan {
+            r.plan = Some(QueryPlan {
+                index: false,
+                text: "a full scan".into(),
+            });
         }
         Ok(r)
     }
@@ -195,6 +232,24 @@ fn a_reader_returning_wrong_rows_fails_every_readable_case() {
 }
 
 #[test]
+fn a_right_answer_from_the_flat_path_fails_where_the_index_should_answer() {
+    // covers: IDX-READ-6
+    let report = broken(How::FlatPlan);
+    let case = report
+        .cases
+        .iter()
+        .find(|c| c.id == "stale-hit-dropped")
+        .unwrap();
+    assert_eq!(case.verdict, Verdict::Fail);
+    assert!(case.checks.iter().any(|k| {
+        k.verdict == Verdict::Fail
+            && k.message
+                .as_deref()
+                .is_some_and(|m| m.contains("index not used"))
+    }));
+}
+
+#[test]
 fn a_reader_that_never_errors_fails_every_negative_case() {
     // covers: OVL-COV-3, OVL-SHAPE-3, OVL-LAYOUT-6, FLG-READ-1
     let report = broken(How::NeverErrors);
@@ -212,21 +267,144 @@ fn a_reader_that_never_errors_fails_every_negative_case() {
 }
 
 #[test]
-fn a_reader_that_always_errors_fails_every_case_it_can_be_caught_on() {
+fn a_reader_that_always_errors_fails_every_case() {
     let report = broken(How::AlwaysErrors);
     assert!(!report.passed());
     assert_eq!(report.summary.passed, 0, "{:?}", report.summary);
-    // A negative case requiring `invalid` cannot tell "always invalid" from right unless it
-    // has a readable earlier version (or the reader reports codes): only such a case may
-    // pass, and only on its one `refuses` check.
+    // Every negative case has an undamaged twin, which such a reader refuses: its refusal of
+    // the damaged version is inconclusive, so no negative case passes, not even one whose
+    // only version is the damaged one.
     for c in &report.cases {
-        let blind = c.checks.len() == 1 && c.checks[0].name.contains("refuses (invalid");
-        if !blind {
-            assert_eq!(c.verdict, Verdict::Fail, "{}", c.id);
+        assert!(c.verdict.is_failure(), "{}", c.id);
+        let counted = match c.level {
+            Level::Must => Outcome::Failed,
+            Level::Should => Outcome::Advisory,
+        };
+        assert_eq!(c.outcome, counted, "{}", c.id);
+    }
+}
+
+#[test]
+fn a_refusal_counts_only_when_the_twin_reads() {
+    let report = broken(How::RefusesTwins);
+    let negatives = negative_ids();
+    for c in &report.cases {
+        if !negatives.contains(&c.id) {
+            assert_eq!(c.verdict, Verdict::Pass, "{}", c.id);
+            continue;
+        }
+        let refuses = c
+            .checks
+            .iter()
+            .find(|k| k.name.ends_with(" refuses"))
+            .unwrap();
+        assert_eq!(refuses.verdict, Verdict::Inconclusive, "{}", c.id);
+        assert!(
+            refuses
+                .message
+                .as_deref()
+                .unwrap()
+                .starts_with("inconclusive: "),
+            "{}",
+            c.id
+        );
+        let twin = c
+            .checks
+            .iter()
+            .find(|k| k.name.ends_with(" twin scan"))
+            .unwrap();
+        assert_eq!(twin.kind, Some(FailureKind::RefusedReadable), "{}", c.id);
+        if c.level == Level::Must {
+            assert_eq!(c.outcome, Outcome::Failed, "{}", c.id);
         }
     }
-    // Failed SHOULD cases are advisory: they do not fail the run, but they did not pass.
-    assert!(report.summary.failed + report.summary.advisory >= report.cases.len() - 1);
+}
+
+#[test]
+fn the_refusal_class_is_a_check_of_its_own_at_the_level_the_spec_gives() {
+    // covers: DS-FRAME-1, LIN-COL-2
+    let report = broken(How::InvalidClass);
+    let case = |id: &str| report.cases.iter().find(|c| c.id == id).unwrap();
+    // DS-FRAME-1 says "refuses as malformed": the class is MUST.
+    let tiny = case("tiny-manifest");
+    let class = tiny
+        .checks
+        .iter()
+        .find(|k| k.name.contains("refusal class"))
+        .unwrap();
+    assert_eq!((class.verdict, class.level), (Verdict::Fail, Level::Must));
+    assert_eq!(class.kind, Some(FailureKind::WrongClass));
+    assert_eq!(tiny.outcome, Outcome::Failed);
+    // Refusing is the MUST, and passes whatever the class.
+    let refuses = tiny.checks.iter().find(|k| k.name == "v1 refuses").unwrap();
+    assert_eq!(refuses.verdict, Verdict::Pass);
+    // FLG-READ-1 only says "refuses": the class is SHOULD and its failure advisory.
+    let flag = case("unknown-reader-flag");
+    let class = flag
+        .checks
+        .iter()
+        .find(|k| k.name.contains("refusal class"))
+        .unwrap();
+    assert_eq!((class.verdict, class.level), (Verdict::Fail, Level::Should));
+    assert_eq!(flag.outcome, Outcome::Advisory);
+    // A class that was right stays right.
+    let cov = case("coverage-past-end");
+    assert_eq!(cov.outcome, Outcome::Passed, "{:?}", cov.checks);
+}
+
+#[test]
+fn a_reader_without_a_feature_is_judged_by_its_refusal_profile() {
+    // covers: OVL-FLAG-1, FLG-READ-1
+    let without = |drop: &[&str]| {
+        let caps: BTreeSet<String> = ReferenceReader::capabilities()
+            .into_iter()
+            .filter(|c| !drop.contains(&c.as_str()))
+            .collect();
+        run(&mut ReferenceReader::with_capabilities(caps))
+    };
+    // The reference limited to no overlays refuses every version that needs them and reads
+    // the others: it passes every case, and the overlay cases only through the profile.
+    let report = without(&["overlays", "sparse-overlays", "spilled-lineage"]);
+    assert!(report.passed(), "{:?}", report.summary);
+    assert_eq!(report.summary.skipped, 0);
+    let precedence = report
+        .cases
+        .iter()
+        .find(|c| c.id == "precedence-dense")
+        .unwrap();
+    assert_eq!(precedence.refusal_profile, ["overlays"]);
+    assert!(
+        precedence
+            .checks
+            .iter()
+            .any(|k| k.name == "v1 scan" && k.verdict == Verdict::Pass)
+    );
+    assert!(
+        precedence
+            .checks
+            .iter()
+            .any(|k| k.name == "v2 refuses (needs overlays)" && k.verdict == Verdict::Pass)
+    );
+    let spilled = report
+        .cases
+        .iter()
+        .find(|c| c.id == "rewrite-lineage-spilled")
+        .unwrap();
+    assert!(
+        spilled
+            .refusal_profile
+            .contains(&"spilled-lineage".to_string())
+    );
+    // The same declaration from a reader that reads overlays anyway fails those cases: the
+    // first rule of both features is a case family any reader can fail.
+    let report = broken(How::DeclaresNothing);
+    let overlay = report
+        .cases
+        .iter()
+        .find(|c| c.id == "precedence-dense")
+        .unwrap();
+    assert_eq!(overlay.kind, Some(FailureKind::ReadUnsupported));
+    assert_eq!(overlay.outcome, Outcome::Failed);
 }
 
 #[test]
@@ -241,20 +419,15 @@ fn wrong_query_answers_and_exclusion_sets_fail_the_cases_that_check_them() {
 }
 
 #[test]
-fn a_reader_declaring_nothing_runs_only_cases_needing_nothing() {
+fn a_reader_declaring_nothing_is_sent_everything_and_never_sent_checks_it_lacks() {
     let report = broken(How::DeclaresNothing);
     for c in &report.cases {
-        let dir = corpus().join(&c.area).join(&c.id);
-        let case = lance_conformance::case::Case::load(&dir.join("case.toml")).unwrap();
-        let needs_data = case
-            .requires
-            .iter()
-            .any(|r| lance_conformance::runner::capability::is_data(*r));
-        if needs_data {
-            assert_eq!(c.verdict, Verdict::Unsupported, "{}", c.id);
-            assert_eq!(c.outcome, Outcome::Skipped, "{}", c.id);
-        }
-        // Whatever ran, no check needing a capability was sent.
+        // Every version that needs a data capability must be refused, and this reader reads
+        // them all: a case fails exactly when some version needs something.
+        let profiled = c.checks.iter().any(|k| k.name.contains("(needs "));
+        assert_eq!(c.verdict.is_failure(), profiled, "{}", c.id);
+        assert_eq!(profiled, !c.refusal_profile.is_empty(), "{}", c.id);
+        // Whatever ran, no check needing a check capability was sent.
         assert!(
             c.checks
                 .iter()
@@ -266,8 +439,14 @@ fn a_reader_declaring_nothing_runs_only_cases_needing_nothing() {
             c.id
         );
     }
-    assert!(report.summary.skipped > report.cases.len() / 2);
-    assert!(report.passed(), "unsupported is not a failure");
+    assert!(
+        report
+            .cases
+            .iter()
+            .filter(|c| !c.refusal_profile.is_empty())
+            .count()
+            > report.cases.len() / 2
+    );
 }
 
 #[test]
@@ -301,20 +480,14 @@ fn missing_check_capabilities_leave_the_scans_judged() {
                 .any(|k| k.name.ends_with("scan") && k.verdict == Verdict::Pass)
         );
     }
-    // A case needing an undeclared data capability is unsupported as a whole.
+    // A version needing an undeclared data capability is refused, by the refusal profile.
     let c = report
         .cases
         .iter()
         .find(|c| c.id == "rewrite-lineage-spilled")
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Unsupported);
-    assert!(
-        c.checks[0]
-            .message
-            .as_deref()
-            .unwrap()
-            .contains("spilled-lineage")
-    );
+    assert_eq!(c.verdict, Verdict::Pass);
+    assert_eq!(c.refusal_profile, ["spilled-lineage"]);
 }
 
 #[test]

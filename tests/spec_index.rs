@@ -16,15 +16,16 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 /// The markdown files that hold requirements, with the id prefix each one owns.
-const MARKDOWN: [(&str, &str); 4] = [
+const MARKDOWN: [(&str, &str); 5] = [
     ("overlays.md", "OVL"),
     ("row-lineage.md", "LIN"),
     ("feature-flags.md", "FLG"),
     ("dataset.md", "DS"),
+    ("indices.md", "IDX"),
 ];
 
 /// The id prefixes, one per markdown file.
-const PREFIXES: [&str; 4] = ["OVL", "LIN", "FLG", "DS"];
+const PREFIXES: [&str; 5] = ["OVL", "LIN", "FLG", "DS", "IDX"];
 
 /// Requirement levels, longest first so that `MUST NOT` is not read as `MUST`.
 const LEVELS: [&str; 5] = ["MUST NOT", "MUST", "SHOULD NOT", "SHOULD", "MAY"];

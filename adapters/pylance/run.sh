@@ -16,7 +16,11 @@
 #                   instead of adapters/pylance/known-failures/<version>[-gates-off].txt, the file
 #                   picked from the version and whether its gates are on. A missing file is
 #                   reported and the run goes on with an empty list (the runner then prints
-#                   every entry to add).
+#                   every entry to add), unless --update-known-failures is passed on to the
+#                   runner, which then writes the file.
+#
+# The run is labelled "pylance V, gates on|off" (or "pylance V" for a release without gates)
+# for the reports, unless a --label is passed on to the runner.
 #
 # LANCE_CONFORMANCE (default: target/release/lance-conformance, built when missing) is the
 # runner binary. Exit status: the runner's (0 pass, 1 conformance failure, 2 runner error), and
@@ -30,6 +34,16 @@ cd "$root"
 setup_error() {
     echo "run.sh: $*" >&2
     exit 2
+}
+
+# Whether the runner arguments after the first include $1.
+has_arg() {
+    local want="$1"
+    shift
+    for a in "$@"; do
+        [ "$a" = "$want" ] && return 0
+    done
+    return 1
 }
 
 version=""
@@ -100,9 +114,9 @@ if [ -z "$known" ]; then
         off) known="$here/known-failures/$installed-gates-off.txt" ;;
         mixed) setup_error "pylance $installed has some gates set and some not; pass --gates on|off or --known-failures FILE" ;;
     esac
-    if [ ! -f "$known" ]; then
+    if [ ! -f "$known" ] && ! has_arg --update-known-failures "$@"; then
         # An empty list, so that the runner prints every failing case as a line to add.
-        echo "run.sh: no known-failures file $known; running with an empty one, whose 'update /dev/null' lines belong in it (adapters/pylance/README.md)" >&2
+        echo "run.sh: no known-failures file $known; running with an empty one, whose 'update /dev/null' lines belong in it (or pass --update-known-failures to write it; adapters/pylance/README.md)" >&2
         known=/dev/null
     fi
 elif [ ! -r "$known" ]; then
@@ -118,6 +132,15 @@ fi
 [ -x "$runner" ] || setup_error "no runner binary at $runner"
 "$runner" --version 2>/dev/null | grep -q '^lance-conformance' || setup_error "$runner is not lance-conformance"
 
+# The handshake cannot say which gates were on, so the run is labelled for the reports.
+label=()
+if ! has_arg --label "$@"; then
+    case "$gate_state" in
+        none) label=(--label "pylance $installed") ;;
+        *) label=(--label "pylance $installed, gates $gate_state") ;;
+    esac
+fi
+
 reader_cmd="$(printf '%q %q' "$python" "$here/testee.py")"
-exec "$runner" run --reader-cmd "$reader_cmd" --known-failures "$known" "$@"
+exec "$runner" run --reader-cmd "$reader_cmd" --known-failures "$known" "${label[@]}" "$@"
 

@@ -10,9 +10,11 @@ Everything is answered through pylance's public API:
 - open:      lance.dataset(path, version=N) and the fragments' metadata;
 - scan:      to_table(columns=[...] + the two lineage columns, with_row_id, with_row_address);
 - lineage:   FragmentMetadata.to_json() (row_id_meta, *_version_meta, data files);
-- query:     to_table(filter=SQL, use_scalar_index=False) and
-             to_table(nearest={..., "use_index": False}): the corpus ships index metadata but
-             no index files, so only Lance's flat path can answer; the final rows are judged.
+- query:     scanner(filter=SQL) and scanner(nearest={...}) with Lance's defaults, so Lance
+             answers through the index files the corpus ships (BTree, IVF_FLAT) wherever it
+             can; the final rows are judged, and each answer carries Lance's plan
+             (explain_plan(True)) and whether the named index is in it (see plan_of), so the
+             runner can fail a query that should have used the index and ran flat.
 
 Capabilities are measured, not assumed. Which reader feature flags a Lance build understands
 depends on its release and, for unstable features, on environment variables that Lance reads
@@ -69,6 +71,8 @@ LINEAGE_COLUMNS = ["_row_created_at_version", "_row_last_updated_at_version"]
 #   bit 2048, spilled lineage: unknown up to 12.0.0; 13.0.0 understands it only when
 #                              LANCE_ENABLE_UNSTABLE_SPILLED_ROW_LINEAGE is set; 14.0.0 and
 #                              14.0.2 understand it with no gate
+#   bit 128, covered index metadata: unknown up to 10.0.0; 11.0.0 .. 14.0.2 understand it,
+#                              with no gate
 #
 # `since`/`gated_until` are only the fallback when the measurement at start cannot be made.
 GATES = [
@@ -86,6 +90,13 @@ GATES = [
         "since": (13, 0, 0),
         "gated_until": (14, 0, 0),  # gated in 13.x, not from 14.0.0 on
     },
+    {
+        "capability": "covered-index-metadata",
+        "bit": 128,
+        "env": None,
+        "since": (11, 0, 0),
+        "gated_until": (11, 0, 0),  # never gated
+    },
 ]
 
 # Capabilities that do not depend on a flag: every pylance measured reads deletions, stable
@@ -102,10 +113,18 @@ CLASSES = [
     # "overlay per-field coverage has 1 bitmaps but field position 1 was requested": the
     # coverage list is shorter than the field list, which the spec calls malformed [OVL-SHAPE-3].
     ("malformed", re.compile(r"per-field coverage has \d+ bitmaps", re.I)),
+    # "LanceError(IO): file size is too small" and "... does not have sufficient data, len: N":
+    # the manifest file is shorter than its own footer or length prefix says, so its bytes
+    # cannot be decoded, which the spec calls malformed [DS-FRAME-1, DS-FRAME-2].
+    ("malformed", re.compile(r"file size is too small|does not have sufficient data", re.I)),
     # "Invalid user input: DataOverlayFile is missing its data_file" (or "its coverage"): a
     # required message field is absent from the manifest, which the spec calls malformed
     # [OVL-LAYOUT-6].
     ("malformed", re.compile(r"DataOverlayFile is missing its", re.I)),
+    # "file does not appear to be a Lance file (invalid magic: ...)": the bytes of a file the
+    # manifest references (an index file cut short) do not end in a Lance footer, which the
+    # spec calls malformed [IDX-READ-1].
+    ("malformed", re.compile(r"does not appear to be a Lance file", re.I)),
 ]
 
 # Failures that are Lance breaking, not Lance refusing the data; each is reported as `errored`.
@@ -277,7 +296,7 @@ def describe():
     capabilities = list(BASE_CAPABILITIES)
     gates = []
     for g in GATES:
-        env_set = g["env"] in os.environ
+        env_set = g["env"] is not None and g["env"] in os.environ
         known = vt >= g["since"]
         gated = known and (g["gated_until"] is None or vt < g["gated_until"])
         expected = known and (env_set or not gated)
@@ -443,28 +462,42 @@ class Testee:
         q = req["query"]
         hits = []
         if q.get("where") is not None:
-            table = lance_call(
-                ds.to_table,
+            scanner = lance_call(
+                ds.scanner,
                 columns=[],
                 filter=sql(q["where"]),
                 with_row_address=True,
-                use_scalar_index=False,
             )
+            plan = plan_of(scanner, ds, q["index"], vector=False)
+            table = lance_call(scanner.to_table)
             for addr in sorted(table.column("_rowaddr").to_pylist()):
                 hits.append({"fragment": addr >> 32, "offset": addr & 0xFFFFFFFF})
-            return {"kind": "scalar", "final": hits}
+            return {"kind": "scalar", "final": hits, "plan": plan}
         column = lance_call(ds.list_indices)
         index = next((i for i in column if i["name"] == q["index"]), None)
         if index is None:
             raise Refused(f"no index {q['index']}")
         vector = [float(x) for x in q["vector"]["value"]]
-        table = lance_call(
-            ds.to_table,
-            columns=[],
-            nearest={"column": index["fields"][0], "q": vector, "k": int(q["k"]), "use_index": False, "metric": "l2"},
-            with_row_address=True,
-        )
-        for r in table.to_pylist():
+        nearest = {"column": index["fields"][0], "q": vector, "k": int(q["k"]), "metric": "l2"}
+        try:
+            scanner = lance_call(ds.scanner, columns=[], nearest=nearest, with_row_address=True)
+            plan = plan_of(scanner, ds, q["index"], vector=True)
+            rows = lance_call(scanner.to_table).to_pylist()
+        except Refused as e:
+            # Releases up to 8.0.1 cannot return _rowaddr from a vector search; they return
+            # _rowid, which a plain scan maps to the row's address.
+            if "No field named _rowaddr" not in str(e):
+                raise
+            by_id = lance_call(ds.scanner, columns=[], nearest=nearest, with_row_id=True)
+            plan = plan_of(by_id, ds, q["index"], vector=True)
+            rows = lance_call(by_id.to_table).to_pylist()
+            ids = lance_call(
+                lambda: ds.to_table(columns=[], with_row_id=True, with_row_address=True)
+            ).to_pylist()
+            addr_of = {r["_rowid"]: r["_rowaddr"] for r in ids}
+            for r in rows:
+                r["_rowaddr"] = addr_of[r["_rowid"]]
+        for r in rows:
             addr = r["_rowaddr"]
             hits.append(
                 {
@@ -473,7 +506,32 @@ class Testee:
                     "distance": {"type": "float32", "value": float_text(r["_distance"])},
                 }
             )
-        return {"kind": "vector", "final": hits}
+        return {"kind": "vector", "final": hits, "plan": plan}
+
+
+def plan_of(scanner, ds, index_name, vector):
+    """Lance's physical plan for a query, and whether an index on the named index's key is in
+    it.
+
+    Lance names the index it searches in the plan: a BTree as `ScalarIndexQuery:
+    query=[...]@<name>(BTree)`, a vector index as `ANNSubIndex: name=<name>`. A plan without
+    one answered on the flat path (the filter evaluated on every row, or a full KNN). Lance
+    picks the index itself, so when two indices share a key (a case naming the second one)
+    either counts as the index path. When an overlay is newer than the index the plan also has
+    a `UnionExec` whose other branch reads the excluded rows (`OneShotStream:
+    columns=[result,discriminant,fragments_covered]`); the text is passed on whole for the
+    check's detail."""
+    text = lance_call(scanner.explain_plan, True)
+    indices = lance_call(ds.list_indices)
+    named = next((i for i in indices if i["name"] == index_name), None)
+    names = [index_name]
+    if named is not None:
+        names += [i["name"] for i in indices if i["fields"][:1] == named["fields"][:1] and i["name"] != index_name]
+    if vector:
+        used = any(f"ANNSubIndex: name={n}," in text for n in names)
+    else:
+        used = any(f"@{n}(" in text for n in names)
+    return {"index": used, "text": text}
 
 
 def ident(name):

@@ -34,11 +34,15 @@
 //!   never use it), `logical_type` in Lance's spelling
 //!   ([`lance_reference::model::DataType::logical_type`]).
 //! - **Indices**: `uuid` is derived from the index name and `dataset_version`
-//!   ([`index_uuid`]); `index_details` is `/lance.table.BTreeIndexDetails` for a BTree and
-//!   `/lance.index.pb.VectorIndexDetails` (the message Lance 14 writes for its vector indices)
-//!   for a vector index, both with an empty value;
-//!   `index_version` is 1; `fragment_bitmap` is the optimized roaring serialization, or empty
-//!   for "unknown". Index entries are not stored: see [`super::read`].
+//!   ([`index_uuid`]); `index_details` is `/lance.table.BTreeIndexDetails` (empty value) for a
+//!   BTree and `/lance.index.pb.VectorIndexDetails` (flat compression, L2:
+//!   [`vector_details_value`]) for a vector index; `index_version` is 1; `fragment_bitmap` is
+//!   the optimized roaring serialization, or empty for "unknown"; `files` lists the index
+//!   directory's files with their sizes ([`super::index_file`], filled in by the writer);
+//!   `covering_fields` are the fields after the key. No `created_at`. On read, a
+//!   `covering_fields` that is not the suffix of `fields` after the key is unsupported, and a
+//!   `files` path must be a plain file name. Index entries live in the index files: see
+//!   [`super::read`].
 //! - **stable_row_ids** is reader flag bit 2 (as Lance's `uses_stable_row_ids`).
 //! - **max_allocated_field_id**, **base_paths** (unless a file uses a `base_id`),
 //!   **table_metadata**, **branch**, **tag** and the transaction fields are not modelled and
@@ -317,8 +321,10 @@ fn decode_fragment(
             })?;
         let (model, layout) = decode_data_file(df, &format!("{here}.data_file"), file, base_ids)?;
         let bitmap = |bytes: &[u8], field: String| {
-            read_bitmap(bytes, file, &field)
-                .map_err(|error| DatasetError::FileFormat { field, error })
+            read_bitmap(bytes, file, &field).map_err(|error| DatasetError::FileFormat {
+                field,
+                error: Box::new(error),
+            })
         };
         let coverage = match &o.coverage {
             None => {
@@ -359,7 +365,7 @@ fn decode_fragment(
         move |error| DatasetError::Lineage {
             file: file.to_string(),
             field,
-            error,
+            error: Box::new(error),
         }
     };
     let rows = f.physical_rows;
@@ -447,7 +453,7 @@ fn decode_deletion(
     };
     let io = |error| DatasetError::FileFormat {
         field: format!("{field}.file_type"),
-        error,
+        error: Box::new(error),
     };
     let form = stored.file_type(fragment).map_err(io)?;
     let path = stored.relative_path(fragment).map_err(io)?;
@@ -506,8 +512,12 @@ fn decode_indices(
         } else {
             let field = format!("{at}.fragment_bitmap");
             Some(
-                read_bitmap(&meta.fragment_bitmap, file, &field)
-                    .map_err(|error| DatasetError::FileFormat { field, error })?,
+                read_bitmap(&meta.fragment_bitmap, file, &field).map_err(|error| {
+                    DatasetError::FileFormat {
+                        field,
+                        error: Box::new(error),
+                    }
+                })?,
             )
         };
         indices.push(Index {
@@ -518,11 +528,43 @@ fn decode_indices(
             kind,
             entries: Vec::new(),
         });
+        if !meta.covering_fields.is_empty()
+            && meta.fields.get(1..) != Some(&meta.covering_fields[..])
+        {
+            return Err(DatasetError::Unsupported {
+                file: file.to_string(),
+                field: format!("{at}.covering_fields"),
+                feature: format!(
+                    "covering fields {:?} that are not the fields after the key in {:?}",
+                    meta.covering_fields, meta.fields
+                ),
+            });
+        }
+        let mut files = Vec::with_capacity(meta.files.len());
+        for (k, f) in meta.files.iter().enumerate() {
+            let name_ok = !f.path.is_empty()
+                && !f.path.contains('/')
+                && !f.path.contains('\\')
+                && f.path != "."
+                && f.path != "..";
+            if !name_ok {
+                return Err(DatasetError::PathEscape {
+                    file: file.to_string(),
+                    field: format!("{at}.files[{k}].path"),
+                    path: f.path.clone(),
+                    problem: "an index file is named by a plain file name inside its directory",
+                });
+            }
+            files.push((f.path.clone(), f.size_bytes));
+        }
         layouts.push(IndexLayout {
             uuid,
             details_type_url: details.type_url.clone(),
             index_version: meta.index_version,
             created_at: meta.created_at,
+            details_value: details.value.clone(),
+            files,
+            covering_fields: meta.covering_fields.clone(),
         });
     }
     Ok((indices, layouts))
@@ -699,10 +741,19 @@ pub fn encode_manifest(
                     .unwrap_or_default(),
                 index_details: Some(Any {
                     type_url: il.details_type_url.clone(),
-                    value: Vec::new(),
+                    value: il.details_value.clone(),
                 }),
                 index_version: il.index_version,
                 created_at: il.created_at,
+                files: il
+                    .files
+                    .iter()
+                    .map(|(path, size_bytes)| pb::IndexFile {
+                        path: path.clone(),
+                        size_bytes: *size_bytes,
+                    })
+                    .collect(),
+                covering_fields: il.covering_fields.clone(),
                 ..Default::default()
             });
         }
@@ -711,7 +762,24 @@ pub fn encode_manifest(
     Ok((manifest, section))
 }
 
-/// The layout this kit writes for an index (see the module docs).
+/// The `index_details.value` this kit writes for a vector index: `VectorIndexDetails` with
+/// metric L2 and flat (no) compression, no runtime hints.
+pub fn vector_details_value() -> Vec<u8> {
+    use lance_reference::proto::lance::index::pb as ipb;
+    use prost::Message;
+    ipb::VectorIndexDetails {
+        metric_type: ipb::VectorMetricType::L2 as i32,
+        target_partition_size: 0,
+        compression: Some(ipb::vector_index_details::Compression::Flat(
+            ipb::vector_index_details::FlatCompression {},
+        )),
+        runtime_hints: BTreeMap::new(),
+    }
+    .encode_to_vec()
+}
+
+/// The layout this kit writes for an index (see the module docs); `files` is filled in by the
+/// writer once the index files exist.
 pub fn index_layout(index: &Index) -> IndexLayout {
     IndexLayout {
         uuid: index_uuid(&index.name, index.dataset_version),
@@ -722,6 +790,12 @@ pub fn index_layout(index: &Index) -> IndexLayout {
         .to_string(),
         index_version: Some(INDEX_VERSION),
         created_at: None,
+        details_value: match index.kind {
+            IndexKind::BTree => Vec::new(),
+            IndexKind::Vector => vector_details_value(),
+        },
+        files: Vec::new(),
+        covering_fields: index.fields.get(1..).unwrap_or_default().to_vec(),
     }
 }
 
@@ -744,7 +818,7 @@ pub fn deletion_layout(
         .relative_path(fragment)
         .map_err(|error| DatasetError::FileFormat {
             field: format!("fragment {fragment} deletion_file"),
-            error,
+            error: Box::new(error),
         })?;
     Ok(DeletionLayout {
         path,

@@ -11,6 +11,7 @@
 
 use crate::DatasetIoError;
 use crate::data_file::DataFileError;
+use crate::index_file::IndexFileError;
 use lance_reference::error::Error;
 use lance_reference::flags::FlagError;
 use lance_reference::lineage::LineageError;
@@ -252,24 +253,33 @@ pub enum DatasetError {
         file: String,
         /// The field (`fragments[0].inline_row_ids`).
         field: String,
-        /// The lineage module's error.
-        error: LineageError,
+        /// The lineage module's error (boxed: it is large).
+        error: Box<LineageError>,
     },
     /// A data file (base, overlay or lineage) does not decode or cannot be encoded.
     #[error("{field}: {error}")]
     DataFile {
         /// The manifest field referencing the file.
         field: String,
-        /// The data file module's error (it names the file).
-        error: DataFileError,
+        /// The data file module's error (it names the file; boxed: it is large).
+        error: Box<DataFileError>,
+    },
+    /// An index's files are missing parts, damaged, or disagree with the manifest or the
+    /// table.
+    #[error("{field}: {error}")]
+    IndexFile {
+        /// The manifest field of the index (`_versions/..: indices[0]`).
+        field: String,
+        /// The index files' error (boxed: it is large).
+        error: Box<IndexFileError>,
     },
     /// A deletion file or roaring bitmap does not decode.
     #[error("{field}: {error}")]
     FileFormat {
         /// The manifest field referencing the bytes.
         field: String,
-        /// The on-disk format error (it names the file).
-        error: DatasetIoError,
+        /// The on-disk format error (it names the file; boxed: it is large).
+        error: Box<DatasetIoError>,
     },
 }
 
@@ -294,5 +304,6 @@ lance_reference::error_codes! {DatasetError {
     DatasetError::Flags { error, .. } => wraps(error: FlagError),
     DatasetError::Lineage { error, .. } => wraps(error: LineageError),
     DatasetError::DataFile { error, .. } => wraps(error: DataFileError),
+    DatasetError::IndexFile { error, .. } => wraps(error: IndexFileError),
     DatasetError::FileFormat { error, .. } => wraps(error: DatasetIoError),
 }}

@@ -82,6 +82,13 @@ pub struct IndexLayout {
     pub index_version: Option<i32>,
     /// `created_at` (milliseconds).
     pub created_at: Option<u64>,
+    /// `index_details.value` (the details message's bytes).
+    pub details_value: Vec<u8>,
+    /// `files`: each file of the index directory and its size in bytes, sorted by path
+    /// (empty when the manifest does not list them).
+    pub files: Vec<(String, u64)>,
+    /// `covering_fields`: the index's fields after the key.
+    pub covering_fields: Vec<i32>,
 }
 
 impl IndexLayout {

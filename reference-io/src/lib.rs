@@ -7,13 +7,14 @@
 //! Every encoder writes what Lance 14 writes for the same content, so bytes produced here can
 //! be compared with bytes produced by Lance. Table semantics (resolution, lineage, overlays)
 //! live elsewhere: [`read`] hands finished snapshots to the model's validation and uses the
-//! model's own rules to rebuild index entries.
+//! model's own rules to check index entries against the version each index claims.
 //!
 //! | module | concept |
 //! |---|---|
 //! | [`data_file`] | Lance v2.0 data files: base columns, overlay value columns, hidden lineage columns |
 //! | [`roaring_format`] | the portable 32-bit roaring serialization (coverage, deletion vectors, fragment bitmaps) |
 //! | [`deletion`] | deletion files: `_deletions/` paths, the Arrow IPC and roaring forms |
+//! | [`index_file`] | index files under `_indices/<uuid>/`: BTree and IVF_FLAT, written and checked |
 //! | [`manifest_file`] | the framing of `_versions/*.manifest`: sections, Manifest, footer |
 //! | [`version_names`] | V1 / V2 / detached manifest names; listing versions |
 //! | [`paths`] | confining manifest paths to the dataset root |
@@ -26,6 +27,7 @@ pub mod codec;
 pub mod data_file;
 pub mod deletion;
 mod error;
+pub mod index_file;
 mod io_error;
 pub mod layout;
 pub mod manifest_file;

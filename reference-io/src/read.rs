@@ -23,14 +23,20 @@
 //! `physical_rows` values ([OVL-LAYOUT-7]); overlay positions that supply no cell are never
 //! read, as [OVL-LAYOUT-1] needs only the live ones.
 //!
-//! **Index entries (the kit's rule).** The manifest stores index metadata, not index
-//! content. The reference defines an index's content as the resolved values at its
-//! `dataset_version`: on read, entries are rebuilt by reading the snapshot at that version
-//! (time travel) and resolving the index's first field for every live row of every covered
-//! fragment that exists at that version ([`lance_reference::index_build::entries`]). An
+//! **Index entries.** An index's entries are read from its files (`_indices/<uuid>/`,
+//! [`crate::index_file`]): every file the kit's layout needs must exist, match its size in the
+//! manifest's `files` list, and pass the layout checks of its kind. Stored ids are then turned
+//! into rows of the version the index claims (`dataset_version`, read by time travel): row
+//! addresses for a BTree of `index_version` 1, row ids (through that version's row-id
+//! sequences) for a vector index and a BTree of `index_version` 0. Entries for fragments
+//! outside `fragment_bitmap` are ignored (coverage only narrows after a build). For every
+//! covered fragment the stored entries must equal the rebuild of that version, and a covered
+//! fragment of the version read must have existed at `dataset_version`
+//! ([`lance_reference::index_build::entries`]): a row without an entry, an entry whose value
+//! differs, and an entry naming no row of that version are each an error of its own. An
 //! index whose `dataset_version` has no manifest is an error.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -38,14 +44,19 @@ use super::codec::decode_manifest;
 use super::data_file::{MAX_DECODED_VALUES, read_data_file};
 use super::deletion::{DeletionFile, read_deletion_file};
 use super::error::DatasetError;
+use super::index_file::{
+    BTREE_DATA, BTREE_LOOKUP, IVF_INDEX, IVF_STORAGE, IndexFileError, index_dir, read_btree,
+    read_ivf,
+};
+use super::layout::IndexLayout;
 use super::layout::{FileLayout, Layout};
 use super::manifest_file::decode_manifest_file;
 use super::version_names::{VERSIONS_DIR, VersionEntry, list_versions};
 use lance_reference::flags::check_reader_flags;
 use lance_reference::index_build::entries as index_entries;
 use lance_reference::model::{
-    CREATED_AT_FIELD_ID, DataFile, DataType, LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID, Schema,
-    Snapshot, TOMBSTONE_FIELD_ID, Value,
+    CREATED_AT_FIELD_ID, DataFile, DataType, Index, IndexEntry, IndexKind,
+    LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID, Schema, Snapshot, TOMBSTONE_FIELD_ID, Value,
 };
 use lance_reference::readable::check_readable;
 
@@ -176,7 +187,7 @@ pub fn read_file_columns(
     }
     let data_err = |error| DatasetError::DataFile {
         field: field.to_string(),
-        error,
+        error: Box::new(error),
     };
     let contents = read_data_file(&bytes, &layout.path).map_err(data_err)?;
     let mut columns = Vec::with_capacity(file.fields.len());
@@ -376,7 +387,10 @@ impl Dataset {
                 };
                 fragment.deletions =
                     read_deletion_file(fragment.id, &stored, &bytes, fragment.physical_rows)
-                        .map_err(|error| DatasetError::FileFormat { field, error })?;
+                        .map_err(|error| DatasetError::FileFormat {
+                            field,
+                            error: Box::new(error),
+                        })?;
             }
         }
         check_readable(&snapshot).map_err(|error| DatasetError::Model {
@@ -385,8 +399,9 @@ impl Dataset {
         })?;
         for n in 0..snapshot.indices.len() {
             let dataset_version = snapshot.indices[n].dataset_version;
-            let entries = if dataset_version == version {
-                index_entries(&snapshot, &snapshot.indices[n])
+            let field = format!("{file}: indices[{n}]");
+            let older = if dataset_version == version {
+                None
             } else if dataset_version < version {
                 let (older, _) = self
                     .read_cached(dataset_version, cache)
@@ -399,15 +414,301 @@ impl Dataset {
                         }
                         other => other,
                     })?;
-                index_entries(&older, &snapshot.indices[n])
+                Some(older)
             } else {
                 continue; // from the future: `validate` above refused it
             };
-            snapshot.indices[n].entries = entries.map_err(|error| DatasetError::Model {
-                file: format!("{file}: indices[{n}]"),
-                error: Box::new(error),
-            })?;
+            let entries = {
+                let at_build = older.as_ref().unwrap_or(&snapshot);
+                let index = &snapshot.indices[n];
+                let il = layout
+                    .indices
+                    .get(n)
+                    .ok_or_else(|| DatasetError::MissingField {
+                        file: file.clone(),
+                        field: format!("indices[{n}] layout"),
+                    })?;
+                let (stored, _) = read_index_files(
+                    &self.root,
+                    &index_dir(&il.uuid),
+                    il,
+                    index,
+                    &at_build.schema,
+                    limit,
+                    &field,
+                )?;
+                let now: Vec<u64> = snapshot.fragments.iter().map(|f| f.id).collect();
+                checked_entries(at_build, &now, index, il, stored).map_err(|e| match e {
+                    Checked::Model(error) => DatasetError::Model {
+                        file: field.clone(),
+                        error: Box::new(error),
+                    },
+                    Checked::Index(error) => DatasetError::IndexFile {
+                        field: field.clone(),
+                        error: Box::new(error),
+                    },
+                })?
+            };
+            snapshot.indices[n].entries = entries;
         }
         Ok((snapshot, layout))
     }
+}
+
+/// Each index file's name and size in bytes, in name order.
+pub type FileSizes = Vec<(String, u64)>;
+
+/// The file names an index of `kind` needs.
+pub fn index_file_names(kind: IndexKind) -> [&'static str; 2] {
+    match kind {
+        IndexKind::BTree => [BTREE_DATA, BTREE_LOOKUP],
+        IndexKind::Vector => [IVF_STORAGE, IVF_INDEX],
+    }
+}
+
+/// Reads the files of `index` from `dir` (root-relative) and returns the stored `(id, value)`
+/// pairs and every file's size. Each file the kind needs must exist, be within `limit` and,
+/// when `layout.files` lists it, have the listed size; a listed file the kind does not use must
+/// exist too. `schema` gives the key's type; `field` names the index in errors.
+pub fn read_index_files(
+    root: &Path,
+    dir: &str,
+    layout: &IndexLayout,
+    index: &Index,
+    schema: &Schema,
+    limit: u64,
+    field: &str,
+) -> Result<(Vec<(u64, Value)>, FileSizes), DatasetError> {
+    let index_error = |error| DatasetError::IndexFile {
+        field: field.to_string(),
+        error: Box::new(error),
+    };
+    let mut names: BTreeSet<String> = index_file_names(index.kind)
+        .iter()
+        .map(|n| (*n).to_string())
+        .collect();
+    names.extend(layout.files.iter().map(|(n, _)| n.clone()));
+    let mut files = BTreeMap::new();
+    let mut sizes = Vec::new();
+    for name in names {
+        let rel = format!("{dir}/{name}");
+        let bytes = read_bounded(root, &rel, limit, &format!("{field}.files"))?;
+        if let Some((_, listed)) = layout.files.iter().find(|(n, _)| *n == name) {
+            if *listed != bytes.len() as u64 {
+                return Err(index_error(IndexFileError::SizeMismatch {
+                    file: rel,
+                    listed: *listed,
+                    actual: bytes.len() as u64,
+                }));
+            }
+        }
+        sizes.push((name.clone(), bytes.len() as u64));
+        files.insert(name, bytes);
+    }
+    let key_type = index
+        .fields
+        .first()
+        .and_then(|k| schema.field(*k))
+        .map(|f| f.data_type.clone())
+        .ok_or_else(|| {
+            index_error(IndexFileError::Unsupported {
+                file: dir.to_string(),
+                feature: "an index whose key field is not in the schema".into(),
+            })
+        })?;
+    let stored = match (index.kind, &key_type) {
+        (IndexKind::BTree, t) => read_btree(&files, t),
+        (IndexKind::Vector, DataType::FixedSizeList { dimension }) => read_ivf(&files, *dimension),
+        (IndexKind::Vector, t) => Err(IndexFileError::Unsupported {
+            file: dir.to_string(),
+            feature: format!("a vector index keyed on {}", t.logical_type()),
+        }),
+    };
+    // Errors inside one file name that file; prefix the directory.
+    let stored = stored.map_err(|e| index_error(in_dir(dir, e)))?;
+    Ok((stored, sizes))
+}
+
+fn in_dir(dir: &str, e: IndexFileError) -> IndexFileError {
+    let at = |file: String| format!("{dir}/{file}");
+    match e {
+        IndexFileError::Layout { file, problem } => IndexFileError::Layout {
+            file: at(file),
+            problem,
+        },
+        IndexFileError::LookupMismatch {
+            file,
+            page,
+            problem,
+        } => IndexFileError::LookupMismatch {
+            file: at(file),
+            page,
+            problem,
+        },
+        IndexFileError::Unsorted {
+            file,
+            row,
+            previous,
+        } => IndexFileError::Unsorted {
+            file: at(file),
+            row,
+            previous,
+        },
+        IndexFileError::DuplicateId { file, id } => {
+            IndexFileError::DuplicateId { file: at(file), id }
+        }
+        IndexFileError::Unsupported { file, feature } => IndexFileError::Unsupported {
+            file: at(file),
+            feature,
+        },
+        other => other,
+    }
+}
+
+/// Why [`checked_entries`] refused.
+enum Checked {
+    Model(lance_reference::Error),
+    Index(IndexFileError),
+}
+
+/// Whether a BTree of `index_version` stores row addresses (1) or row ids (0, absent).
+fn stores_addresses(index: &Index, layout: &IndexLayout) -> Result<bool, IndexFileError> {
+    let version = layout.index_version.unwrap_or(0);
+    let (max, kind) = match index.kind {
+        IndexKind::BTree => (1, "BTree"),
+        IndexKind::Vector => (2, "vector"),
+    };
+    if !(0..=max).contains(&version) {
+        return Err(IndexFileError::Unsupported {
+            file: index.name.clone(),
+            feature: format!("index_version {version} of a {kind} index (at most {max} is read)"),
+        });
+    }
+    Ok(index.kind == IndexKind::BTree && version >= 1)
+}
+
+/// The entries of `index` from its stored pairs, checked against `at_build` (the version the
+/// index claims) and the fragment ids of the version read (`now`): see the module docs.
+fn checked_entries(
+    at_build: &Snapshot,
+    now: &[u64],
+    index: &Index,
+    layout: &IndexLayout,
+    stored: Vec<(u64, Value)>,
+) -> Result<Vec<IndexEntry>, Checked> {
+    let unknown = |id: u64, problem: String| {
+        Checked::Index(IndexFileError::UnknownRow {
+            index: index.name.clone(),
+            id,
+            problem,
+        })
+    };
+    let addresses = stores_addresses(index, layout).map_err(Checked::Index)?;
+    if let Some(&fragment) = now
+        .iter()
+        .filter(|_| index.fragment_bitmap.is_some())
+        .find(|id| index.covers(**id) && !at_build.fragments.iter().any(|f| f.id == **id))
+    {
+        return Err(Checked::Index(IndexFileError::CoverageWithoutEntries {
+            index: index.name.clone(),
+            fragment,
+            dataset_version: at_build.version,
+        }));
+    }
+    let mut by_row_id: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
+    if !addresses && at_build.stable_row_ids {
+        for f in &at_build.fragments {
+            let ids = f.lineage_values(ROW_ID_FIELD_ID).map_err(Checked::Model)?;
+            for (offset, id) in ids.unwrap_or_default().into_iter().enumerate() {
+                by_row_id.insert(id, (f.id, offset as u32));
+            }
+        }
+    }
+    let mut rows: BTreeMap<(u64, u32), Value> = BTreeMap::new();
+    for (id, value) in stored {
+        let (fragment, offset) = if addresses || !at_build.stable_row_ids {
+            (id >> 32, (id & 0xffff_ffff) as u32)
+        } else {
+            match by_row_id.get(&id) {
+                Some(row) => *row,
+                None => {
+                    return Err(unknown(
+                        id,
+                        format!(
+                            "no row has this row id at dataset_version {}",
+                            at_build.version
+                        ),
+                    ));
+                }
+            }
+        };
+        if !index.covers(fragment) {
+            continue;
+        }
+        let Some(f) = at_build.fragments.iter().find(|f| f.id == fragment) else {
+            return Err(unknown(
+                id,
+                format!(
+                    "fragment {fragment} does not exist at dataset_version {}",
+                    at_build.version
+                ),
+            ));
+        };
+        if u64::from(offset) >= f.physical_rows {
+            return Err(unknown(
+                id,
+                format!(
+                    "offset {offset} is past fragment {fragment}'s {} rows",
+                    f.physical_rows
+                ),
+            ));
+        }
+        if f.deletions.contains(offset) {
+            return Err(unknown(
+                id,
+                format!(
+                    "fragment {fragment} offset {offset} was deleted at dataset_version {}",
+                    at_build.version
+                ),
+            ));
+        }
+        rows.insert((fragment, offset), value);
+    }
+    let rebuilt = index_entries(at_build, index).map_err(Checked::Model)?;
+    let mut entries = Vec::with_capacity(rebuilt.len());
+    for e in rebuilt {
+        let Some(value) = rows.remove(&(e.fragment, e.offset)) else {
+            return Err(Checked::Index(IndexFileError::MissingEntry {
+                index: index.name.clone(),
+                fragment: e.fragment,
+                offset: e.offset,
+            }));
+        };
+        if !value.identical(&e.value) {
+            return Err(Checked::Index(IndexFileError::StaleEntry {
+                index: index.name.clone(),
+                fragment: e.fragment,
+                offset: e.offset,
+                stored: value.to_string(),
+                expected: e.value.to_string(),
+                dataset_version: at_build.version,
+            }));
+        }
+        entries.push(IndexEntry {
+            fragment: e.fragment,
+            offset: e.offset,
+            value,
+        });
+    }
+    if let Some(((fragment, offset), value)) = rows.into_iter().next() {
+        return Err(Checked::Index(IndexFileError::StaleEntry {
+            index: index.name.clone(),
+            fragment,
+            offset,
+            stored: value.to_string(),
+            expected: "no entry (the index holds no NULL or partly NULL vector)".into(),
+            dataset_version: at_build.version,
+        }));
+    }
+    Ok(entries)
 }

@@ -43,6 +43,7 @@ use super::codec::{DATA_FILE_VERSION, deletion_layout, encode_manifest, index_la
 use super::data_file::{ColumnData, write_data_file};
 use super::deletion::{DeletionFileType, lance_file_type, write_deletion_file};
 use super::error::DatasetError;
+use super::index_file::{DEFAULT_BATCH_SIZE, btree_files, index_dir, ivf_files};
 use super::layout::{FileLayout, FragmentLayout, Layout};
 use super::manifest_file::encode_manifest_file;
 use super::paths::{DATA_DIR, data_file_path};
@@ -53,8 +54,8 @@ use super::version_names::{
 };
 use lance_reference::flags::{check_written_flags, required_flags};
 use lance_reference::model::{
-    CREATED_AT_FIELD_ID, DataFile, DataType, Field, LAST_UPDATED_AT_FIELD_ID, Overlay,
-    ROW_ID_FIELD_ID, Schema, Snapshot, Value,
+    CREATED_AT_FIELD_ID, DataFile, DataType, Field, Index, IndexKind, LAST_UPDATED_AT_FIELD_ID,
+    Overlay, ROW_ID_FIELD_ID, Schema, Snapshot, Value,
 };
 
 /// Which flag words a written manifest carries.
@@ -186,7 +187,7 @@ pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, Data
         .collect();
     write_data_file(&columns).map_err(|error| DatasetError::DataFile {
         field: format!("data file {:?}", file.path),
-        error,
+        error: Box::new(error),
     })
 }
 
@@ -356,6 +357,137 @@ fn same_columns(a: &[Vec<Value>], b: &[Vec<Value>]) -> bool {
             .all(|(x, y)| x.len() == y.len() && x.iter().zip(y).all(|(u, v)| u.identical(v)))
 }
 
+/// The row address of `(fragment, offset)`: `fragment << 32 | offset`.
+pub fn row_address(fragment: u64, offset: u32) -> u64 {
+    (fragment << 32) | u64::from(offset)
+}
+
+/// The `(id, value)` pairs an index's files store for the entries of `index` in `snapshot`:
+/// for a BTree the id is the row address, for a vector index the row id (the fragment's row-id
+/// sequence value with stable row ids, else the address). With stable row ids, entries of a
+/// fragment `snapshot` no longer holds have no row id to store and are left out.
+pub fn stored_entries(
+    snapshot: &Snapshot,
+    index: &Index,
+) -> Result<Vec<(u64, Value)>, DatasetError> {
+    let by_row_id = index.kind == IndexKind::Vector && snapshot.stable_row_ids;
+    let mut row_ids = BTreeMap::new();
+    if by_row_id {
+        for f in &snapshot.fragments {
+            let values =
+                f.lineage_values(ROW_ID_FIELD_ID)
+                    .map_err(|error| DatasetError::Model {
+                        file: format!("index {:?}", index.name),
+                        error: Box::new(error),
+                    })?;
+            row_ids.insert(f.id, values.unwrap_or_default());
+        }
+    }
+    let mut out = Vec::with_capacity(index.entries.len());
+    for e in &index.entries {
+        if !by_row_id {
+            out.push((row_address(e.fragment, e.offset), e.value.clone()));
+            continue;
+        }
+        let Some(ids) = row_ids.get(&e.fragment) else {
+            continue;
+        };
+        let id = ids
+            .get(e.offset as usize)
+            .ok_or_else(|| DatasetError::Unwritable {
+                what: format!("index {:?}", index.name),
+                problem: format!(
+                    "fragment {} has no row id for offset {}",
+                    e.fragment, e.offset
+                ),
+            })?;
+        out.push((*id, e.value.clone()));
+    }
+    Ok(out)
+}
+
+/// The files the kit writes for `index` over `snapshot` (see [`crate::index_file`]), sorted by
+/// name.
+pub fn index_files_bytes(
+    snapshot: &Snapshot,
+    index: &Index,
+) -> Result<Vec<(String, Vec<u8>)>, DatasetError> {
+    let unwritable = |problem: String| DatasetError::Unwritable {
+        what: format!("index {:?}", index.name),
+        problem,
+    };
+    let key = index
+        .fields
+        .first()
+        .and_then(|k| snapshot.schema.field(*k))
+        .ok_or_else(|| unwritable("its key field is not in the schema".into()))?;
+    let entries = stored_entries(snapshot, index)?;
+    let files = match (index.kind, &key.data_type) {
+        (IndexKind::BTree, t) => btree_files(t, &entries, DEFAULT_BATCH_SIZE),
+        (IndexKind::Vector, DataType::FixedSizeList { dimension }) => {
+            ivf_files(*dimension, &entries)
+        }
+        (IndexKind::Vector, t) => {
+            return Err(unwritable(format!(
+                "a vector index keyed on {}",
+                t.logical_type()
+            )));
+        }
+    };
+    files.map_err(|error| DatasetError::IndexFile {
+        field: format!("index {:?}", index.name),
+        error: Box::new(error),
+    })
+}
+
+/// Writes the files of index `n` unless its directory holds them already, and returns its
+/// layout with the `files` list. Files already there must hold every entry the snapshot's
+/// index holds (a later version carries the same index with equal or narrower coverage).
+fn put_index(
+    root: &Path,
+    snapshot: &Snapshot,
+    index: &Index,
+    n: usize,
+) -> Result<super::layout::IndexLayout, DatasetError> {
+    let mut layout = index_layout(index);
+    let dir = index_dir(&layout.uuid);
+    let files = index_files_bytes(snapshot, index)?;
+    let present = files
+        .iter()
+        .any(|(name, _)| root.join(&dir).join(name).exists());
+    if present {
+        let field = format!("indices[{n}]");
+        let (stored, sizes) = super::read::read_index_files(
+            root,
+            &dir,
+            &layout,
+            index,
+            &snapshot.schema,
+            u64::MAX,
+            &field,
+        )?;
+        let stored: BTreeMap<u64, Value> = stored.into_iter().collect();
+        for (id, value) in stored_entries(snapshot, index)? {
+            if !stored.get(&id).is_some_and(|v| v.identical(&value)) {
+                return Err(DatasetError::ExistingFileDiffers {
+                    file: dir,
+                    problem: format!("the stored index does not hold {value} for id {id}"),
+                });
+            }
+        }
+        layout.files = sizes;
+    } else {
+        for (name, bytes) in &files {
+            write_new_or_same(root, &format!("{dir}/{name}"), bytes)?;
+        }
+        layout.files = files
+            .iter()
+            .map(|(name, bytes)| (name.clone(), bytes.len() as u64))
+            .collect();
+    }
+    Ok(layout)
+}
+
 /// Writes version `snapshot.version` of the dataset at `root` (see the module docs) and
 /// returns its layout.
 pub fn write_version(
@@ -427,7 +559,9 @@ pub fn write_version(
         }
         layout.fragments.push(fl);
     }
-    layout.indices = snapshot.indices.iter().map(index_layout).collect();
+    for (n, index) in snapshot.indices.iter().enumerate() {
+        layout.indices.push(put_index(root, &snapshot, index, n)?);
+    }
     let (manifest, section) = encode_manifest(&snapshot, &layout)?;
     let bytes = encode_manifest_file(&manifest, section.as_ref())?;
     write_new_or_same(root, &manifest_path, &bytes)?;

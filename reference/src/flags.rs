@@ -37,7 +37,7 @@ pub const FLAG_BASE_PATHS: u64 = 1 << 4;
 pub const FLAG_DISABLE_TRANSACTION_FILE: u64 = 1 << 5;
 /// Bit 6: some fragment has data overlay files. Both words.
 pub const FLAG_UNSTABLE_DATA_OVERLAY_FILES: u64 = 1 << 6;
-/// Bit 7: some index declares covering fields.
+/// Bit 7: some index declares covering fields (the fields after its key). Both words.
 pub const FLAG_COVERED_INDEX_METADATA: u64 = 1 << 7;
 /// Bit 8: data files may differ in exact file version. Paired: both words or neither.
 pub const FLAG_MIXED_DATA_FILE_VERSIONS: u64 = 1 << 8;
@@ -63,11 +63,12 @@ pub const FLAG_OBJECT_METADATA: u64 = 1 << 17;
 pub const FLAG_UNKNOWN: u64 = 1 << 18;
 
 /// Reader-word bits this reference implements: deletion files, stable row ids, the deprecated
-/// v2 marker, data overlay files and spilled row lineage.
+/// v2 marker, data overlay files, covered index metadata and spilled row lineage.
 pub const READER_FLAGS_IMPLEMENTED: u64 = FLAG_DELETION_FILES
     | FLAG_STABLE_ROW_IDS
     | FLAG_USE_V2_FORMAT_DEPRECATED
     | FLAG_UNSTABLE_DATA_OVERLAY_FILES
+    | FLAG_COVERED_INDEX_METADATA
     | FLAG_SPILLED_ROW_LINEAGE;
 
 /// Writer-word bits this reference implements: the reader bits plus table config and the
@@ -369,6 +370,17 @@ fn requirements(snapshot: &Snapshot) -> Vec<Requirement> {
             reason: format!("fragment {} has {} overlays", f.id, f.overlays.len()),
         });
     }
+    if let Some(index) = snapshot.indices.iter().find(|i| i.fields.len() > 1) {
+        out.push(Requirement {
+            flag: FLAG_COVERED_INDEX_METADATA,
+            reader: true,
+            reason: format!(
+                "index {} has {} covering fields",
+                index.name,
+                index.fields.len() - 1
+            ),
+        });
+    }
     let spilled = frags.iter().find_map(|f| {
         [
             (&f.lineage.row_ids, "row ids"),
@@ -412,6 +424,7 @@ pub fn required_flags(snapshot: &Snapshot) -> (u64, u64) {
 const CONTENT_READER_BITS: u64 = FLAG_DELETION_FILES
     | FLAG_STABLE_ROW_IDS
     | FLAG_UNSTABLE_DATA_OVERLAY_FILES
+    | FLAG_COVERED_INDEX_METADATA
     | FLAG_SPILLED_ROW_LINEAGE;
 const CONTENT_WRITER_BITS: u64 = CONTENT_READER_BITS | FLAG_TABLE_CONFIG;
 
@@ -526,9 +539,9 @@ mod tests {
 
     /// Bit positions the brief and [FLG-READ-2] name for the reader word, written out
     /// independently of the constants under test.
-    const READER_OK: [u32; 5] = [0, 1, 2, 6, 11];
+    const READER_OK: [u32; 6] = [0, 1, 2, 6, 7, 11];
     /// The same for the writer word ([FLG-WRITE-5]): the reader bits plus 3 and 5.
-    const WRITER_OK: [u32; 7] = [0, 1, 2, 3, 5, 6, 11];
+    const WRITER_OK: [u32; 8] = [0, 1, 2, 3, 5, 6, 7, 11];
 
     fn fragment(id: u64) -> Fragment {
         Fragment::new(
@@ -950,7 +963,7 @@ mod tests {
             let flag = 1u64 << b;
             // A lone reader bit is also put in the writer word, so only the allow-list decides.
             let s = snapshot(vec![], flag, flag | 8);
-            let reader_ok = [0u32, 1, 6, 11].contains(&b);
+            let reader_ok = [0u32, 1, 6, 7, 11].contains(&b);
             let result = check_written_flags(&s);
             if reader_ok {
                 // Bit 1 (stable row ids) additionally needs the snapshot to say so.
@@ -972,7 +985,7 @@ mod tests {
                 );
             }
             let s = snapshot(vec![], 0, flag);
-            let writer_ok = [0u32, 1, 3, 5, 6, 11].contains(&b);
+            let writer_ok = [0u32, 1, 3, 5, 6, 7, 11].contains(&b);
             assert_eq!(check_written_flags(&s).is_ok(), writer_ok, "writer bit {b}");
         }
         let s = snapshot(vec![], 64 | 2048, 2048);

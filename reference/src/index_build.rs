@@ -5,7 +5,7 @@
 //! in between is therefore newer than the index (`committed_version > dataset_version`) and its
 //! cells are excluded from the index's answers ([`crate::exclusion`]): the index never saw
 //! them. The index covers the fragments of the version it read, except those whose base files
-//! changed by the time it commits.
+//! changed, or that were removed, by the time it commits.
 //!
 //! Why the exception: a build that reads version `r` and commits after a fold (an overlay →
 //! base column rewrite) of one of its fragments would otherwise be stale with nothing to say so.
@@ -16,12 +16,14 @@
 //! and those the exclusion set and the deletion vector already handle.
 
 use crate::error::{Error, Result};
-use crate::model::{FieldId, Index, IndexEntry, IndexKind, Snapshot};
+use crate::model::{FieldId, Index, IndexEntry, IndexKind, Snapshot, Value};
 use crate::resolve::resolve_column;
 
 /// The entries an index over `snapshot` holds: for every live row of every fragment it covers,
-/// the resolved value of its first field (the key; for a vector index, the vector). NULL values
-/// are entries too: the index records what the row held.
+/// the resolved value of its first field (the key; for a vector index, the vector). For a
+/// BTree, NULL values are entries too: the index records what the row held. A vector index
+/// holds no NULL vector and no vector with a NULL item: such a row has no distance and never
+/// ranks, and Lance's vector index leaves it out too.
 pub fn entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
     let Some(&key) = index.fields.first() else {
         return Ok(Vec::new());
@@ -32,6 +34,14 @@ pub fn entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
         let column = resolve_column(&snapshot.schema, fragment, key)?;
         for (offset, value) in (0..rows).zip(column) {
             let Some(value) = value else { continue };
+            let rankless = match &value {
+                Value::Null => true,
+                Value::Vector(items) => items.iter().any(Option::is_none),
+                _ => false,
+            };
+            if index.kind == IndexKind::Vector && rankless {
+                continue;
+            }
             entries.push(IndexEntry {
                 fragment: fragment.id,
                 offset,
@@ -108,11 +118,11 @@ pub fn build_index(
 }
 
 /// Whether fragment `read_fragment` (as the build read it) still has the same base files in
-/// `onto`. A fragment gone from `onto` counts as unchanged: its rows no longer exist, and
-/// queries drop the index's entries for it.
+/// `onto`. A fragment gone from `onto` is not covered: its rows no longer exist, and the
+/// index's files (written at the commit) hold nothing for it.
 fn unchanged_since_read(read_fragment: &crate::model::Fragment, onto: &Snapshot) -> bool {
     match onto.fragments.iter().find(|f| f.id == read_fragment.id) {
-        None => true,
+        None => false,
         Some(now) => {
             now.files.len() == read_fragment.files.len()
                 && now

@@ -298,6 +298,54 @@ pub enum Corruption {
         /// Which (inline) sequence.
         sequence: SequenceSpec,
     },
+    /// Set index `index`'s `fragment_bitmap` to `fragments` (for example naming a fragment
+    /// appended after the build, which its files hold nothing for).
+    SetIndexCoverage {
+        /// Index name.
+        index: String,
+        /// The fragment ids the bitmap lists.
+        fragments: Vec<u32>,
+    },
+    /// Damage the files of index `index`: the newest manifest is pointed at a damaged copy of
+    /// its directory (a new uuid), so earlier versions keep reading the intact files.
+    DamageIndexFiles {
+        /// Index name.
+        index: String,
+        /// What is wrong with the copy.
+        damage: IndexFileDamage,
+    },
+}
+
+/// How [`Corruption::DamageIndexFiles`] damages an index's files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum IndexFileDamage {
+    /// Keep the first half of `file`'s bytes; the manifest's `files` list gives the new size.
+    Truncate {
+        /// The file name (`page_data.lance`, `auxiliary.idx`, ...).
+        file: String,
+    },
+    /// Leave `file` out of the copy; the manifest still lists it.
+    Remove {
+        /// The file name.
+        file: String,
+    },
+    /// Rewrite the files with the entry of `fragment`/`offset` holding `value` instead of the
+    /// row's value at the index's `dataset_version`.
+    SetEntry {
+        /// Fragment id.
+        fragment: u64,
+        /// Physical offset.
+        offset: u32,
+        /// The stored value.
+        value: super::cell::Cell,
+    },
+    /// Rewrite a BTree's lookup so that its `batch_size` metadata states `stated` rows per
+    /// page while its pages are of the size the index was written with.
+    StateBatchSize {
+        /// The stated page size.
+        stated: u64,
+    },
 }
 
 /// How [`Corruption::DamageLineageColumn`] damages a hidden column.
@@ -360,7 +408,8 @@ impl Corruption {
             | Corruption::DropLineageColumn { .. }
             | Corruption::DeletionPastEnd { .. }
             | Corruption::DuplicateBaseField { .. }
-            | Corruption::ExtraOverlayValue { .. } => Content,
+            | Corruption::ExtraOverlayValue { .. }
+            | Corruption::SetIndexCoverage { .. } => Content,
             Corruption::MalformedRoaring { .. }
             | Corruption::PathEscapesRoot { .. }
             | Corruption::DropOverlayDataFile { .. }
@@ -385,7 +434,8 @@ impl Corruption {
             | Corruption::DuplicateDeletionOffset { .. }
             | Corruption::SignedDeletionOffsets { .. }
             | Corruption::WrongColumnType { .. }
-            | Corruption::SetExternalLineage { .. } => FileBytes,
+            | Corruption::SetExternalLineage { .. }
+            | Corruption::DamageIndexFiles { .. } => FileBytes,
         }
     }
 

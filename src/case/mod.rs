@@ -66,6 +66,8 @@ pub enum Capability {
     VectorQuery,
     /// Struct fields.
     NestedFields,
+    /// Indices with covering fields (reader bit 128, covered index metadata).
+    CoveredIndexMetadata,
 }
 
 /// The error a negative case requires of a reader.
@@ -77,6 +79,12 @@ pub struct ExpectErrorSpec {
     /// Optionally the reference's stable error code (`offset_out_of_range`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// A feature (e.g. "reader bit 16, base paths") that makes the damaged version readable for
+    /// a reader implementing it: such a reader may read the version instead of refusing it,
+    /// and must then return exactly what the undamaged twin returns. The reference does not
+    /// implement it and refuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unless_implemented: Option<String>,
 }
 
 /// One case, as written in `case.toml`.
@@ -138,20 +146,33 @@ pub enum CaseError {
     },
 }
 
-/// The requirement ids of `spec/requirements.toml`, with their levels.
+/// The requirement ids of `spec/requirements.toml`, with their levels, and the text of each
+/// requirement line of the markdown files beside it.
 #[derive(Debug, Clone, Default)]
 pub struct RequirementIndex {
     /// Id → level (`MUST`, `MUST NOT`, `SHOULD`, `SHOULD NOT`, `MAY`).
     pub levels: BTreeMap<String, String>,
+    /// Id → whether the requirement is a clarification (a decision of the kit where the
+    /// source documents are silent or ambiguous).
+    pub clarification: BTreeMap<String, bool>,
+    /// Id → `section` (`overlays.md#feature-gate`).
+    pub sections: BTreeMap<String, String>,
+    /// Id → the requirement's sentence, after its level (from `spec/*.md`).
+    pub bodies: BTreeMap<String, String>,
 }
 
 impl RequirementIndex {
-    /// Reads `spec/requirements.toml`.
+    /// Reads `spec/requirements.toml`, and the requirement lines
+    /// (`- **[ID]** LEVEL — sentence`) of the markdown files in the same directory.
     pub fn load(path: &Path) -> Result<RequirementIndex, CaseError> {
         #[derive(Deserialize)]
         struct Entry {
             id: String,
             level: String,
+            #[serde(default)]
+            clarification: bool,
+            #[serde(default)]
+            section: String,
         }
         #[derive(Deserialize)]
         struct File {
@@ -166,13 +187,39 @@ impl RequirementIndex {
             path: shown,
             message: e.to_string(),
         })?;
-        Ok(RequirementIndex {
-            levels: file
-                .requirement
-                .into_iter()
-                .map(|e| (e.id, e.level))
-                .collect(),
-        })
+        let mut index = RequirementIndex::default();
+        for e in file.requirement {
+            index.clarification.insert(e.id.clone(), e.clarification);
+            index.sections.insert(e.id.clone(), e.section);
+            index.levels.insert(e.id, e.level);
+        }
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut markdown: Vec<_> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "md"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        markdown.sort();
+        for md in markdown {
+            let Ok(text) = std::fs::read_to_string(&md) else {
+                continue;
+            };
+            for line in text.lines() {
+                let Some(rest) = line.strip_prefix("- **[") else {
+                    continue;
+                };
+                let Some((id, after)) = rest.split_once("]**") else {
+                    continue;
+                };
+                if let Some((_, body)) = after.split_once(" — ") {
+                    index.bodies.insert(id.to_string(), body.trim().to_string());
+                }
+            }
+        }
+        Ok(index)
     }
 }
 

@@ -143,6 +143,8 @@ pub struct QuerySpec {
     /// Top k (vector queries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub k: Option<usize>,
-    /// Versions at which the query is answered.
+    /// Versions at which the query is answered. A negative case may name its damaged version:
+    /// there the query has no answer and only asks a reader that opened and scanned the
+    /// damaged version to refuse it.
     pub at: Vec<u64>,
 }

@@ -87,6 +87,15 @@ pub struct OverlaySpec {
     /// offsets change no cell and exclude nothing.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub struct_coverage: BTreeMap<String, Vec<u32>>,
+    /// Whether the overlay lists the struct ancestors of every struct child it covers, each
+    /// before its first descendant (default `true`: the form Lance's own writer produces). With
+    /// `false` the overlay lists only the leaves, the other form the spec allows.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub list_ancestors: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// Index kinds a case can build.
@@ -202,6 +211,9 @@ pub enum Step {
         /// Struct-position bitmaps of the inline overlay (see [`OverlaySpec::struct_coverage`]).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         struct_coverage: BTreeMap<String, Vec<u32>>,
+        /// Whether the inline overlay lists struct ancestors (see [`OverlaySpec::list_ancestors`]).
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        list_ancestors: bool,
         /// Several overlays in this one commit, appended in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         overlays: Vec<OverlaySpec>,

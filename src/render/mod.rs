@@ -63,7 +63,7 @@ pub fn flags(word: u64) -> String {
 /// The most runs [`ranges`] writes out; longer lists keep their first and last runs.
 const MAX_RUNS: usize = 24;
 
-/// Offsets as ranges: `1..=3, 7`; `{}` when empty. More than [`MAX_RUNS`] runs are shortened to
+/// Offsets as ranges: `1..=3, 7`; `{}` when empty. More than `MAX_RUNS` runs are shortened to
 /// the first 16 and the last 4 around `… (N offsets in M runs) …`.
 pub fn ranges(bitmap: &RoaringBitmap) -> String {
     let mut parts: Vec<String> = Vec::new();

@@ -22,13 +22,14 @@ pub const EXCLUSION: &str = "exclusion";
 pub const ERROR_CODES: &str = "error-codes";
 
 /// Every capability word the protocol defines, in the order the spec lists them.
-pub const VOCABULARY: [&str; 11] = [
+pub const VOCABULARY: [&str; 12] = [
     "overlays",
     "sparse-overlays",
     "stable-row-ids",
     "deletions",
     "spilled-lineage",
     "nested-fields",
+    "covered-index-metadata",
     EXCLUSION,
     VECTOR_QUERY,
     SCALAR_QUERY,
@@ -47,6 +48,7 @@ pub fn word(capability: Capability) -> &'static str {
         Capability::Exclusion => EXCLUSION,
         Capability::VectorQuery => VECTOR_QUERY,
         Capability::NestedFields => "nested-fields",
+        Capability::CoveredIndexMetadata => "covered-index-metadata",
     }
 }
 
@@ -90,6 +92,7 @@ mod tests {
             Capability::Exclusion,
             Capability::VectorQuery,
             Capability::NestedFields,
+            Capability::CoveredIndexMetadata,
         ] {
             let serde_word = serde_json::to_value(c).unwrap();
             assert_eq!(serde_word.as_str(), Some(word(c)));

@@ -38,9 +38,19 @@ pub struct RunArgs {
     /// Seconds one request may take before the testee is killed (process readers).
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub timeout: f64,
-    /// Known failures: one `<case-id>  # <reason>` per line.
+    /// Known failures: one ``<case-id> [<kind>] [`<check>`]  # <reason>`` per line.
     #[arg(long, value_name = "FILE")]
     pub known_failures: Option<PathBuf>,
+    /// Rewrite the --known-failures file (created when missing) so that it describes this
+    /// run: entries that still hold are kept as written, the others are updated, removed or
+    /// added with the checks' whole messages as reasons. The exit code is the run's before
+    /// the update.
+    #[arg(long, requires = "known_failures")]
+    pub update_known_failures: bool,
+    /// What to call the run in reports: the reader and its set-up (a pylance release and
+    /// whether its feature gates were on, say), which the handshake cannot tell.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
     /// Report format on stdout.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -90,9 +100,14 @@ pub fn run(args: &RunArgs) -> u8 {
 
 fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
     let known_failures = match &args.known_failures {
+        Some(p) if args.update_known_failures && !p.exists() => Some(KnownFailures {
+            path: p.display().to_string(),
+            ..KnownFailures::default()
+        }),
         Some(p) => Some(KnownFailures::load(p).map_err(RunnerError::Input)?),
         None => None,
     };
+    let kept = known_failures.clone();
     let mut options = Options {
         corpus: args.corpus.clone(),
         requirements: args.requirements_file.clone(),
@@ -105,6 +120,7 @@ fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
         known_failures,
         progress: None,
         extra: Vec::new(),
+        label: args.label.clone(),
     };
     let interactive = std::io::stdout().is_terminal() && args.format == Format::Human;
     if interactive {
@@ -150,6 +166,16 @@ fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
     if let Some(p) = &args.junit_file {
         write(p, output::junit(&report))?;
     }
+    if let (true, Some(p)) = (args.update_known_failures, &args.known_failures) {
+        let text = super::known_failures::rewrite(kept.as_ref(), &report);
+        write(p, text)?;
+        eprintln!(
+            "lance-conformance run: wrote {} ({} line(s) removed, {} added)",
+            p.display(),
+            report.known_failures.remove.len(),
+            report.known_failures.add.len()
+        );
+    }
     let detail = if args.quiet {
         Detail::Quiet
     } else if args.verbose {
@@ -163,6 +189,39 @@ fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
         Format::Junit => print!("{}", output::junit(&report)),
     }
     Ok(report.passed())
+}
+
+/// Arguments of `report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// JSON reports of `run` (`--format json` or `--json-file`), one per implementation or
+    /// set-up; the columns follow this order.
+    #[arg(required = true, value_name = "JSON")]
+    pub results: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(long, short, default_value = "target/conformance-report.html")]
+    pub output: PathBuf,
+    /// The requirement index, for requirement levels and the spec sections they link to.
+    #[arg(long, default_value = "spec/requirements.toml")]
+    pub requirements: PathBuf,
+    /// Where requirement links point: a directory or URL holding the spec's markdown files
+    /// (default: the spec directory beside the requirement index, relative to the output).
+    #[arg(long, value_name = "URL")]
+    pub spec_base: Option<String>,
+    /// The page title.
+    #[arg(long, default_value = "lance-conformance: readers against the corpus")]
+    pub title: String,
+}
+
+/// Writes the HTML matrix of several JSON results; returns the exit code.
+pub fn report(args: &ReportArgs) -> u8 {
+    match super::html::command(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("lance-conformance report: {e}");
+            2
+        }
+    }
 }
 
 /// Arguments of `testee`.

@@ -3,15 +3,19 @@
 //!
 //! Invariant: every check compares the reader's answer with the case's generated `expected/`
 //! files (never with another run of the reference), and is sent only when the reader declares
-//! what it needs ([`super::capability`]). A readable version is checked in this order:
-//! `open`, full `scan`, a `scan` projecting the columns in reverse order (two or more columns),
-//! `lineage` of every fragment, `exclusion`, then each query declared at that version. A
-//! negative case checks its earlier versions in the same way wherever the reference still
-//! reads them in the damaged directory (so a reader that refuses everything cannot pass it),
-//! then the damaged version: `open`, then a full `scan` if `open` accepted it. That check
-//! passes only with the required error class, and with the required code when the case pins
-//! one and the reader declares `error-codes`. Once a reader breaks ([`Refusal::Broken`]) the
-//! rest of the case is not run.
+//! what it needs ([`super::capability`]). Which versions a reader must read and which it must
+//! refuse follows from each version's content ([`super::needs`]): a version that needs a data
+//! capability the reader does not declare must be refused (its refusal profile), every other
+//! version must be read. A readable version is checked in this order: `open`, full `scan`, a
+//! `scan` projecting the columns in reverse order (two or more columns), `lineage` of every
+//! fragment, `exclusion`, then each query declared at that version. A negative case checks
+//! its earlier versions in the same way wherever the reference still reads them in the damaged
+//! directory (so a reader that refuses everything cannot pass it), then the undamaged twin of
+//! the damaged version (`undamaged/`), then the damaged version: `open`, then a full `scan` if
+//! `open` accepted it. Refusing it is the case's MUST, and it counts only when the same reader
+//! read the twin correctly (otherwise the refusal is inconclusive); the refusal's class and
+//! code are checks of their own, at the levels the spec gives them. Once a reader breaks
+//! ([`Refusal::Broken`]) the rest of the case is not run.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -19,11 +23,14 @@ use std::path::{Path, PathBuf};
 use super::capability::{self, ERROR_CODES, EXCLUSION, LINEAGE_PLACEMENT, SCALAR_QUERY};
 use super::compare;
 use super::conformance_reader::{ConformanceReader, Refusal};
-use super::protocol::{Literal, Predicate, QueryRequest, ReadError, ScanRequest, VersionRef};
-use super::reference::read_checked;
-use super::report::{CheckResult, Verdict};
-use crate::case::{Cell, PredicateSpec, QuerySpec};
-use crate::corpus::CaseDir;
+use super::needs;
+use super::protocol::{
+    Literal, Predicate, QueryRequest, ReadError, ScanRequest, ScanResult, VersionRef,
+};
+use super::reference::{manifest_schema, read_checked};
+use super::report::{CheckResult, FailureKind, Verdict};
+use crate::case::{Capability, Cell, Level, PredicateSpec, QuerySpec, RequirementIndex};
+use crate::corpus::{CaseDir, UNDAMAGED_DIR, UNDAMAGED_EXPECTED};
 use crate::expected::tagged::{Tagged, tag, tag_scalar};
 use crate::expected::{self, ExpectedError, ExpectedVersion, QueryKind};
 
@@ -34,9 +41,12 @@ pub struct Expected {
     pub versions: Vec<ExpectedVersion>,
     /// The damaged version's required error (negative cases).
     pub error: Option<ExpectedError>,
+    /// What the damaged version's undamaged twin reads (negative cases).
+    pub undamaged: Option<ExpectedVersion>,
 }
 
-/// Reads `expected/v<N>.json` (in version order) and `expected/error.json`.
+/// Reads `expected/v<N>.json` (in version order), `expected/error.json` and
+/// `expected/undamaged.json`.
 pub fn load_expected(case_dir: &Path) -> Result<Expected, String> {
     let dir = case_dir.join("expected");
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
@@ -69,40 +79,130 @@ pub fn load_expected(case_dir: &Path) -> Result<Expected, String> {
                 .map_err(|e| format!("{}: {e}", path.display()))?,
         );
     }
-    Ok(Expected { versions, error })
+    let twin = case_dir.join(UNDAMAGED_EXPECTED);
+    let undamaged = if twin.is_file() {
+        Some(
+            expected::parse_version(&read(&twin)?)
+                .map_err(|e| format!("{}: {e}", twin.display()))?,
+        )
+    } else {
+        None
+    };
+    if error.is_some() && undamaged.is_none() {
+        return Err(format!(
+            "{}: a negative case without its undamaged twin (regenerate the corpus)",
+            twin.display()
+        ));
+    }
+    Ok(Expected {
+        versions,
+        error,
+        undamaged,
+    })
+}
+
+/// The level a negative case's refusal class is judged at, and the requirement that gives
+/// it: MUST when a MUST requirement of the case that is not a clarification names the class
+/// ("refuses as malformed"); otherwise the source documents only say "refuse" and the class is
+/// SHOULD. Never above the case's own level.
+pub fn class_level(case: &crate::case::Case, index: &RequirementIndex) -> (Level, Option<String>) {
+    let Some(spec) = &case.expect_error else {
+        return (Level::Should, None);
+    };
+    let phrase = match spec.class.as_str() {
+        "malformed" => "as malformed",
+        "invalid" => "as invalid",
+        _ => "as an unsupported feature",
+    };
+    let named = case.requirements.iter().find(|r| {
+        index.levels.get(*r).is_some_and(|l| l == "MUST")
+            && !index.clarification.get(*r).copied().unwrap_or(true)
+            && index.bodies.get(*r).is_some_and(|b| b.contains(phrase))
+    });
+    match named {
+        Some(r) => (case.level, Some(r.clone())),
+        None => (Level::Should, None),
+    }
+}
+
+/// The weaker of two levels.
+fn weaker(a: Level, b: Level) -> Level {
+    a.max(b)
 }
 
 /// Collects a case's checks; stops sending requests once the reader broke.
 struct Checks<'a> {
     reader: &'a mut dyn ConformanceReader,
     declared: &'a BTreeSet<String>,
+    level: Level,
     out: Vec<CheckResult>,
     broken: bool,
 }
 
 impl Checks<'_> {
-    fn push(&mut self, name: String, verdict: Verdict, message: Option<String>) {
+    fn add(
+        &mut self,
+        name: String,
+        verdict: Verdict,
+        level: Level,
+        kind: Option<FailureKind>,
+        message: Option<String>,
+    ) {
+        let kind = match verdict {
+            Verdict::Error => Some(kind.unwrap_or(FailureKind::Crash)),
+            Verdict::Fail | Verdict::Inconclusive => kind,
+            _ => None,
+        };
         self.out.push(CheckResult {
             name,
             verdict,
+            level,
+            kind,
             message,
         });
     }
 
-    /// Records a refusal as a check verdict (`what_error` judges a data error).
-    fn refusal(
+    /// A check at the case's level.
+    fn push(
         &mut self,
         name: String,
-        refusal: Refusal,
-        what_error: &dyn Fn(&ReadError) -> String,
+        verdict: Verdict,
+        kind: Option<FailureKind>,
+        message: Option<String>,
     ) {
+        let level = self.level;
+        self.add(name, verdict, level, kind, message);
+    }
+
+    /// Records a refusal of a readable version as a check verdict.
+    fn refused_readable(&mut self, name: String, refusal: Refusal, level: Level) {
         match refusal {
-            Refusal::Error(e) => self.push(name, Verdict::Fail, Some(what_error(&e))),
-            Refusal::Unsupported(r) => self.push(name, Verdict::Unsupported, Some(r)),
-            Refusal::Skipped(r) => self.push(name, Verdict::Skip, Some(r)),
+            Refusal::Error(e) => self.add(
+                name,
+                Verdict::Fail,
+                level,
+                Some(FailureKind::RefusedReadable),
+                Some(refused_readable(&e)),
+            ),
+            other => self.not_an_answer(name, other, level),
+        }
+    }
+
+    /// Records a refusal that is not a data error (unsupported, skipped, broken).
+    fn not_an_answer(&mut self, name: String, refusal: Refusal, level: Level) {
+        match refusal {
+            Refusal::Error(e) => self.add(name, Verdict::Fail, level, None, Some(shown(&e))),
+            Refusal::Unsupported(r) => self.add(name, Verdict::Unsupported, level, None, Some(r)),
+            Refusal::Skipped(r) => self.add(name, Verdict::Skip, level, None, Some(r)),
             Refusal::Broken(r) => {
                 self.broken = true;
-                self.push(name, Verdict::Error, Some(r));
+                self.add(
+                    name,
+                    Verdict::Error,
+                    level,
+                    Some(FailureKind::Crash),
+                    Some(r),
+                );
             }
         }
     }
@@ -116,62 +216,119 @@ impl Checks<'_> {
         self.push(
             name.to_string(),
             Verdict::Unsupported,
+            None,
             Some(format!("needs {}", missing.join(", "))),
         );
         false
     }
+
+    /// `open`, then a full `scan` if `open` accepted: the scan, or the first refusal.
+    fn open_and_scan(&mut self, at: &VersionRef) -> Result<ScanResult, Refusal> {
+        self.reader.open(at)?;
+        self.reader.scan(&ScanRequest {
+            at: at.clone(),
+            columns: None,
+        })
+    }
 }
 
-fn refused_readable(e: &ReadError) -> String {
+fn shown(e: &ReadError) -> String {
     format!(
-        "refused a readable version: {}/{}: {}",
+        "{}/{}: {}",
         e.class,
         e.code.as_deref().unwrap_or("-"),
         e.message
     )
 }
 
-/// Runs every check of `case` (with its generated `expected`) against `reader`.
+fn refused_readable(e: &ReadError) -> String {
+    format!("refused a readable version: {}", shown(e))
+}
+
+/// How the undamaged twin went.
+enum Twin {
+    /// Read correctly: a refusal of the damaged version is about the damage.
+    Read,
+    /// Needs data capabilities the reader does not declare, and was refused, as it must be.
+    RefusedForFeature(Vec<Capability>),
+    /// Not read correctly (refused, read wrongly, crashed, not answered): why.
+    NotRead(String),
+}
+
+/// Runs every check of `case` (with its generated `expected`) against `reader`; the class of
+/// a refusal is judged at `class_level`. Returns the checks and the data capabilities the
+/// reader lacks that some version needed (the versions judged by the refusal profile).
 pub fn run_case(
     reader: &mut dyn ConformanceReader,
     declared: &BTreeSet<String>,
     case: &CaseDir,
     expected: &Expected,
-) -> Vec<CheckResult> {
+    class_level: Level,
+) -> (Vec<CheckResult>, BTreeSet<Capability>) {
     let mut checks = Checks {
         reader,
         declared,
+        level: case.case.level,
         out: Vec::new(),
         broken: false,
     };
-    let missing = capability::missing_data(&case.case.requires, declared);
-    if !missing.is_empty() {
-        checks.push(
-            "case".into(),
-            Verdict::Unsupported,
-            Some(format!("needs {}", missing.join(", "))),
-        );
-        return checks.out;
-    }
+    let mut profile = BTreeSet::new();
     let dataset = absolute(&case.dir.join("dataset"));
     for v in &expected.versions {
         if checks.broken {
-            return checks.out;
+            return (checks.out, profile);
         }
         // A negative case's damage can make earlier versions unreadable too (mixed manifest
         // names): those are checked only where the reference still reads them.
         let readable =
             expected.error.is_none() || read_checked(Path::new(&dataset), v.version).is_ok();
-        if readable {
-            version(&mut checks, &dataset, case, v);
+        if !readable {
+            continue;
+        }
+        let at = VersionRef {
+            dataset: dataset.clone(),
+            version: v.version,
+        };
+        match missing(&mut checks, &at, &format!("v{}", v.version)) {
+            Some(lacking) if lacking.is_empty() => version(&mut checks, &dataset, case, v),
+            Some(lacking) => {
+                refuse_for_feature(&mut checks, &at, &format!("v{}", v.version), &lacking);
+                profile.extend(lacking);
+            }
+            None => {}
         }
     }
-    if let Some(error) = &expected.error {
+    if let (Some(error), Some(twin)) = (&expected.error, &expected.undamaged) {
         if !checks.broken {
-            negative(&mut checks, &dataset, error);
+            negative(
+                &mut checks,
+                case,
+                &dataset,
+                error,
+                twin,
+                class_level,
+                &mut profile,
+            );
         }
     }
-    checks.out
+    (checks.out, profile)
+}
+
+/// The data capabilities version `at` needs that the reader does not declare; `None` (and an
+/// error check) when the runner cannot tell.
+fn missing(checks: &mut Checks, at: &VersionRef, prefix: &str) -> Option<Vec<Capability>> {
+    match needs::of_version(Path::new(&at.dataset), at.version) {
+        Ok(n) => Some(needs::missing(&n, checks.declared)),
+        Err(e) => {
+            checks.push(
+                format!("{prefix} needs"),
+                Verdict::Error,
+                Some(FailureKind::Crash),
+                Some(format!("runner: cannot tell what the version needs: {e}")),
+            );
+            None
+        }
+    }
 }
 
 fn absolute(p: &Path) -> String {
@@ -181,62 +338,379 @@ fn absolute(p: &Path) -> String {
         .to_string()
 }
 
-fn negative(checks: &mut Checks, dataset: &str, error: &ExpectedError) {
-    let at = VersionRef {
-        dataset: dataset.to_string(),
-        version: error.version,
+/// The refusal profile of one version: the reader does not declare `lacking`, which the
+/// version needs, so it must refuse it (MUST where the spec makes refusing a rule, else
+/// SHOULD), preferably as an unsupported feature (SHOULD). Returns whether it refused.
+fn refuse_for_feature(
+    checks: &mut Checks,
+    at: &VersionRef,
+    prefix: &str,
+    lacking: &[Capability],
+) -> bool {
+    let words = needs::words(lacking);
+    let rules: Vec<&str> = lacking
+        .iter()
+        .filter_map(|c| needs::refusal_rule(*c))
+        .collect();
+    let level = if rules.is_empty() {
+        Level::Should
+    } else {
+        checks.level
     };
-    let wanted = match &error.code {
-        Some(code) => format!("{}/{code}", error.class),
-        None => error.class.clone(),
-    };
-    let name = format!("v{} refuses ({wanted})", error.version);
-    let refusal = match checks.reader.open(&at) {
+    let name = format!("{prefix} refuses (needs {words})");
+    let refusal = match checks.open_and_scan(at) {
+        Ok(_) => {
+            let rule = if rules.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", rules.join(", "))
+            };
+            checks.add(
+                name,
+                Verdict::Fail,
+                level,
+                Some(FailureKind::ReadUnsupported),
+                Some(format!(
+                    "opened and scanned a version that needs {words}, which the reader does not declare; it must refuse it{rule}"
+                )),
+            );
+            return false;
+        }
         Err(r) => r,
-        Ok(_) => match checks.reader.scan(&ScanRequest {
-            at: at.clone(),
-            columns: None,
-        }) {
-            Err(r) => r,
-            Ok(_) => {
+    };
+    let Refusal::Error(got) = refusal else {
+        checks.not_an_answer(name, refusal, level);
+        return false;
+    };
+    checks.add(
+        name,
+        Verdict::Pass,
+        level,
+        None,
+        Some(format!("refused: {}", shown(&got))),
+    );
+    let class_name = format!("{prefix} refusal class (unsupported_feature)");
+    if got.class == "unsupported_feature" {
+        checks.add(class_name, Verdict::Pass, Level::Should, None, None);
+    } else {
+        checks.add(
+            class_name,
+            Verdict::Fail,
+            Level::Should,
+            Some(FailureKind::WrongClass),
+            Some(format!(
+                "a version needing {words} is refused as unsupported_feature; got {}",
+                shown(&got)
+            )),
+        );
+    }
+    true
+}
+
+/// The undamaged twin: read and compared with `expected/undamaged.json`, or, when it needs a
+/// capability the reader lacks, refused by the refusal profile.
+fn twin(
+    checks: &mut Checks,
+    case: &CaseDir,
+    expected: &ExpectedVersion,
+    profile: &mut BTreeSet<Capability>,
+) -> Twin {
+    let n = expected.version;
+    let at = VersionRef {
+        dataset: absolute(&case.dir.join(UNDAMAGED_DIR)),
+        version: n,
+    };
+    let prefix = format!("v{n} twin");
+    let lacking = match missing(checks, &at, &prefix) {
+        Some(l) => l,
+        None => return Twin::NotRead("could not be judged".into()),
+    };
+    if !lacking.is_empty() {
+        profile.extend(lacking.iter().copied());
+        return if refuse_for_feature(checks, &at, &prefix, &lacking) {
+            Twin::RefusedForFeature(lacking)
+        } else {
+            Twin::NotRead(format!(
+                "needs {}, which the reader does not declare, and was not refused",
+                needs::words(&lacking)
+            ))
+        };
+    }
+    let name = format!("{prefix} scan");
+    let all: Vec<usize> = (0..expected.columns.len()).collect();
+    let level = checks.level;
+    match checks.open_and_scan(&at) {
+        Ok(got) => match compare::scan(&expected.columns, &expected.rows, &all, &got) {
+            Ok(()) => {
+                checks.push(name, Verdict::Pass, None, None);
+                Twin::Read
+            }
+            Err(m) => {
                 checks.push(
                     name,
                     Verdict::Fail,
-                    Some("opened and scanned the damaged version without an error".into()),
+                    Some(FailureKind::WrongValue),
+                    Some(m.clone()),
                 );
-                return;
+                Twin::NotRead(format!("was read wrongly ({m})"))
             }
         },
-    };
-    let Refusal::Error(got) = refusal else {
-        checks.refusal(name, refusal, &|_| String::new());
-        return;
-    };
-    let shown = format!(
-        "{}/{}: {}",
-        got.class,
-        got.code.as_deref().unwrap_or("-"),
-        got.message
-    );
-    if got.class != error.class {
-        checks.push(
-            name,
-            Verdict::Fail,
-            Some(format!("wrong error class: expected {wanted}, got {shown}")),
-        );
+        Err(Refusal::Error(e)) => {
+            let why = format!("was refused too ({})", shown(&e));
+            checks.refused_readable(name, Refusal::Error(e), level);
+            Twin::NotRead(why)
+        }
+        Err(other) => {
+            let why = match &other {
+                Refusal::Broken(m) => format!("crashed the reader ({m})"),
+                Refusal::Unsupported(m) => format!("was not answered ({m})"),
+                Refusal::Skipped(m) => format!("was skipped ({m})"),
+                Refusal::Error(e) => shown(e),
+            };
+            checks.not_an_answer(name, other, level);
+            Twin::NotRead(why)
+        }
+    }
+}
+
+fn negative(
+    checks: &mut Checks,
+    case: &CaseDir,
+    dataset: &str,
+    error: &ExpectedError,
+    undamaged: &ExpectedVersion,
+    class_level: Level,
+    profile: &mut BTreeSet<Capability>,
+) {
+    let n = error.version;
+    let twin = twin(checks, case, undamaged, profile);
+    if checks.broken {
         return;
     }
-    let codes = checks.declared.contains(ERROR_CODES);
-    match (&error.code, codes) {
-        (Some(code), true) if got.code.as_deref() != Some(code.as_str()) => checks.push(
-            name,
+    let at = VersionRef {
+        dataset: dataset.to_string(),
+        version: n,
+    };
+    let name = format!("v{n} refuses");
+    // Damage to index files surfaces only in queries for a reader that reads them lazily: a
+    // refusal by one of the damaged version's declared queries counts as the refusal.
+    let read = match checks.open_and_scan(&at) {
+        Ok(scanned) => match damaged_queries(checks, dataset, case, n) {
+            (_, Some(refusal)) => Err(refusal),
+            (queried, None) => Ok((scanned, queried)),
+        },
+        Err(r) => Err(r),
+    };
+    let got = match read {
+        Ok((scanned, queried)) => {
+            let implemented = case
+                .case
+                .expect_error
+                .as_ref()
+                .and_then(|e| e.unless_implemented.as_deref());
+            match (implemented, &twin) {
+                (Some(feature), Twin::Read) => {
+                    let all: Vec<usize> = (0..undamaged.columns.len()).collect();
+                    match compare::scan(&undamaged.columns, &undamaged.rows, &all, &scanned) {
+                        Ok(()) => checks.push(
+                            name,
+                            Verdict::Pass,
+                            None,
+                            Some(format!(
+                                "read it as its undamaged twin reads, as a reader implementing {feature} may"
+                            )),
+                        ),
+                        Err(m) => checks.push(
+                            name,
+                            Verdict::Fail,
+                            Some(FailureKind::WrongValue),
+                            Some(format!(
+                                "read it (a reader implementing {feature} may), but not as its undamaged twin reads: {m}"
+                            )),
+                        ),
+                    }
+                }
+                _ => checks.push(
+                    name,
+                    Verdict::Fail,
+                    Some(FailureKind::AcceptedDamage),
+                    Some(if queried > 0 {
+                        "opened, scanned and queried the damaged version without an error".into()
+                    } else {
+                        "opened and scanned the damaged version without an error".into()
+                    }),
+                ),
+            }
+            return;
+        }
+        Err(Refusal::Error(got)) => got,
+        Err(other) => {
+            let level = checks.level;
+            checks.not_an_answer(name, other, level);
+            return;
+        }
+    };
+    let lacking = match twin {
+        Twin::Read => None,
+        Twin::RefusedForFeature(lacking) => Some(lacking),
+        Twin::NotRead(why) => {
+            checks.push(
+                name,
+                Verdict::Inconclusive,
+                Some(FailureKind::Inconclusive),
+                Some(format!(
+                    "inconclusive: refused ({}), but the undamaged twin {why}, so the refusal says nothing about the damage",
+                    shown(&got)
+                )),
+            );
+            return;
+        }
+    };
+    let message = match &lacking {
+        None => format!("refused: {}", shown(&got)),
+        Some(l) => format!(
+            "refused ({}); its undamaged twin needs {}, which the reader does not declare, and was refused too: judged by the refusal profile, not on the damage",
+            shown(&got),
+            needs::words(l)
+        ),
+    };
+    checks.push(name, Verdict::Pass, None, Some(message));
+    // The class: the spec's, or for a reader refusing the feature, unsupported_feature too.
+    let class_name = format!("v{n} refusal class ({})", error.class);
+    let level = weaker(class_level, checks.level);
+    let accepted =
+        got.class == error.class || (lacking.is_some() && got.class == "unsupported_feature");
+    if accepted {
+        checks.add(class_name, Verdict::Pass, level, None, None);
+    } else {
+        checks.add(
+            class_name,
+            Verdict::Fail,
+            level,
+            Some(FailureKind::WrongClass),
+            Some(format!(
+                "expected class {}, got {}",
+                error.class,
+                shown(&got)
+            )),
+        );
+    }
+    let Some(code) = &error.code else {
+        return;
+    };
+    let code_name = format!("v{n} refusal code ({code})");
+    if lacking.is_some() {
+        return;
+    }
+    if !checks.declared.contains(ERROR_CODES) {
+        checks.add(
+            code_name,
+            Verdict::Unsupported,
+            Level::Should,
+            None,
+            Some(format!("needs {ERROR_CODES}")),
+        );
+    } else if got.code.as_deref() == Some(code.as_str()) {
+        checks.add(code_name, Verdict::Pass, Level::Should, None, None);
+    } else {
+        checks.add(
+            code_name,
+            Verdict::Fail,
+            Level::Should,
+            Some(FailureKind::WrongCode),
+            Some(format!("expected code {code}, got {}", shown(&got))),
+        );
+    }
+}
+
+/// Runs the case's declared queries at the damaged `version` (damage to index files surfaces
+/// only there for a reader that does not read index files at open); returns how many ran and
+/// the first refusal. Queries the reader cannot send (capabilities) are skipped.
+fn damaged_queries(
+    checks: &mut Checks,
+    dataset: &str,
+    case: &CaseDir,
+    version: u64,
+) -> (usize, Option<Refusal>) {
+    let mut queried = 0;
+    let at = VersionRef {
+        dataset: dataset.to_string(),
+        version,
+    };
+    for spec in case.case.queries.iter().filter(|q| q.at.contains(&version)) {
+        let needs = if spec.vector.is_some() {
+            capability::VECTOR_QUERY
+        } else {
+            SCALAR_QUERY
+        };
+        if !capability::missing(&[needs], checks.declared).is_empty() {
+            continue;
+        }
+        let Ok(request) = query_request_with(
+            manifest_schema(Path::new(dataset), version).ok().as_ref(),
+            Path::new(dataset),
+            version,
+            spec,
+        ) else {
+            continue;
+        };
+        queried += 1;
+        if let Err(r) = checks.reader.query(&at, &request) {
+            return (queried, Some(r));
+        }
+    }
+    (queried, None)
+}
+
+/// Whether a reader with indices should answer `spec` at this version through its index:
+/// the index covers a fragment the version holds, and no leaf compares with a NULL literal (no
+/// index can answer `x = NULL`; it is UNKNOWN for every row). `None` when that cannot be told.
+fn index_expected(dataset: &Path, version: u64, spec: &QuerySpec) -> Option<bool> {
+    let snapshot = read_checked(dataset, version).ok()?;
+    let index = snapshot.index(spec.index.as_str())?;
+    let covered = snapshot.fragments.iter().any(|f| index.covers(f.id));
+    Some(covered && !spec.predicate.as_ref().is_some_and(null_literal))
+}
+
+fn null_literal(p: &PredicateSpec) -> bool {
+    match p {
+        PredicateSpec::And { and } => and.iter().any(null_literal),
+        PredicateSpec::Or { or } => or.iter().any(null_literal),
+        PredicateSpec::Leaf { op, value, .. } => {
+            !matches!(op, crate::case::Op::IsNull | crate::case::Op::IsNotNull)
+                && match value {
+                    None => true,
+                    Some(Cell::Null(_)) => true,
+                    Some(Cell::List(items)) => items.iter().any(|c| matches!(c, Cell::Null(_))),
+                    Some(_) => false,
+                }
+        }
+    }
+}
+
+/// The verdict of a query whose final rows matched, given the reader's plan.
+fn plan_verdict(
+    plan: Option<&super::protocol::QueryPlan>,
+    expected: Option<bool>,
+) -> (Verdict, Option<String>) {
+    let Some(plan) = plan else {
+        return (Verdict::Pass, None);
+    };
+    let path = if plan.index { "index" } else { "flat" };
+    let text = if plan.text.is_empty() {
+        String::new()
+    } else {
+        format!("\n{}", plan.text.trim_end())
+    };
+    if !plan.index && expected == Some(true) {
+        return (
             Verdict::Fail,
             Some(format!(
-                "right class, wrong code: expected {wanted}, got {shown}"
+                "index not used: the answer is right but came from the flat path{text}"
             )),
-        ),
-        _ => checks.push(name, Verdict::Pass, None),
+        );
     }
+    (Verdict::Pass, Some(format!("plan: {path}{text}")))
 }
 
 fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersion) {
@@ -245,15 +719,19 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
         version: v.version,
     };
     let n = v.version;
+    let level = checks.level;
     match checks.reader.open(&at) {
-        Ok(opened) if opened.version == n => checks.push(format!("v{n} open"), Verdict::Pass, None),
+        Ok(opened) if opened.version == n => {
+            checks.push(format!("v{n} open"), Verdict::Pass, None, None)
+        }
         Ok(opened) => checks.push(
             format!("v{n} open"),
             Verdict::Fail,
+            Some(FailureKind::WrongValue),
             Some(format!("opened version {} instead", opened.version)),
         ),
         Err(r) => {
-            checks.refusal(format!("v{n} open"), r, &refused_readable);
+            checks.refused_readable(format!("v{n} open"), r, level);
             return;
         }
     }
@@ -281,10 +759,10 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
         };
         match checks.reader.scan(&request) {
             Ok(got) => match compare::scan(&v.columns, &v.rows, &projection, &got) {
-                Ok(()) => checks.push(name, Verdict::Pass, None),
-                Err(m) => checks.push(name, Verdict::Fail, Some(m)),
+                Ok(()) => checks.push(name, Verdict::Pass, None, None),
+                Err(m) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
             },
-            Err(r) => checks.refusal(name, r, &refused_readable),
+            Err(r) => checks.refused_readable(name, r, level),
         }
     }
     let name = format!("v{n} lineage");
@@ -305,19 +783,19 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
             }
         }
         match problem {
-            None => checks.push(name, Verdict::Pass, None),
-            Some(Ok(m)) => checks.push(name, Verdict::Fail, Some(m)),
-            Some(Err(r)) => checks.refusal(name, r, &refused_readable),
+            None => checks.push(name, Verdict::Pass, None, None),
+            Some(Ok(m)) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
+            Some(Err(r)) => checks.refused_readable(name, r, level),
         }
     }
     let name = format!("v{n} exclusion");
     if !checks.broken && checks.can(&name, &[EXCLUSION]) {
         match checks.reader.exclusion(&at) {
             Ok(got) => match compare::exclusion(&v.exclusion_sets, &got.exclusion_sets) {
-                Ok(()) => checks.push(name, Verdict::Pass, None),
-                Err(m) => checks.push(name, Verdict::Fail, Some(m)),
+                Ok(()) => checks.push(name, Verdict::Pass, None, None),
+                Err(m) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
             },
-            Err(r) => checks.refusal(name, r, &refused_readable),
+            Err(r) => checks.refused_readable(name, r, level),
         }
     }
     for q in &v.queries {
@@ -336,6 +814,7 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
             checks.push(
                 name,
                 Verdict::Error,
+                Some(FailureKind::Crash),
                 Some("the case declares no query of that name (corpus problem)".into()),
             );
             continue;
@@ -343,17 +822,45 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
         let request = match query_request(Path::new(dataset), n, spec) {
             Ok(r) => r,
             Err(m) => {
-                checks.push(name, Verdict::Error, Some(format!("runner: {m}")));
+                checks.push(
+                    name,
+                    Verdict::Error,
+                    Some(FailureKind::Crash),
+                    Some(format!("runner: {m}")),
+                );
                 continue;
             }
         };
         let with_lists = checks.declared.contains(EXCLUSION);
         match checks.reader.query(&at, &request) {
             Ok(got) => match compare::query(q, &got, with_lists) {
-                Ok(()) => checks.push(name, Verdict::Pass, None),
-                Err(m) => checks.push(name, Verdict::Fail, Some(m)),
+                Ok(()) => {
+                    let expected = index_expected(Path::new(dataset), n, spec);
+                    let (verdict, detail) = plan_verdict(got.plan.as_ref(), expected);
+                    let kind = (verdict == Verdict::Fail).then_some(FailureKind::IndexNotUsed);
+                    checks.push(name, verdict, kind, detail);
+                }
+                Err(m) => {
+                    let plan = got
+                        .plan
+                        .as_ref()
+                        .map(|p| {
+                            format!(
+                                "\nplan: {}\n{}",
+                                if p.index { "index" } else { "flat" },
+                                p.text.trim_end()
+                            )
+                        })
+                        .unwrap_or_default();
+                    checks.push(
+                        name,
+                        Verdict::Fail,
+                        Some(FailureKind::WrongValue),
+                        Some(format!("{m}{plan}")),
+                    );
+                }
             },
-            Err(r) => checks.refusal(name, r, &refused_readable),
+            Err(r) => checks.refused_readable(name, r, level),
         }
     }
 }
@@ -365,9 +872,21 @@ pub fn query_request(
     version: u64,
     spec: &QuerySpec,
 ) -> Result<QueryRequest, String> {
-    let predicate = match &spec.predicate {
-        None => None,
-        Some(p) => {
+    query_request_with(None, dataset, version, spec)
+}
+
+/// [`query_request`] typing literals with `schema` when given (else the version's, read with
+/// the reference).
+fn query_request_with(
+    schema: Option<&lance_reference::model::Schema>,
+    dataset: &Path,
+    version: u64,
+    spec: &QuerySpec,
+) -> Result<QueryRequest, String> {
+    let predicate = match (&spec.predicate, schema) {
+        (None, _) => None,
+        (Some(p), Some(schema)) => Some(typed(schema, p)?),
+        (Some(p), None) => {
             let snapshot = read_checked(dataset, version)
                 .map_err(|e| format!("reading the schema of v{version}: {}", e.message))?;
             Some(typed(&snapshot.schema, p)?)

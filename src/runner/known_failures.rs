@@ -1,12 +1,21 @@
-//! Known-failure files: `<case-id>  # <reason>` per line, and the rules that keep them honest.
+//! Known-failure files, and the rules that keep them honest.
 //!
-//! Invariant: a known-failure file can only describe the run it is used with. Every entry
-//! needs a reason; an entry whose case now passes (an unexpected pass) or that names no case
-//! of the corpus fails the run, and so does a duplicate; for each such entry, and for each
-//! failing case the file does not list, the runner prints the exact line to remove or add.
-//! Blank lines and lines starting with `#` are comments.
+//! One entry per line: ``<case-id> [<kind>] [`<check>`]  # <reason>``. The kind is one of the
+//! [`FailureKind`] words (`accepted-damage`, `wrong-class`, ...), the check a check name in
+//! backticks (`` `v2 refuses` ``); both are optional, and the reason is not.
+//!
+//! Invariant: a known-failure file can only describe the run it is used with. An entry covers
+//! its case when the case fails, and, if the entry names a check and a kind, when that check
+//! (else the case's first failing check) fails with that kind. An entry whose case now passes,
+//! whose case fails otherwise than listed, or that names no case of the corpus fails the run;
+//! so does a file with a duplicate id or an entry without a reason (then it is not used at
+//! all). For each such entry, and for each failing case the file does not list, the runner
+//! prints the exact line to remove or add, and `--update-known-failures` rewrites the file with
+//! them ([`rewrite`]). Blank lines and lines starting with `#` are comments.
 
 use std::collections::BTreeSet;
+
+use super::report::{FailureKind, Outcome, Report, entry_line};
 
 /// One entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +24,10 @@ pub struct Entry {
     pub line: usize,
     /// The case id.
     pub case: String,
+    /// The failure kind the entry pins, if any.
+    pub kind: Option<FailureKind>,
+    /// The check the entry pins, if any.
+    pub check: Option<String>,
     /// Why it fails (text after `#`).
     pub reason: String,
     /// The line as written.
@@ -28,27 +41,76 @@ pub struct KnownFailures {
     pub path: String,
     /// The entries, in file order.
     pub entries: Vec<Entry>,
+    /// The lines before the first entry (the file's header), as written.
+    pub header: Vec<String>,
+}
+
+/// Splits `line` at the first `#` outside backticks.
+fn split_reason(line: &str) -> Option<(&str, &str)> {
+    let mut quoted = false;
+    for (i, ch) in line.char_indices() {
+        match ch {
+            '`' => quoted = !quoted,
+            '#' if !quoted => return Some((&line[..i], &line[i + 1..])),
+            _ => {}
+        }
+    }
+    None
 }
 
 impl KnownFailures {
     /// Parses the file text; `path` is used in messages.
     pub fn parse(text: &str, path: &str) -> Result<KnownFailures, String> {
         let mut entries: Vec<Entry> = Vec::new();
+        let mut header = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let trimmed = raw.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') {
+                if entries.is_empty() {
+                    header.push(raw.to_string());
+                }
                 continue;
             }
-            let Some((case, reason)) = trimmed.split_once('#') else {
-                return Err(format!(
-                    "{path}:{line}: an entry is `<case-id>  # <reason>`; this one gives no reason"
-                ));
+            let shape = "an entry is `<case-id> [<kind>] [`<check>`]  # <reason>`";
+            let Some((left, reason)) = split_reason(trimmed) else {
+                return Err(format!("{path}:{line}: {shape}; this one gives no reason"));
             };
-            let (case, reason) = (case.trim(), reason.trim());
-            if case.is_empty() || case.contains(char::is_whitespace) || reason.is_empty() {
+            let reason = reason.trim();
+            let mut rest = left.trim();
+            let case_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            let case = &rest[..case_end];
+            rest = rest[case_end..].trim_start();
+            let (mut kind, mut check) = (None, None);
+            while !rest.is_empty() {
+                if let Some(after) = rest.strip_prefix('`') {
+                    let Some(end) = after.find('`') else {
+                        return Err(format!("{path}:{line}: an unclosed `` ` `` in the check"));
+                    };
+                    if check.replace(after[..end].to_string()).is_some() {
+                        return Err(format!("{path}:{line}: {shape}: two checks"));
+                    }
+                    rest = after[end + 1..].trim_start();
+                } else {
+                    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                    let word = &rest[..end];
+                    let Some(k) = FailureKind::parse(word) else {
+                        let known: Vec<&str> =
+                            FailureKind::ALL.iter().map(|k| k.as_str()).collect();
+                        return Err(format!(
+                            "{path}:{line}: {word:?} is not a failure kind ({})",
+                            known.join(", ")
+                        ));
+                    };
+                    if kind.replace(k).is_some() {
+                        return Err(format!("{path}:{line}: {shape}: two kinds"));
+                    }
+                    rest = rest[end..].trim_start();
+                }
+            }
+            if case.is_empty() || reason.is_empty() {
                 return Err(format!(
-                    "{path}:{line}: an entry is `<case-id>  # <reason>` (one id, a non-empty reason)"
+                    "{path}:{line}: {shape} (one id, a non-empty reason)"
                 ));
             }
             if let Some(first) = entries.iter().find(|e| e.case == case) {
@@ -60,6 +122,8 @@ impl KnownFailures {
             entries.push(Entry {
                 line,
                 case: case.to_string(),
+                kind,
+                check,
                 reason: reason.to_string(),
                 text: raw.to_string(),
             });
@@ -67,10 +131,11 @@ impl KnownFailures {
         Ok(KnownFailures {
             path: path.to_string(),
             entries,
+            header,
         })
     }
 
-    /// Reads and parses a file.
+    /// Reads and parses a file; a missing file is an empty list when `missing_ok`.
     pub fn load(path: &std::path::Path) -> Result<KnownFailures, String> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
@@ -91,16 +156,72 @@ impl KnownFailures {
     }
 }
 
-/// The line to add for a failing case.
-pub fn line_for(case: &str, reason: &str) -> String {
-    let reason: String = reason
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .take(160)
-        .collect();
-    format!("{case}  # {reason}")
+/// The line of an entry: ``<case>  <kind>  `<check>`  # <reason>`` (a check holding a backtick
+/// is left out, so the line always parses).
+pub fn line_for(
+    case: &str,
+    kind: Option<FailureKind>,
+    check: Option<&str>,
+    reason: &str,
+) -> String {
+    let mut line = case.to_string();
+    if let Some(k) = kind {
+        line.push_str("  ");
+        line.push_str(k.as_str());
+    }
+    if let Some(c) = check.filter(|c| !c.contains('`')) {
+        line.push_str(&format!("  `{c}`"));
+    }
+    let reason = reason.replace('\n', " ");
+    format!("{line}  # {}", reason.trim())
+}
+
+/// The known-failure file as it has to be for `report` to pass: the header (comment lines
+/// before the first entry) and every entry that still holds, as written; entries that changed
+/// as they are now; entries of cases that pass or that name no case dropped; then the failing
+/// cases the file did not list, in corpus order, with their whole messages as reasons.
+pub fn rewrite(known: Option<&KnownFailures>, report: &Report) -> String {
+    let mut out = String::new();
+    match known {
+        Some(k) if !k.header.is_empty() => {
+            for l in &k.header {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        _ => out.push_str(
+            "# Known failures: <case-id> [<kind>] [`<check>`]  # <reason> (spec/conformance.md §5).\n\n",
+        ),
+    }
+    let by_id = |id: &str| report.cases.iter().find(|c| c.id == id);
+    if let Some(k) = known {
+        for e in &k.entries {
+            match by_id(&e.case) {
+                // Not run (filtered out): kept, the run says nothing about it.
+                None if report.known_failures.remove.iter().all(|r| r != &e.text) => {
+                    out.push_str(&e.text);
+                    out.push('\n');
+                }
+                None => {}
+                Some(c) => match c.outcome {
+                    Outcome::KnownFailure | Outcome::Skipped => {
+                        out.push_str(&e.text);
+                        out.push('\n');
+                    }
+                    Outcome::KnownFailureChanged => {
+                        out.push_str(&entry_line(c, Some(&e.reason)));
+                        out.push('\n');
+                    }
+                    _ => {}
+                },
+            }
+        }
+    }
+    for c in report.cases.iter().filter(|c| c.outcome == Outcome::Failed) {
+        out.push_str(&entry_line(c, None));
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -113,6 +234,7 @@ mod tests {
             KnownFailures::parse("# header\n\na  # Lance 14 bug: x\nb # spec gap\n", "k").unwrap();
         assert_eq!(k.entries.len(), 2);
         assert_eq!(k.entries[0].line, 3);
+        assert_eq!(k.header, ["# header", ""]);
         assert_eq!(k.get("b").unwrap().reason, "spec gap");
         assert!(
             KnownFailures::parse("a\n", "k")
@@ -125,5 +247,34 @@ mod tests {
         assert!(dup.contains("k:3") && dup.contains("line 1"), "{dup}");
         let ids: BTreeSet<String> = ["a".to_string()].into();
         assert_eq!(k.unmatched(&ids)[0].case, "b");
+    }
+
+    #[test]
+    fn an_entry_may_pin_a_kind_and_a_check() {
+        let k = KnownFailures::parse(
+            "x  accepted-damage  `v2 query \"a # b\"`  # Lance bug: reads it\ny `v1 scan [a, b]` # r\n",
+            "k",
+        )
+        .unwrap();
+        let x = k.get("x").unwrap();
+        assert_eq!(x.kind, Some(FailureKind::AcceptedDamage));
+        assert_eq!(x.check.as_deref(), Some("v2 query \"a # b\""));
+        assert_eq!(x.reason, "Lance bug: reads it");
+        let y = k.get("y").unwrap();
+        assert_eq!((y.kind, y.check.as_deref()), (None, Some("v1 scan [a, b]")));
+        assert!(KnownFailures::parse("x crashed # r\n", "k").is_err());
+        assert!(KnownFailures::parse("x crash crash # r\n", "k").is_err());
+        let line = line_for(
+            "x",
+            Some(FailureKind::Crash),
+            Some("v1 refuses"),
+            "Lance panicked:\nindex out of range",
+        );
+        assert_eq!(
+            line,
+            "x  crash  `v1 refuses`  # Lance panicked: index out of range"
+        );
+        let back = KnownFailures::parse(&line, "k").unwrap();
+        assert_eq!(back.entries[0].kind, Some(FailureKind::Crash));
     }
 }

@@ -13,6 +13,7 @@
 //! | [`conformance_reader`] | the trait a reader under test implements |
 //! | [`protocol`] | the JSON-lines messages |
 //! | [`capability`] | capability words and what each check needs |
+//! | [`needs`] | what a version needs of a reader, from its content (refusal profiles) |
 //! | [`mod@reference`] | the built-in reference reader |
 //! | [`process`] | a reader in another process (timeouts, restarts, process groups) |
 //! | [`serve`] | serving a reader over the protocol (`lance-conformance testee`) |
@@ -22,6 +23,7 @@
 //! | [`known_failures`] | known-failure files |
 //! | [`report`] | verdicts, outcomes, counts |
 //! | [`output`] | human, JSON and JUnit renderings |
+//! | [`html`] | several JSON reports as one static HTML page (`lance-conformance report`) |
 //! | [`walk`] | the spec's worked example walked in memory (reference self-check) |
 //! | [`explain`] | the decision trail of a corpus case |
 //! | [`command`] | the `run`, `testee` and `explain` subcommands |
@@ -33,7 +35,9 @@ pub mod conformance_reader;
 pub mod execute;
 pub mod explain;
 pub mod filter;
+pub mod html;
 pub mod known_failures;
+pub mod needs;
 pub mod output;
 pub mod process;
 pub mod protocol;
@@ -49,7 +53,7 @@ pub use conformance_reader::{Answer, ConformanceReader, Description, Refusal};
 pub use filter::Filters;
 pub use known_failures::KnownFailures;
 pub use reference::ReferenceReader;
-pub use report::{CaseResult, CheckResult, Outcome, Report, Verdict};
+pub use report::{CaseResult, CheckResult, FailureKind, Outcome, Report, Verdict};
 
 use crate::case::RequirementIndex;
 use crate::checksums;
@@ -73,6 +77,8 @@ pub struct Options {
     pub progress: Option<Progress>,
     /// Extra case results to include (e.g. the reference's worked-example walk).
     pub extra: Vec<CaseResult>,
+    /// What to call the run in reports (the reader and its set-up).
+    pub label: Option<String>,
 }
 
 impl Options {
@@ -106,8 +112,9 @@ pub enum RunnerError {
     Start(String),
 }
 
-/// Loads the corpus and verifies its checksums.
-pub fn load_corpus(options: &Options) -> Result<Vec<CaseDir>, RunnerError> {
+/// Loads the requirement index (`--requirements-file`, by default
+/// `<corpus>/../spec/requirements.toml`).
+pub fn load_requirements(options: &Options) -> Result<RequirementIndex, RunnerError> {
     let requirements = options.requirements.clone().unwrap_or_else(|| {
         options
             .corpus
@@ -115,7 +122,12 @@ pub fn load_corpus(options: &Options) -> Result<Vec<CaseDir>, RunnerError> {
             .join("spec")
             .join("requirements.toml")
     });
-    let index = RequirementIndex::load(&requirements)?;
+    Ok(RequirementIndex::load(&requirements)?)
+}
+
+/// Loads the corpus and verifies its checksums.
+pub fn load_corpus(options: &Options) -> Result<Vec<CaseDir>, RunnerError> {
+    let index = load_requirements(options)?;
     let all = corpus::load(&options.corpus, &index)?;
     let problems = checksums::verify(&options.corpus, &all).map_err(RunnerError::Input)?;
     if !problems.is_empty() {
@@ -130,6 +142,7 @@ pub fn run_suite(
     mut options: Options,
 ) -> Result<Report, RunnerError> {
     let all = load_corpus(&options)?;
+    let index = load_requirements(&options)?;
     let unmatched = options.filters.unmatched(&all);
     if !unmatched.is_empty() {
         return Err(RunnerError::Input(format!(
@@ -150,25 +163,31 @@ pub fn run_suite(
             progress(i, selected.len(), &c.case.id);
         }
         let expected = execute::load_expected(&c.dir).map_err(RunnerError::Input)?;
-        let checks = execute::run_case(reader, &description.capabilities, c, &expected);
-        cases.push(CaseResult {
-            id: c.case.id.clone(),
-            area: c.area.clone(),
-            level: c.case.level,
-            requirements: c.case.requirements.clone(),
-            tags: c.case.tags.clone(),
-            verdict: Verdict::of_checks(&checks),
-            outcome: Outcome::Skipped,
-            known_failure: None,
+        let (class_level, _) = execute::class_level(&c.case, &index);
+        let (checks, profile) =
+            execute::run_case(reader, &description.capabilities, c, &expected, class_level);
+        let mut result = CaseResult::new(
+            &c.case.id,
+            &c.area,
+            c.case.level,
+            c.case.requirements.clone(),
+            c.case.tags.clone(),
             checks,
-        });
+        );
+        result.refusal_profile = profile
+            .into_iter()
+            .map(|p| capability::word(p).to_string())
+            .collect();
+        cases.push(result);
     }
     let ids: BTreeSet<String> = all.iter().map(|c| c.case.id.clone()).collect();
-    Ok(Report::new(
+    let mut report = Report::new(
         description.implementation,
         description.capabilities.into_iter().collect(),
         cases,
         options.known_failures.as_ref(),
         &ids,
-    ))
+    );
+    report.label = options.label.clone();
+    Ok(report)
 }

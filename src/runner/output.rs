@@ -1,34 +1,40 @@
 //! Renderings of a [`Report`]: a human table and summary, JSON, and JUnit XML.
 //!
 //! Invariant: every rendering is a pure function of the report (no clock, no environment),
-//! lists cases in run order, and ends the human form with the closing line
-//! `N passed, N failed, N skipped`. The JUnit form is well-formed XML (every text and
-//! attribute escaped, control characters dropped): one `<testcase>` per case, `failure` for
-//! fail and unexpected pass, `error` for error, `skipped` for unsupported, skip, known and
-//! advisory failures (with the reason).
+//! lists cases in run order, shows every failing check with its level (a refusal and its class
+//! are two checks, `MUST` and `SHOULD` apart), and ends the human form with the closing line
+//! `N passed, N failed, N skipped`. The human form of a passing run is short: cases that pass
+//! or are skipped are counted, not listed, and known failures take one line each; `--verbose`
+//! lists every check, and the JSON form holds everything. The JUnit form is well-formed XML
+//! (every text and attribute escaped, control characters dropped): one `<testcase>` per case,
+//! `failure` for what fails the run, `error` for error, `skipped` for unsupported, skip, known
+//! and advisory failures (with the reason).
 
 use std::fmt::Write as _;
 
-use super::report::{CaseResult, Outcome, Report, Verdict};
+use super::report::{CaseResult, CheckResult, Outcome, Report, Verdict};
 
 /// How much the human form shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detail {
-    /// Every case, and every check of cases that did not pass.
+    /// Cases that did not pass, with their failing checks (known failures in one line).
     Normal,
-    /// Only cases that did not pass, and the summary.
+    /// Only what fails the run, and the summary.
     Quiet,
-    /// Every check of every case.
+    /// Every case and every check.
     Verbose,
 }
 
-fn label(c: &CaseResult) -> &'static str {
+/// The label of a case's outcome in the human table.
+pub fn label(c: &CaseResult) -> &'static str {
     match (c.outcome, c.verdict) {
         (Outcome::Passed, _) => "PASS",
         (Outcome::UnexpectedPass, _) => "XPASS",
         (Outcome::KnownFailure, _) => "XFAIL",
+        (Outcome::KnownFailureChanged, _) => "XCHG",
         (Outcome::Advisory, _) => "SHOULD",
         (Outcome::Failed, Verdict::Error) => "ERROR",
+        (Outcome::Failed, Verdict::Inconclusive) => "INCONC",
         (Outcome::Failed, _) => "FAIL",
         (Outcome::Skipped, Verdict::Skip) => "SKIP",
         (Outcome::Skipped, _) => "UNSUP",
@@ -45,6 +51,7 @@ fn counts(c: &CaseResult) -> String {
     for v in [
         Verdict::Fail,
         Verdict::Error,
+        Verdict::Inconclusive,
         Verdict::Unsupported,
         Verdict::Skip,
     ] {
@@ -52,7 +59,30 @@ fn counts(c: &CaseResult) -> String {
             parts.push(format!("{} {}", n(v), v.as_str()));
         }
     }
+    if !c.refusal_profile.is_empty() {
+        parts.push(format!("refusal profile: {}", c.refusal_profile.join(", ")));
+    }
     parts.join(", ")
+}
+
+/// `fail [MUST] v2 refuses` and its message, indented.
+fn check_lines(out: &mut String, k: &CheckResult) {
+    let kind = k
+        .kind
+        .map(|x| format!(" — {}", x.describe()))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "         {:<12} [{}] {}{kind}",
+        k.verdict.as_str(),
+        k.level.as_str(),
+        k.name
+    );
+    if let Some(m) = &k.message {
+        for line in m.lines() {
+            let _ = writeln!(out, "                      {line}");
+        }
+    }
 }
 
 /// The human form.
@@ -69,7 +99,29 @@ pub fn human(report: &Report, detail: Detail) -> String {
             .map(|l| format!(" ({l})"))
             .unwrap_or_default()
     );
+    if let Some(l) = &report.label {
+        let _ = writeln!(out, "run: {l}");
+    }
     let _ = writeln!(out, "capabilities: {}", report.capabilities.join(", "));
+    let profiled: Vec<&CaseResult> = report
+        .cases
+        .iter()
+        .filter(|c| !c.refusal_profile.is_empty())
+        .collect();
+    if !profiled.is_empty() {
+        let mut lacking: Vec<&str> = profiled
+            .iter()
+            .flat_map(|c| c.refusal_profile.iter().map(String::as_str))
+            .collect();
+        lacking.sort_unstable();
+        lacking.dedup();
+        let _ = writeln!(
+            out,
+            "refusal profile: {} case(s) have versions that need {}, which the reader does not declare; it must refuse those versions and read the others",
+            profiled.len(),
+            lacking.join(", ")
+        );
+    }
     let _ = writeln!(out);
     let width = report
         .cases
@@ -78,8 +130,12 @@ pub fn human(report: &Report, detail: Detail) -> String {
         .max()
         .unwrap_or(0);
     for c in &report.cases {
-        let clean = c.outcome == Outcome::Passed || c.outcome == Outcome::Skipped;
-        if detail == Detail::Quiet && clean {
+        let shown = match detail {
+            Detail::Verbose => true,
+            Detail::Normal => !matches!(c.outcome, Outcome::Passed | Outcome::Skipped),
+            Detail::Quiet => c.outcome.fails_run(),
+        };
+        if !shown {
             continue;
         }
         let name = format!("{}/{}", c.area, c.id);
@@ -87,37 +143,78 @@ pub fn human(report: &Report, detail: Detail) -> String {
         if let Some(reason) = &c.known_failure {
             let _ = writeln!(out, "         known failure: {reason}");
         }
-        if c.outcome == Outcome::UnexpectedPass {
-            let _ = writeln!(out, "         listed as a known failure, but passes");
+        match c.outcome {
+            Outcome::UnexpectedPass => {
+                let _ = writeln!(out, "         listed as a known failure, but passes");
+            }
+            Outcome::KnownFailureChanged => {
+                let _ = writeln!(
+                    out,
+                    "         listed as a known failure, but now fails otherwise: {} [{}]",
+                    c.kind.map_or("?", |k| k.as_str()),
+                    c.failing_check.as_deref().unwrap_or("?")
+                );
+            }
+            _ => {}
+        }
+        if detail != Detail::Verbose && c.outcome == Outcome::Advisory {
+            // One line: the details are in --verbose and the JSON report.
+            if let Some(k) = c.primary_failure() {
+                let kind = k
+                    .kind
+                    .map(|x| format!(" — {}", x.describe()))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "         advisory: [{}] {}{kind}",
+                    k.level.as_str(),
+                    k.name
+                );
+            }
+            continue;
+        }
+        let with_checks = detail == Detail::Verbose
+            || !matches!(c.outcome, Outcome::KnownFailure | Outcome::Passed);
+        if !with_checks {
+            continue;
         }
         for k in &c.checks {
             let show = detail == Detail::Verbose
-                || (k.verdict != Verdict::Pass && (k.verdict != Verdict::Unsupported || !clean));
-            if !show {
-                continue;
-            }
-            let _ = writeln!(out, "         {:<11} {}", k.verdict.as_str(), k.name);
-            if let Some(m) = &k.message {
-                for line in m.lines() {
-                    let _ = writeln!(out, "                     {line}");
-                }
+                || k.verdict.is_failure()
+                || (k.verdict == Verdict::Unsupported && c.outcome == Outcome::Skipped);
+            if show {
+                check_lines(&mut out, k);
             }
         }
     }
-    if let Some(u) = &report.known_failures {
-        if !u.remove.is_empty() || !u.add.is_empty() {
-            let _ = writeln!(out);
-            let _ = writeln!(out, "update {}:", u.file);
-            for l in &u.remove {
-                let _ = writeln!(out, "  remove: {l}");
+    let u = &report.known_failures;
+    if !u.is_empty() {
+        let _ = writeln!(out);
+        match &u.file {
+            Some(f) => {
+                let _ = writeln!(
+                    out,
+                    "update {f} (or run again with --update-known-failures):"
+                );
             }
-            for l in &u.add {
-                let _ = writeln!(out, "  add:    {l}");
+            None => {
+                let _ = writeln!(
+                    out,
+                    "known failures to list (in a file given with --known-failures, or written by --update-known-failures):"
+                );
             }
+        }
+        for l in &u.remove {
+            let _ = writeln!(out, "  remove: {l}");
+        }
+        for l in &u.add {
+            let _ = writeln!(out, "  add:    {l}");
         }
     }
     let _ = writeln!(out);
-    let _ = writeln!(out, "{}", report.detail_line());
+    for l in report.detail_lines() {
+        let _ = writeln!(out, "{l}");
+    }
     let _ = writeln!(out, "{}", report.closing_line());
     out
 }
@@ -150,14 +247,15 @@ pub fn xml_escape(s: &str) -> String {
 /// The JUnit XML form.
 pub fn junit(report: &Report) -> String {
     let e = xml_escape;
-    let s = &report.summary;
     let failures = report
         .cases
         .iter()
-        .filter(|c| {
-            matches!(c.outcome, Outcome::Failed | Outcome::UnexpectedPass)
-                && c.verdict != Verdict::Error
-        })
+        .filter(|c| c.outcome.fails_run() && c.verdict != Verdict::Error)
+        .count();
+    let errors = report
+        .cases
+        .iter()
+        .filter(|c| c.outcome == Outcome::Failed && c.verdict == Verdict::Error)
         .count();
     let skipped = report
         .cases
@@ -169,24 +267,19 @@ pub fn junit(report: &Report) -> String {
             )
         })
         .count();
-    let suite = format!(
-        "lance-conformance: {} {}",
-        report.implementation.name, report.implementation.version
-    );
+    let suite = format!("lance-conformance: {}", report.title());
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{}\" skipped=\"{skipped}\">",
+        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">",
         e(&suite),
         report.cases.len(),
-        s.errors
     );
     let _ = writeln!(
         out,
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{}\" skipped=\"{skipped}\">",
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">",
         e(&suite),
         report.cases.len(),
-        s.errors
     );
     for c in &report.cases {
         let _ = writeln!(
@@ -200,9 +293,13 @@ pub fn junit(report: &Report) -> String {
             .iter()
             .map(|k| {
                 format!(
-                    "{} {}{}\n",
+                    "{} [{}] {}{}{}\n",
                     k.verdict.as_str(),
+                    k.level.as_str(),
                     k.name,
+                    k.kind
+                        .map(|x| format!(" ({})", x.as_str()))
+                        .unwrap_or_default(),
                     k.message
                         .as_ref()
                         .map(|m| format!(": {m}"))
@@ -219,6 +316,14 @@ pub fn junit(report: &Report) -> String {
                     "      <failure message=\"listed as a known failure, but passes\" type=\"unexpected_pass\"/>"
                 );
             }
+            (Outcome::KnownFailureChanged, _) => {
+                let _ = writeln!(
+                    out,
+                    "      <failure message=\"listed as a known failure, but fails otherwise: {}\" type=\"known_failure_changed\">{}</failure>",
+                    e(&first),
+                    e(&details)
+                );
+            }
             (Outcome::Failed, Verdict::Error) => {
                 let _ = writeln!(
                     out,
@@ -227,11 +332,12 @@ pub fn junit(report: &Report) -> String {
                     e(&details)
                 );
             }
-            (Outcome::Failed, _) => {
+            (Outcome::Failed, v) => {
                 let _ = writeln!(
                     out,
-                    "      <failure message=\"{}\" type=\"fail\">{}</failure>",
+                    "      <failure message=\"{}\" type=\"{}\">{}</failure>",
                     e(&first),
+                    v.as_str(),
                     e(&details)
                 );
             }
@@ -246,7 +352,7 @@ pub fn junit(report: &Report) -> String {
             (Outcome::Advisory, _) => {
                 let _ = writeln!(
                     out,
-                    "      <skipped message=\"advisory (SHOULD) failure: {}\"/>",
+                    "      <skipped message=\"advisory (only SHOULD checks failed): {}\"/>",
                     e(&first)
                 );
             }
@@ -258,6 +364,9 @@ pub fn junit(report: &Report) -> String {
                     e(&first)
                 );
             }
+        }
+        if !matches!(c.outcome, Outcome::Passed) || c.checks.iter().any(|k| k.level != c.level) {
+            let _ = writeln!(out, "      <system-out>{}</system-out>", e(&details));
         }
         let _ = writeln!(out, "    </testcase>");
     }

@@ -206,6 +206,22 @@ pub struct QueryAnswer {
     /// How the answer was reconciled, when the testee declares `exclusion`.
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub reconciliation: Option<Reconciliation>,
+    /// How the reader answered: through the index or on the flat path, with its own account
+    /// of the plan. Optional; when given, the runner fails a query that should have used the
+    /// index and did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<QueryPlan>,
+}
+
+/// A reader's account of how it answered a query.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryPlan {
+    /// Whether the named index answered (some of) the query.
+    pub index: bool,
+    /// The reader's plan, as text (recorded in the check's detail).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
 }
 
 /// The lists a reconciled query goes through (as in `expected/`).

@@ -44,7 +44,10 @@ impl ReferenceReader {
         ReferenceReader::with_capabilities(ReferenceReader::capabilities())
     }
 
-    /// A reader declaring only `capabilities` (to exercise `unsupported` verdicts).
+    /// A reader declaring only `capabilities`. Without a data capability it reads like a
+    /// reader that does not implement the feature: it refuses, as an unsupported feature,
+    /// every version whose content needs it ([`super::needs`]), so it passes the refusal
+    /// profile; without a check capability its checks are `unsupported`.
     pub fn with_capabilities(capabilities: BTreeSet<String>) -> ReferenceReader {
         ReferenceReader {
             cached: None,
@@ -64,7 +67,17 @@ impl ReferenceReader {
     fn snapshot(&mut self, at: &VersionRef) -> Result<&Snapshot, Refusal> {
         let fresh = !matches!(&self.cached, Some((key, _)) if key == at);
         if fresh {
-            let read = read_checked(Path::new(&at.dataset), at.version);
+            let read = match self.lacking(at) {
+                Some(words) => Err(ReadError {
+                    class: "unsupported_feature".into(),
+                    code: Some("unsupported".into()),
+                    message: format!(
+                        "version {} needs {words}, which this reader does not implement",
+                        at.version
+                    ),
+                }),
+                None => read_checked(Path::new(&at.dataset), at.version),
+            };
             self.cached = Some((at.clone(), read));
         }
         match &self.cached {
@@ -72,6 +85,15 @@ impl ReferenceReader {
             Some((_, Err(e))) => Err(Refusal::Error(e.clone())),
             None => Err(Refusal::Broken("no snapshot cached".into())),
         }
+    }
+}
+
+impl ReferenceReader {
+    /// The data capabilities version `at` needs that this reader was not given.
+    fn lacking(&self, at: &VersionRef) -> Option<String> {
+        let needs = super::needs::of_version(Path::new(&at.dataset), at.version).ok()?;
+        let missing = super::needs::missing(&needs, &self.capabilities);
+        (!missing.is_empty()).then(|| super::needs::words(&missing))
     }
 }
 
@@ -204,7 +226,29 @@ pub fn answer(r: QueryResult) -> QueryAnswer {
             reevaluated: r.reevaluated,
             rematched: r.rematched,
         }),
+        plan: None,
     }
+}
+
+/// The schema of `version` as its manifest states it, read without the files the manifest
+/// references (so a version whose files are damaged still gives its schema).
+pub fn manifest_schema(
+    root: &Path,
+    version: u64,
+) -> Result<lance_reference::model::Schema, String> {
+    use lance_reference_io::codec::decode_manifest;
+    use lance_reference_io::manifest_file::decode_manifest_file;
+    let dataset = Dataset::open(root).map_err(|e| e.to_string())?;
+    let entry = dataset
+        .entries()
+        .iter()
+        .find(|e| e.version == version)
+        .ok_or_else(|| format!("no manifest for version {version}"))?;
+    let rel = format!("_versions/{}", entry.name);
+    let bytes = std::fs::read(root.join(&rel)).map_err(|e| format!("{rel}: {e}"))?;
+    let file = decode_manifest_file(&bytes, &rel).map_err(|e| e.to_string())?;
+    let (snapshot, _) = decode_manifest(&file, &rel, u64::MAX).map_err(|e| e.to_string())?;
+    Ok(snapshot.schema)
 }
 
 /// The model predicate of a protocol predicate, resolving dotted names in `snapshot`'s schema.

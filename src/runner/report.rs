@@ -1,22 +1,25 @@
 //! Verdicts and the report of one run: what happened to each check, each case, and the run.
 //!
-//! Invariant: the run's result is a pure function of the case verdicts, the case levels and
-//! the known-failure file: a MUST case that fails or errors fails the run unless it is a
-//! known failure; a SHOULD case that fails is an advisory failure (reported, not failing); a
-//! known failure that passes, and a known-failure entry naming no case, fail the run. A case
-//! passes only when at least one of its checks ran and passed and none failed or errored, so
-//! a reader that answers nothing never passes anything.
+//! Invariant: the run's result is a pure function of the check verdicts, the check levels and
+//! the known-failure file. Every check has a level: a case's checks are at the case's level,
+//! except a refusal's class and code, which are judged at the level the spec gives them
+//! (`spec/conformance.md` §4). A case fails the run when a MUST check fails or is
+//! inconclusive, or any check errors, unless a known-failure entry covers it; a case whose only
+//! failures are SHOULD checks is an advisory failure (reported, not failing). A known failure
+//! that passes, an entry whose failure changed kind or check, and an entry naming no case fail
+//! the run. A case passes only when at least one of its checks ran and passed and none failed,
+//! errored or was inconclusive, so a reader that answers nothing never passes anything.
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::known_failures::{KnownFailures, line_for};
+use super::known_failures::{Entry, KnownFailures, line_for};
 use super::protocol::Implementation;
 use crate::case::Level;
 
 /// The verdict of a check or a case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// The reader returned what the case expects.
@@ -25,6 +28,9 @@ pub enum Verdict {
     Fail,
     /// The reader broke: crash, hang, garbage, protocol violation, its own bug.
     Error,
+    /// The answer cannot be judged: the reader refused a damaged version, but did not read its
+    /// undamaged twin correctly, so the refusal says nothing about the damage.
+    Inconclusive,
     /// The case or check needs a capability the reader does not declare.
     Unsupported,
     /// The reader chose not to answer.
@@ -38,60 +44,159 @@ impl Verdict {
             Verdict::Pass => "pass",
             Verdict::Fail => "fail",
             Verdict::Error => "error",
+            Verdict::Inconclusive => "inconclusive",
             Verdict::Unsupported => "unsupported",
             Verdict::Skip => "skip",
         }
     }
 
-    /// The case verdict of its checks' verdicts (see the module docs).
+    /// Whether the verdict is a failure of some kind (fail, error, inconclusive).
+    pub fn is_failure(self) -> bool {
+        matches!(self, Verdict::Fail | Verdict::Error | Verdict::Inconclusive)
+    }
+
+    /// The case verdict of its checks' verdicts: error, else fail, else inconclusive, else
+    /// pass, else skip, else unsupported.
     pub fn of_checks(checks: &[CheckResult]) -> Verdict {
         let any = |v: Verdict| checks.iter().any(|c| c.verdict == v);
-        if any(Verdict::Error) {
-            Verdict::Error
-        } else if any(Verdict::Fail) {
-            Verdict::Fail
-        } else if any(Verdict::Pass) {
-            Verdict::Pass
-        } else if any(Verdict::Skip) {
-            Verdict::Skip
-        } else {
-            Verdict::Unsupported
+        [
+            Verdict::Error,
+            Verdict::Fail,
+            Verdict::Inconclusive,
+            Verdict::Pass,
+            Verdict::Skip,
+        ]
+        .into_iter()
+        .find(|v| any(*v))
+        .unwrap_or(Verdict::Unsupported)
+    }
+}
+
+/// What kind of failure a failing check is: the vocabulary of known-failure entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// A readable version was read, but an answer differs from `expected/`.
+    WrongValue,
+    /// A readable version (an undamaged twin included) was refused.
+    RefusedReadable,
+    /// A damaged version was opened and scanned without an error.
+    AcceptedDamage,
+    /// A version that needs a data capability the reader does not declare was read instead of
+    /// refused.
+    ReadUnsupported,
+    /// A refusal with another class than the spec gives.
+    WrongClass,
+    /// A refusal with another code than the reference's (readers declaring `error-codes`).
+    WrongCode,
+    /// The reader crashed, hung, broke the protocol or reported an error of its own.
+    Crash,
+    /// A refusal that cannot be judged (the undamaged twin was not read correctly).
+    Inconclusive,
+    /// A query answered rightly, but on the flat path where the case expects the index.
+    IndexNotUsed,
+}
+
+impl FailureKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [FailureKind; 9] = [
+        FailureKind::WrongValue,
+        FailureKind::RefusedReadable,
+        FailureKind::AcceptedDamage,
+        FailureKind::ReadUnsupported,
+        FailureKind::WrongClass,
+        FailureKind::WrongCode,
+        FailureKind::Crash,
+        FailureKind::Inconclusive,
+        FailureKind::IndexNotUsed,
+    ];
+
+    /// The word used in known-failure files and JSON (`accepted-damage`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::WrongValue => "wrong-value",
+            FailureKind::RefusedReadable => "refused-readable",
+            FailureKind::AcceptedDamage => "accepted-damage",
+            FailureKind::ReadUnsupported => "read-unsupported",
+            FailureKind::WrongClass => "wrong-class",
+            FailureKind::WrongCode => "wrong-code",
+            FailureKind::Crash => "crash",
+            FailureKind::Inconclusive => "inconclusive",
+            FailureKind::IndexNotUsed => "index-not-used",
+        }
+    }
+
+    /// The kind named by `word`.
+    pub fn parse(word: &str) -> Option<FailureKind> {
+        FailureKind::ALL.into_iter().find(|k| k.as_str() == word)
+    }
+
+    /// In words, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FailureKind::WrongValue => "wrong value",
+            FailureKind::RefusedReadable => "refused a readable version",
+            FailureKind::AcceptedDamage => "accepted damage",
+            FailureKind::ReadUnsupported => "read a version it does not declare it can read",
+            FailureKind::WrongClass => "wrong error class",
+            FailureKind::WrongCode => "wrong error code",
+            FailureKind::Crash => "crash",
+            FailureKind::Inconclusive => "inconclusive",
+            FailureKind::IndexNotUsed => "index not used",
         }
     }
 }
 
-/// One check of a case (`v2 scan`, `v3 query "age = 26"`, `v4 refuses invalid`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One check of a case (`v2 scan`, `v3 query "age = 26"`, `v4 refuses`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckResult {
     /// What was checked.
     pub name: String,
     /// Its verdict.
     pub verdict: Verdict,
-    /// Why, when it did not pass.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The level it is judged at: the case's, or lower for a refusal's class and code.
+    pub level: Level,
+    /// What kind of failure it is, when it failed, errored or was inconclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<FailureKind>,
+    /// Why, when it did not pass (and, for some passes, how it was judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
 /// How a case counts in the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Passed.
     Passed,
     /// Fails the run.
     Failed,
-    /// A SHOULD case that failed: reported, does not fail the run.
+    /// Only SHOULD checks failed: reported, does not fail the run.
     Advisory,
-    /// Listed as a known failure and failed (or errored).
+    /// Listed as a known failure and failed as listed.
     KnownFailure,
+    /// Listed as a known failure, but failed otherwise (another kind, or not the listed
+    /// check): fails the run until the entry is updated.
+    KnownFailureChanged,
     /// Listed as a known failure but passed: fails the run.
     UnexpectedPass,
     /// Unsupported or skipped.
     Skipped,
 }
 
+impl Outcome {
+    /// Whether the outcome fails the run.
+    pub fn fails_run(self) -> bool {
+        matches!(
+            self,
+            Outcome::Failed | Outcome::KnownFailureChanged | Outcome::UnexpectedPass
+        )
+    }
+}
+
 /// One case's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaseResult {
     /// The case id.
     pub id: String,
@@ -107,62 +212,140 @@ pub struct CaseResult {
     pub verdict: Verdict,
     /// How it counts.
     pub outcome: Outcome,
+    /// The data capabilities the reader does not declare that some version of the case needs:
+    /// those versions were judged by the refusal profile (they must be refused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refusal_profile: Vec<String>,
+    /// The kind of the case's first failure (its first failing MUST check, else its first
+    /// failing check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<FailureKind>,
+    /// The name of that check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_check: Option<String>,
     /// The known-failure reason, when listed.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_failure: Option<String>,
     /// Its checks, in run order.
     pub checks: Vec<CheckResult>,
 }
 
 impl CaseResult {
-    /// The first message of a check that did not pass.
+    /// A case result from its checks; the outcome is decided by [`Report::new`].
+    pub fn new(
+        id: &str,
+        area: &str,
+        level: Level,
+        requirements: Vec<String>,
+        tags: Vec<String>,
+        checks: Vec<CheckResult>,
+    ) -> CaseResult {
+        let mut c = CaseResult {
+            id: id.to_string(),
+            area: area.to_string(),
+            level,
+            requirements,
+            tags,
+            verdict: Verdict::of_checks(&checks),
+            outcome: Outcome::Skipped,
+            refusal_profile: Vec::new(),
+            kind: None,
+            failing_check: None,
+            known_failure: None,
+            checks,
+        };
+        let first = c.primary_failure().map(|k| (k.kind, k.name.clone()));
+        if let Some((kind, name)) = first {
+            c.kind = kind;
+            c.failing_check = Some(name);
+        }
+        c
+    }
+
+    /// The first failing MUST check, else the first failing check.
+    pub fn primary_failure(&self) -> Option<&CheckResult> {
+        let failing = || self.checks.iter().filter(|k| k.verdict.is_failure());
+        failing()
+            .find(|k| k.level == Level::Must)
+            .or_else(|| failing().next())
+    }
+
+    /// Whether a MUST check failed or was inconclusive, or any check errored.
+    pub fn fails_at_must(&self) -> bool {
+        self.checks.iter().any(|k| {
+            k.verdict == Verdict::Error || (k.verdict.is_failure() && k.level == Level::Must)
+        })
+    }
+
+    /// `<verdict> <check>: <message>` of the first failure.
     pub fn first_problem(&self) -> Option<String> {
-        self.checks
-            .iter()
-            .find(|c| c.verdict == self.verdict)
-            .and_then(|c| {
+        self.primary_failure().map(|c| {
+            format!(
+                "{} {}{}",
+                c.verdict.as_str(),
+                c.name,
                 c.message
                     .as_ref()
-                    .map(|m| format!("{} {}: {m}", c.verdict.as_str(), c.name))
-            })
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            )
+        })
     }
 }
 
 /// The counts of a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     /// Cases that passed.
     pub passed: usize,
-    /// Cases and known-failure entries that fail the run.
+    /// Everything that fails the run: cases and known-failure entries (the parts below).
     pub failed: usize,
     /// Unsupported and skipped cases.
     pub skipped: usize,
     /// Known failures that failed as listed.
     pub known_failures: usize,
-    /// SHOULD cases that failed.
+    /// Cases whose only failures are SHOULD checks.
     pub advisory: usize,
+    /// Of `failed`: cases with a failing MUST check (verdict fail).
+    pub failed_cases: usize,
     /// Of `failed`: cases with verdict `error`.
     pub errors: usize,
+    /// Of `failed`: cases with verdict `inconclusive`.
+    pub inconclusive: usize,
     /// Of `failed`: known failures that passed.
     pub unexpected_passes: usize,
+    /// Of `failed`: known failures that failed otherwise than listed.
+    pub changed_known_failures: usize,
     /// Of `failed`: known-failure entries naming no case.
     pub unmatched_entries: usize,
 }
 
 /// Lines to change in the known-failure file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KnownFailureUpdate {
-    /// The file.
-    pub file: String,
-    /// Lines to remove (cases that pass now, ids matching no case).
+    /// The file (`None` when the run had no known-failure file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Lines to remove (cases that pass now, changed entries, ids matching no case).
     pub remove: Vec<String>,
-    /// Lines to add (failing cases not listed).
+    /// Lines to add (failing cases not listed, changed entries as they are now).
     pub add: Vec<String>,
 }
 
+impl KnownFailureUpdate {
+    /// Whether nothing needs to change.
+    pub fn is_empty(&self) -> bool {
+        self.remove.is_empty() && self.add.is_empty()
+    }
+}
+
 /// The report of one run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
+    /// What the run is called (`--label`): the reader and its set-up, e.g. which feature
+    /// gates were on, which the handshake cannot tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// The reader.
     pub implementation: Implementation,
     /// Its declared capabilities.
@@ -171,9 +354,44 @@ pub struct Report {
     pub cases: Vec<CaseResult>,
     /// The counts.
     pub summary: Summary,
-    /// What to change in the known-failure file (when one was given).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub known_failures: Option<KnownFailureUpdate>,
+    /// What to change in the known-failure file (or to list in one).
+    pub known_failures: KnownFailureUpdate,
+}
+
+/// How an entry matches a failing case: as listed, or not.
+fn matches(entry: &Entry, c: &CaseResult) -> bool {
+    let check = match &entry.check {
+        Some(name) => c.checks.iter().find(|k| &k.name == name),
+        None => c.primary_failure(),
+    };
+    let Some(check) = check.filter(|k| k.verdict.is_failure()) else {
+        return false;
+    };
+    entry.kind.is_none_or(|k| check.kind == Some(k))
+}
+
+/// The known-failure line for a failing case as it fails now; `was` is the reason of the
+/// entry it replaces.
+pub fn entry_line(c: &CaseResult, was: Option<&str>) -> String {
+    let Some(check) = c.primary_failure() else {
+        return line_for(&c.id, None, None, c.verdict.as_str());
+    };
+    // The whole message, on one line; a testee's traceback (the detail of an `errored`) is
+    // left to the JSON report.
+    let mut reason = check
+        .message
+        .as_deref()
+        .unwrap_or(check.verdict.as_str())
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Traceback (most recent call last)"))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ");
+    if let Some(old) = was {
+        reason = format!("{reason} (was: {old})");
+    }
+    line_for(&c.id, check.kind, Some(&check.name), &reason)
 }
 
 impl Report {
@@ -187,55 +405,65 @@ impl Report {
         corpus_ids: &BTreeSet<String>,
     ) -> Report {
         let mut summary = Summary::default();
-        let mut update = known.map(|k| KnownFailureUpdate {
-            file: k.path.clone(),
+        let mut update = KnownFailureUpdate {
+            file: known.map(|k| k.path.clone()),
             ..KnownFailureUpdate::default()
-        });
+        };
         for c in &mut cases {
             let entry = known.and_then(|k| k.get(&c.id));
             c.known_failure = entry.map(|e| e.reason.clone());
-            c.outcome = match (c.verdict, entry.is_some(), c.level) {
-                (Verdict::Pass, true, _) => Outcome::UnexpectedPass,
-                (Verdict::Pass, false, _) => Outcome::Passed,
-                (Verdict::Fail | Verdict::Error, true, _) => Outcome::KnownFailure,
-                (Verdict::Fail, false, Level::Should) => Outcome::Advisory,
-                (Verdict::Fail | Verdict::Error, false, _) => Outcome::Failed,
-                (Verdict::Unsupported | Verdict::Skip, _, _) => Outcome::Skipped,
+            let failing = c.verdict.is_failure();
+            c.outcome = match (failing, c.verdict, entry) {
+                (false, Verdict::Pass, Some(_)) => Outcome::UnexpectedPass,
+                (false, Verdict::Pass, None) => Outcome::Passed,
+                (false, _, _) => Outcome::Skipped,
+                (true, _, Some(e)) if matches(e, c) => Outcome::KnownFailure,
+                (true, _, Some(_)) => Outcome::KnownFailureChanged,
+                (true, _, None) if c.fails_at_must() => Outcome::Failed,
+                (true, _, None) => Outcome::Advisory,
             };
             match c.outcome {
                 Outcome::Passed => summary.passed += 1,
                 Outcome::Failed => {
-                    summary.failed += 1;
-                    summary.errors += usize::from(c.verdict == Verdict::Error);
-                    if let Some(u) = &mut update {
-                        let reason = c
-                            .first_problem()
-                            .unwrap_or_else(|| c.verdict.as_str().into());
-                        u.add.push(line_for(&c.id, &reason));
+                    match c.verdict {
+                        Verdict::Error => summary.errors += 1,
+                        Verdict::Inconclusive => summary.inconclusive += 1,
+                        _ => summary.failed_cases += 1,
                     }
+                    update.add.push(entry_line(c, None));
                 }
                 Outcome::Advisory => summary.advisory += 1,
                 Outcome::KnownFailure => summary.known_failures += 1,
+                Outcome::KnownFailureChanged => {
+                    summary.changed_known_failures += 1;
+                    if let Some(e) = entry {
+                        update.remove.push(e.text.clone());
+                        update.add.push(entry_line(c, Some(&e.reason)));
+                    }
+                }
                 Outcome::UnexpectedPass => {
-                    summary.failed += 1;
                     summary.unexpected_passes += 1;
-                    if let (Some(u), Some(e)) = (&mut update, entry) {
-                        u.remove.push(e.text.clone());
+                    if let Some(e) = entry {
+                        update.remove.push(e.text.clone());
                     }
                 }
                 Outcome::Skipped => summary.skipped += 1,
             }
+            if c.outcome.fails_run() {
+                summary.failed += 1;
+            }
         }
-        if let (Some(k), Some(u)) = (known, &mut update) {
+        if let Some(k) = known {
             let mut ids = corpus_ids.clone();
             ids.extend(cases.iter().map(|c| c.id.clone()));
             for e in k.unmatched(&ids) {
                 summary.failed += 1;
                 summary.unmatched_entries += 1;
-                u.remove.push(e.text.clone());
+                update.remove.push(e.text.clone());
             }
         }
         Report {
+            label: None,
             implementation,
             capabilities,
             cases,
@@ -249,6 +477,16 @@ impl Report {
         self.summary.failed == 0
     }
 
+    /// What the run is called: its label, else `<name> <version>`.
+    pub fn title(&self) -> String {
+        self.label.clone().unwrap_or_else(|| {
+            format!(
+                "{} {}",
+                self.implementation.name, self.implementation.version
+            )
+        })
+    }
+
     /// The closing line, exactly `N passed, N failed, N skipped` (the form CI reads).
     pub fn closing_line(&self) -> String {
         let s = &self.summary;
@@ -258,12 +496,24 @@ impl Report {
         )
     }
 
-    /// The line before it: what `failed` and the uncounted outcomes are made of.
-    pub fn detail_line(&self) -> String {
+    /// The lines before it: what `failed` is made of, and what does not fail the run.
+    pub fn detail_lines(&self) -> [String; 2] {
         let s = &self.summary;
-        format!(
-            "summary: {} errors, {} unexpected passes, {} unmatched known-failure entries (all counted as failed); {} known failures, {} advisory (SHOULD) failures",
-            s.errors, s.unexpected_passes, s.unmatched_entries, s.known_failures, s.advisory
-        )
+        [
+            format!(
+                "failing the run ({}): {} failed, {} errored, {} inconclusive, {} known failures that passed, {} known failures that failed otherwise than listed, {} known-failure entries naming no case",
+                s.failed,
+                s.failed_cases,
+                s.errors,
+                s.inconclusive,
+                s.unexpected_passes,
+                s.changed_known_failures,
+                s.unmatched_entries
+            ),
+            format!(
+                "not failing the run: {} known failures as listed, {} advisory (only SHOULD checks failed), {} skipped (unsupported or declined)",
+                s.known_failures, s.advisory, s.skipped
+            ),
+        ]
     }
 }

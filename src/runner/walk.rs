@@ -16,7 +16,7 @@ use lance_reference::scan::scan;
 use lance_reference::worked_example::{AGE, AGE_INDEX, EMBEDDING, NAME, versions};
 use lance_reference::{exclusion, flags};
 
-use super::report::{CaseResult, CheckResult, Outcome, Verdict};
+use super::report::{CaseResult, CheckResult, FailureKind, Verdict};
 use crate::case::Level;
 
 /// One claim of the walk.
@@ -188,24 +188,25 @@ pub fn as_case() -> CaseResult {
             .map(|c| CheckResult {
                 name: format!("step {}: {}", c.step, c.claim),
                 verdict: if c.ok { Verdict::Pass } else { Verdict::Fail },
+                level: Level::Must,
+                kind: (!c.ok).then_some(FailureKind::WrongValue),
                 message: (!c.ok).then(|| c.trail.join("\n")),
             })
             .collect(),
         Err(e) => vec![CheckResult {
             name: "walk".into(),
             verdict: Verdict::Error,
+            level: Level::Must,
+            kind: Some(FailureKind::Crash),
             message: Some(format!("{e:#}")),
         }],
     };
-    CaseResult {
-        id: "worked-example-walk".into(),
-        area: "spec".into(),
-        level: Level::Must,
-        requirements: vec!["OVL-PREC-1".into(), "OVL-QRY-1".into(), "OVL-FOLD-1".into()],
-        tags: vec!["self-check".into()],
-        verdict: Verdict::of_checks(&checks),
-        outcome: Outcome::Skipped,
-        known_failure: None,
+    CaseResult::new(
+        "worked-example-walk",
+        "spec",
+        Level::Must,
+        vec!["OVL-PREC-1".into(), "OVL-QRY-1".into(), "OVL-FOLD-1".into()],
+        vec!["self-check".into()],
         checks,
-    }
+    )
 }

@@ -171,6 +171,7 @@ pub(super) fn overlay_commit(
         tombstone,
         relabel,
         struct_coverage,
+        list_ancestors,
         overlays,
     } = step
     else {
@@ -186,12 +187,14 @@ pub(super) fn overlay_commit(
             tombstone: tombstone.clone(),
             relabel: relabel.clone(),
             struct_coverage: struct_coverage.clone(),
+            list_ancestors: *list_ancestors,
         }),
         (None, None)
             if fields.is_none()
                 && tombstone.is_empty()
                 && relabel.is_empty()
-                && struct_coverage.is_empty() => {}
+                && struct_coverage.is_empty()
+                && *list_ancestors => {}
         _ => {
             return Err("an inline overlay needs both `shape` and `cells`"
                 .to_string()
@@ -277,6 +280,11 @@ fn overlay(
         }
         reorder(&mut overlay, &ids, schema)?;
     }
+    let added = if spec.list_ancestors {
+        add_ancestors(&mut overlay, schema)
+    } else {
+        Vec::new()
+    };
     let dead: Vec<FieldId> = spec
         .tombstone
         .iter()
@@ -286,6 +294,7 @@ fn overlay(
         tombstone_fields(&mut overlay, &dead);
     }
     relabel(&mut overlay, schema, &spec.relabel)?;
+    settle_ancestors(&mut overlay, schema, &added);
     for (name, offsets) in &spec.struct_coverage {
         let id = id_of(name)?;
         if schema
@@ -335,6 +344,83 @@ fn offset_key(key: &str) -> Result<Vec<u32>, String> {
         return Err(bad());
     }
     Ok((start..end).step_by(step as usize).collect())
+}
+
+/// Lists every struct ancestor of a field the overlay carries, outermost first, right before
+/// the first position of its descendants, as Lance's writer lays out an overlay on struct
+/// children (a struct position is a container: readers take no values from it). The struct's
+/// column stays empty (the file writer stores one present struct per covered offset); in a
+/// sparse overlay its bitmap is the union of its listed descendants' bitmaps.
+fn add_ancestors(overlay: &mut Overlay, schema: &Schema) -> Vec<FieldId> {
+    let mut added = Vec::new();
+    let mut pos = 0;
+    while pos < overlay.file.fields.len() {
+        let id = overlay.file.fields[pos];
+        let chain = schema.ancestry(id);
+        let missing: Vec<FieldId> = chain
+            .iter()
+            .take(chain.len().saturating_sub(1))
+            .copied()
+            .filter(|a| !overlay.file.fields.contains(a))
+            .collect();
+        for (k, ancestor) in missing.iter().enumerate() {
+            let union = match &overlay.coverage {
+                Coverage::Sparse(bitmaps) => Some(
+                    overlay
+                        .file
+                        .fields
+                        .iter()
+                        .zip(bitmaps)
+                        .filter(|(f, _)| schema.ancestry(**f).contains(ancestor))
+                        .fold(RoaringBitmap::new(), |acc, (_, b)| acc | b),
+                ),
+                Coverage::Dense(_) => None,
+            };
+            overlay.file.fields.insert(pos + k, *ancestor);
+            overlay.file.columns.insert(pos + k, Vec::new());
+            if let (Coverage::Sparse(bitmaps), Some(b)) = (&mut overlay.coverage, union) {
+                bitmaps.insert(pos + k, b);
+            }
+        }
+        pos += missing.len() + 1;
+        added.extend(missing);
+    }
+    added
+}
+
+/// Settles the struct positions [`add_ancestors`] listed once tombstones and relabels are
+/// applied: a struct that no longer contains a live field of the overlay is tombstoned, and in
+/// a sparse overlay a struct's bitmap is the union of its live descendants' bitmaps. A
+/// container's coverage would otherwise still count for lineage stamping ([OVL-LIN-1]), where
+/// a struct id is a live field like any other.
+fn settle_ancestors(overlay: &mut Overlay, schema: &Schema, added: &[FieldId]) {
+    let fields = overlay.file.fields.clone();
+    for (pos, id) in fields.iter().enumerate() {
+        if !added.contains(id) {
+            continue;
+        }
+        let live: Vec<usize> = fields
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| **f >= 0 && *f != id && schema.ancestry(**f).contains(id))
+            .map(|(p, _)| p)
+            .collect();
+        if live.is_empty() {
+            if let Some(slot) = overlay.file.fields.get_mut(pos) {
+                *slot = -2;
+            }
+            continue;
+        }
+        if let Coverage::Sparse(bitmaps) = &mut overlay.coverage {
+            let union = live
+                .iter()
+                .filter_map(|p| bitmaps.get(*p))
+                .fold(RoaringBitmap::new(), |acc, b| acc | b);
+            if let Some(slot) = bitmaps.get_mut(pos) {
+                *slot = union;
+            }
+        }
+    }
 }
 
 /// Writes the positions of the fields named in `relabel` with the given reserved negative ids

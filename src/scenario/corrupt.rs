@@ -187,6 +187,14 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             let id = field(name)?;
             duplicate_base_field(snapshot, *fragment, id).map_err(missing)?;
         }
+        Corruption::SetIndexCoverage { index, fragments } => {
+            snapshot
+                .indices
+                .iter_mut()
+                .find(|i| i.name == *index)
+                .ok_or_else(|| missing(format!("no index {index:?}")))?
+                .fragment_bitmap = Some(fragments.iter().copied().collect());
+        }
         Corruption::MalformedRoaring { .. }
         | Corruption::PathEscapesRoot { .. }
         | Corruption::DropOverlayDataFile { .. }
@@ -211,7 +219,8 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         | Corruption::SignedDeletionOffsets { .. }
         | Corruption::WrongColumnType { .. }
         | Corruption::MissingOverlayFile { .. }
-        | Corruption::SetExternalLineage { .. } => {
+        | Corruption::SetExternalLineage { .. }
+        | Corruption::DamageIndexFiles { .. } => {
             return Err(CorruptError::BytesOnly { what });
         }
     }

@@ -3,7 +3,7 @@
 //! equivalent re-encodings of a written version ([`crate::case::step::Reencoding`]).
 //!
 //! Invariant: each edit step is one commit that changes exactly what it names, and the result
-//! passes the same validation as every other version ([`Run::commit`]). A re-encoding changes
+//! passes the same validation as every other version (`Run::commit`). A re-encoding changes
 //! no decoded value: [`plan`] turns it into the bytes or the column order the store writes,
 //! and the store's read-back check proves the version still reads as committed.
 

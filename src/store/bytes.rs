@@ -529,7 +529,7 @@ fn rewrite_column(
     let data_err = |error| {
         StoreError::from(DatasetError::DataFile {
             field: path.to_string(),
-            error,
+            error: Box::new(error),
         })
     };
     let contents = read_data_file(good, path).map_err(data_err)?;
@@ -657,6 +657,9 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
                 std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
             write(root, &format!("{VERSIONS_DIR}/{version}.manifest"), &bytes)
         }
+        Corruption::DamageIndexFiles { index, damage } => {
+            super::index_damage::damage(root, version, index, damage).map_err(missing)
+        }
         Corruption::DamageLineageColumn { .. }
         | Corruption::DuplicateLineageColumn { .. }
         | Corruption::MalformedLineage { .. }
@@ -686,7 +689,8 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
         | Corruption::DropLineageColumn { .. }
         | Corruption::DeletionPastEnd { .. }
         | Corruption::DuplicateBaseField { .. }
-        | Corruption::ExtraOverlayValue { .. } => {
+        | Corruption::ExtraOverlayValue { .. }
+        | Corruption::SetIndexCoverage { .. } => {
             Err(missing("a content corruption has no byte form".into()))
         }
     }

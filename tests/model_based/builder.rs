@@ -349,6 +349,7 @@ impl Builder {
                     dead.iter().map(|f| (f.to_string(), -9)).collect()
                 },
                 struct_coverage: BTreeMap::new(),
+                list_ancestors: true,
             });
         }
         let step = if specs.len() == 1 {
@@ -361,6 +362,7 @@ impl Builder {
                 tombstone: spec.tombstone,
                 relabel: spec.relabel,
                 struct_coverage: spec.struct_coverage,
+                list_ancestors: spec.list_ancestors,
                 overlays: Vec::new(),
             }
         } else {
@@ -372,6 +374,7 @@ impl Builder {
                 tombstone: Vec::new(),
                 relabel: BTreeMap::new(),
                 struct_coverage: BTreeMap::new(),
+                list_ancestors: true,
                 overlays: specs,
             }
         };

@@ -38,7 +38,7 @@ mod tests;
 pub use container::FileVersion;
 pub use error::DataFileError;
 pub use reader::{DataFileContents, FileField, PageSummary, read_data_file};
-pub use writer::{ColumnData, write_data_file};
+pub use writer::{ColumnData, FileExtras, write_data_file, write_data_file_with};
 
 /// The most values this reader decodes for one column or one page subtree (4 Mi). A file that
 /// claims more (for example an all-NULL page of 2^60 rows, which needs no bytes) is refused

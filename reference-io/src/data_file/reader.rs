@@ -73,6 +73,7 @@ pub struct DataFileContents<'a> {
     num_rows: u64,
     schema: Vec<FileField>,
     schema_metadata: BTreeMap<String, Vec<u8>>,
+    global_buffers: Vec<Extent>,
     columns: Vec<Column>,
 }
 
@@ -95,6 +96,18 @@ impl<'a> DataFileContents<'a> {
     /// The file schema's key/value metadata.
     pub fn schema_metadata(&self) -> &BTreeMap<String, Vec<u8>> {
         &self.schema_metadata
+    }
+
+    /// The bytes of global buffer `index` (0 is the `FileDescriptor`), when the file has it.
+    pub fn global_buffer(&self, index: usize) -> Option<&'a [u8]> {
+        self.global_buffers
+            .get(index)
+            .and_then(|g| g.slice(self.bytes))
+    }
+
+    /// Number of global buffers, the descriptor included.
+    pub fn num_global_buffers(&self) -> usize {
+        self.global_buffers.len()
     }
 
     /// Number of columns.
@@ -377,6 +390,7 @@ pub fn read_data_file<'a>(
         num_rows: descriptor.length,
         schema: fields,
         schema_metadata: schema.metadata,
+        global_buffers: layout.global_buffers.clone(),
         columns,
     })
 }

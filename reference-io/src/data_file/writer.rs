@@ -33,13 +33,49 @@ pub struct ColumnData {
     pub field: Field,
     /// The values, one per row. A struct column holds `Value::Struct(vec![])` per row.
     pub values: Vec<Value>,
+    /// The column is `uint32` in the file: `field` is `int32` and each value holds the bit
+    /// pattern of a `uint32` (the model has no unsigned 32-bit type; index files need one).
+    pub uint32: bool,
 }
 
 impl ColumnData {
     /// A column of `field` holding `values`.
     pub fn new(field: Field, values: Vec<Value>) -> ColumnData {
-        ColumnData { field, values }
+        ColumnData {
+            field,
+            values,
+            uint32: false,
+        }
     }
+
+    /// A non-nullable `uint32` column named `name` with field id `id`.
+    pub fn uint32(id: i32, name: &str, values: &[u32]) -> ColumnData {
+        ColumnData {
+            field: Field {
+                id,
+                parent_id: -1,
+                name: name.to_string(),
+                data_type: DataType::Int32,
+                nullable: false,
+            },
+            values: values
+                .iter()
+                .map(|v| Value::Int32(i32::from_ne_bytes(v.to_ne_bytes())))
+                .collect(),
+            uint32: true,
+        }
+    }
+}
+
+/// What a file holds beyond its columns: schema metadata and extra global buffers (index files
+/// use both; data files use neither).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FileExtras {
+    /// `FileDescriptor.schema.metadata`, written in key order.
+    pub metadata: std::collections::BTreeMap<String, Vec<u8>>,
+    /// Global buffers 1, 2, ...: written first in the file, each padded to 64 bytes, and
+    /// listed after the descriptor (global buffer 0) in the offset table.
+    pub global_buffers: Vec<Vec<u8>>,
 }
 
 /// Checks that the columns are a pre-order field list and every value fits its field.
@@ -103,7 +139,7 @@ fn check_columns(columns: &[ColumnData]) -> Result<(), DataFileError> {
 /// The file schema entry Lance writes for `field`: `type` 0, and the v1 `encoding` hint it
 /// derives from the Arrow type (PLAIN for fixed-width types, VAR_BINARY for strings, none for
 /// structs). Readers ignore the hint; writing it keeps the bytes identical to Lance's.
-fn schema_field(field: &Field) -> pbf::Field {
+fn schema_field(field: &Field, uint32: bool) -> pbf::Field {
     let encoding = match field.data_type {
         DataType::Struct => pbf::Encoding::None,
         DataType::Utf8 => pbf::Encoding::VarBinary,
@@ -113,7 +149,11 @@ fn schema_field(field: &Field) -> pbf::Field {
         name: field.name.clone(),
         id: field.id,
         parent_id: field.parent_id,
-        logical_type: field.data_type.logical_type(),
+        logical_type: if uint32 {
+            "uint32".to_string()
+        } else {
+            field.data_type.logical_type()
+        },
         nullable: field.nullable,
         encoding: encoding as i32,
         ..Default::default()
@@ -140,8 +180,36 @@ fn pad(out: &mut Vec<u8>) {
 /// Writes `columns` as one Lance v2.0 data file and returns its bytes. The file's row count
 /// (`FileDescriptor.length`) is the longest column's; columns may differ in length.
 pub fn write_data_file(columns: &[ColumnData]) -> Result<Vec<u8>, DataFileError> {
+    write_data_file_with(columns, &FileExtras::default())
+}
+
+/// [`write_data_file`] with schema metadata and extra global buffers ([`FileExtras`]).
+pub fn write_data_file_with(
+    columns: &[ColumnData],
+    extras: &FileExtras,
+) -> Result<Vec<u8>, DataFileError> {
     check_columns(columns)?;
+    if let Some((column, c)) = columns
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.uint32 && c.field.data_type != DataType::Int32)
+    {
+        return Err(DataFileError::BadFieldOrder {
+            column,
+            field: c.field.id,
+            problem: "a uint32 column must carry int32 bit patterns".into(),
+        });
+    }
     let mut out: Vec<u8> = Vec::new();
+    let mut extra_extents = Vec::with_capacity(extras.global_buffers.len());
+    for b in &extras.global_buffers {
+        extra_extents.push(Extent {
+            position: out.len() as u64,
+            size: b.len() as u64,
+        });
+        out.extend_from_slice(b);
+        pad(&mut out);
+    }
     let column_encoding = enc::ColumnEncoding {
         column_encoding: Some(enc::column_encoding::ColumnEncoding::Values(())),
     };
@@ -179,8 +247,11 @@ pub fn write_data_file(columns: &[ColumnData]) -> Result<Vec<u8>, DataFileError>
         .unwrap_or(0);
     let descriptor = pbf::FileDescriptor {
         schema: Some(pbf::Schema {
-            fields: columns.iter().map(|c| schema_field(&c.field)).collect(),
-            metadata: Default::default(),
+            fields: columns
+                .iter()
+                .map(|c| schema_field(&c.field, c.uint32))
+                .collect(),
+            metadata: extras.metadata.clone(),
         }),
         length,
     };
@@ -206,12 +277,14 @@ pub fn write_data_file(columns: &[ColumnData]) -> Result<Vec<u8>, DataFileError>
     let cmo_table_start = out.len() as u64;
     out.extend_from_slice(&offset_table_bytes(&column_extents));
     let gbo_table_start = out.len() as u64;
-    out.extend_from_slice(&offset_table_bytes(&[descriptor_extent]));
+    let mut global_extents = vec![descriptor_extent];
+    global_extents.extend(extra_extents);
+    out.extend_from_slice(&offset_table_bytes(&global_extents));
     let footer = Footer {
         column_meta_start,
         cmo_table_start,
         gbo_table_start,
-        num_global_buffers: 1,
+        num_global_buffers: u32::try_from(global_extents.len()).unwrap_or(u32::MAX),
         num_columns: u32::try_from(columns.len()).unwrap_or(u32::MAX),
         version: WRITER_VERSION,
     };

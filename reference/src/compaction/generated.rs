@@ -210,6 +210,19 @@ pub fn entries_as_of(
             .enumerate()
         {
             if let Some(value) = v {
+                // A vector index holds no NULL vector and no vector with a NULL item.
+                let is_vector = matches!(
+                    schema.field(field).map(|x| &x.data_type),
+                    Some(crate::model::DataType::FixedSizeList { .. })
+                );
+                let rankless = match &value {
+                    Value::Null => true,
+                    Value::Vector(items) => items.iter().any(Option::is_none),
+                    _ => false,
+                };
+                if is_vector && rankless {
+                    continue;
+                }
                 out.push(IndexEntry {
                     fragment: f.id,
                     offset: offset as u32,

@@ -65,7 +65,7 @@ pub enum QueryError {
         /// A field of the predicate other than the key.
         field: FieldId,
     },
-    /// The predicate nests `And`/`Or` deeper than [`MAX_PREDICATE_DEPTH`].
+    /// The predicate nests `And`/`Or` deeper than [`MAX_PREDICATE_DEPTH`](super::MAX_PREDICATE_DEPTH).
     #[error("predicate nests deeper than {limit} levels")]
     PredicateTooDeep {
         /// The limit.

@@ -1,0 +1,907 @@
+//! The files of an index (`_indices/<uuid>/`): a BTree scalar index and an IVF_FLAT vector
+//! index with one partition, written as Lance 14.0.2 writes them and read back with every check
+//! a reader needs before it answers a query from them.
+//!
+//! Invariant: [`btree_files`] and [`ivf_files`] are deterministic (sorted metadata, no clock,
+//! a fixed centroid) and write exactly the layouts below; [`read_btree`] and [`read_ivf`]
+//! accept those layouts, and Lance 14's own files for the same content (whose metadata comes in
+//! any order and may carry a training loss), and refuse anything else with an
+//! [`IndexFileError`] naming the file. The readers return the stored `(id, value)` pairs; what
+//! an id means (row address or row id) and whether the pairs agree with the table is decided
+//! by [`crate::read`], which knows the manifest and the version the index claims.
+//!
+//! Every file is a Lance v2.0 file ([`crate::data_file`]):
+//!
+//! ```text
+//! BTree   page_data.lance    values: <key type>, nullable   ids: uint64 (row addresses)
+//!                            rows sorted NULLs first, then by value, ties by id
+//!         page_lookup.lance  min, max: <key type>, nullable   null_count, page_idx: uint32
+//!                            one row per page of batch_size data rows;
+//!                            metadata batch_size = "<B>", range_partitioned = "false"
+//! IVF     index.idx          __flat_marker: uint64, no rows
+//!                            global buffer 1: IVF {offsets [0], lengths [0],
+//!                                                  centroids [1, N] FLOAT32 zeros}
+//!                            metadata lance:flat = [""], lance:index =
+//!                            {"type":"IVF_FLAT","distance_type":"l2"}, lance:ivf = "1"
+//!         auxiliary.idx      _rowid: uint64 (row ids)   flat: fixed_size_list<float32, N>
+//!                            rows in ascending row id order
+//!                            global buffer 1: IVF {offsets [0], lengths [rows]}
+//!                            metadata distance_type = "l2", lance:ivf = "1",
+//!                            storage_metadata = ["{\"dim\":N}"]
+//! ```
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+
+use prost::Message;
+
+use crate::data_file::{
+    ColumnData, DataFileContents, DataFileError, FileExtras, read_data_file, write_data_file_with,
+};
+use lance_reference::model::{DataType, Field, Value};
+use lance_reference::proto::lance::index::pb as ipb;
+
+/// The directory holding every index's files.
+pub const INDICES_DIR: &str = "_indices";
+/// A BTree's data file.
+pub const BTREE_DATA: &str = "page_data.lance";
+/// A BTree's page lookup file.
+pub const BTREE_LOOKUP: &str = "page_lookup.lance";
+/// An IVF index's partition file.
+pub const IVF_INDEX: &str = "index.idx";
+/// An IVF index's vector storage file.
+pub const IVF_STORAGE: &str = "auxiliary.idx";
+/// The rows per BTree page when a lookup file does not say (Lance's default).
+pub const DEFAULT_BATCH_SIZE: u64 = 4096;
+/// `lance:index` of the vector index the kit writes.
+pub const IVF_FLAT_INDEX_META: &str = r#"{"type":"IVF_FLAT","distance_type":"l2"}"#;
+
+/// What is wrong with an index's files.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IndexFileError {
+    /// A file's size differs from the size the manifest's `files` list gives it.
+    #[error("{file}: the manifest lists {listed} bytes, the file has {actual}")]
+    SizeMismatch {
+        /// The file.
+        file: String,
+        /// `IndexFile.size_bytes`.
+        listed: u64,
+        /// The bytes on disk.
+        actual: u64,
+    },
+    /// A file is not a Lance file the reader can parse.
+    #[error("{error}")]
+    DataFile {
+        /// The data-file reader's error (it names the file).
+        error: DataFileError,
+    },
+    /// A file parses but is not laid out as its kind requires (columns, types, metadata,
+    /// partition buffers).
+    #[error("{file}: {problem}")]
+    Layout {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A BTree lookup row does not describe its page of data rows.
+    #[error("{file}: page {page}: {problem}")]
+    LookupMismatch {
+        /// The lookup file.
+        file: String,
+        /// The page (lookup row).
+        page: u64,
+        /// What differs.
+        problem: String,
+    },
+    /// BTree data rows are out of order.
+    #[error("{file}: row {row} sorts before row {previous}")]
+    Unsorted {
+        /// The data file.
+        file: String,
+        /// The first row out of order.
+        row: u64,
+        /// The row before it.
+        previous: u64,
+    },
+    /// Two stored rows carry the same id.
+    #[error("{file}: id {id} is stored twice")]
+    DuplicateId {
+        /// The file.
+        file: String,
+        /// The id.
+        id: u64,
+    },
+    /// A stored id names no row the index may hold (no such fragment or offset at the
+    /// index's `dataset_version`, or a row that was deleted then).
+    #[error("index {index:?}: stored id {id}: {problem}")]
+    UnknownRow {
+        /// The index name.
+        index: String,
+        /// The stored id (row address or row id).
+        id: u64,
+        /// Why it names no row.
+        problem: String,
+    },
+    /// A row of a fragment in `fragment_bitmap` has no entry in the files.
+    #[error(
+        "index {index:?}: fragment {fragment} offset {offset} is covered (fragment_bitmap) but the index files hold no entry for it"
+    )]
+    MissingEntry {
+        /// The index name.
+        index: String,
+        /// Fragment id.
+        fragment: u64,
+        /// Physical offset.
+        offset: u32,
+    },
+    /// `fragment_bitmap` names a fragment the table holds now that did not exist at the
+    /// index's `dataset_version`: the index claims rows it never saw.
+    #[error(
+        "index {index:?}: fragment_bitmap covers fragment {fragment}, which did not exist at dataset_version {dataset_version}, so the index files hold nothing for its rows"
+    )]
+    CoverageWithoutEntries {
+        /// The index name.
+        index: String,
+        /// Fragment id.
+        fragment: u64,
+        /// The version the index claims.
+        dataset_version: u64,
+    },
+    /// A stored value differs from the row's value at the index's `dataset_version`.
+    #[error(
+        "index {index:?}: fragment {fragment} offset {offset} stores {stored}, but the row held {expected} at dataset_version {dataset_version}"
+    )]
+    StaleEntry {
+        /// The index name.
+        index: String,
+        /// Fragment id.
+        fragment: u64,
+        /// Physical offset.
+        offset: u32,
+        /// The stored value.
+        stored: String,
+        /// The value at `dataset_version`.
+        expected: String,
+        /// The version the index claims.
+        dataset_version: u64,
+    },
+    /// An index this reader does not read (`index_version`, a layout option, a key type).
+    #[error("{file}: unsupported: {feature}")]
+    Unsupported {
+        /// The file or manifest field.
+        file: String,
+        /// What is not supported.
+        feature: String,
+    },
+}
+
+lance_reference::error_codes! {IndexFileError {
+    IndexFileError::SizeMismatch { .. } => code("index_file_size_mismatch", Malformed, "An index file's size differs from its `IndexMetadata.files` entry"),
+    IndexFileError::DataFile { error } => wraps(error: DataFileError),
+    IndexFileError::Layout { .. } => code("index_file_layout", Malformed, "An index file is not laid out as its kind requires (columns, types, metadata, partition buffers)"),
+    IndexFileError::LookupMismatch { .. } => code("btree_lookup_mismatch", Invalid, "A BTree lookup row does not describe its page (first value, last value, NULL count, page number)"),
+    IndexFileError::Unsorted { .. } => code("btree_unsorted", Invalid, "BTree data rows are not sorted NULLs first, then by value"),
+    IndexFileError::DuplicateId { .. } => code("index_duplicate_id", Invalid, "An index file stores one row id or address twice"),
+    IndexFileError::UnknownRow { .. } => code("index_entry_unknown_row", Invalid, "An index entry names no row the index may hold at its `dataset_version`"),
+    IndexFileError::MissingEntry { .. } => code("index_entry_missing", Invalid, "A row of a fragment in `fragment_bitmap` has no entry in the index files"),
+    IndexFileError::CoverageWithoutEntries { .. } => code("index_coverage_without_entries", Invalid, "`fragment_bitmap` names a fragment of the table that did not exist at the index's `dataset_version`"),
+    IndexFileError::StaleEntry { .. } => code("index_entry_mismatch", Invalid, "An index entry's value differs from the row's value at the index's `dataset_version`"),
+    IndexFileError::Unsupported { .. } => code("index_unsupported", UnsupportedFeature, "An index version, layout option or key type this reader does not read"),
+}}
+
+/// The hyphenated lowercase text form of a uuid (the index's directory name).
+pub fn uuid_string(uuid: &[u8; 16]) -> String {
+    let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// `_indices/<uuid>`: the directory of an index's files, relative to the dataset root.
+pub fn index_dir(uuid: &[u8; 16]) -> String {
+    format!("{INDICES_DIR}/{}", uuid_string(uuid))
+}
+
+/// The order of BTree data rows: NULL first, then numbers numerically (floats by IEEE total
+/// order), `false < true`, strings by bytes.
+pub fn key_order(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Null, Value::Null) => Ordering::Equal,
+        (Value::Null, _) => Ordering::Less,
+        (_, Value::Null) => Ordering::Greater,
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Int32(x), Value::Int32(y)) => x.cmp(y),
+        (Value::Int64(x), Value::Int64(y)) => x.cmp(y),
+        (Value::UInt64(x), Value::UInt64(y)) => x.cmp(y),
+        (Value::Float32(x), Value::Float32(y)) => x.total_cmp(y),
+        (Value::Float64(x), Value::Float64(y)) => x.total_cmp(y),
+        (Value::Utf8(x), Value::Utf8(y)) => x.as_bytes().cmp(y.as_bytes()),
+        _ => Ordering::Equal,
+    }
+}
+
+/// Whether a BTree can be keyed on `data_type`.
+pub fn btree_key_type(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Bool
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt64
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Utf8
+    )
+}
+
+fn field(id: i32, name: &str, data_type: DataType, nullable: bool) -> Field {
+    Field {
+        id,
+        parent_id: -1,
+        name: name.to_string(),
+        data_type,
+        nullable,
+    }
+}
+
+fn layout_error(file: &str, problem: impl Into<String>) -> IndexFileError {
+    IndexFileError::Layout {
+        file: file.to_string(),
+        problem: problem.into(),
+    }
+}
+
+fn written(file: &str, r: Result<Vec<u8>, DataFileError>) -> Result<Vec<u8>, IndexFileError> {
+    r.map_err(|error| match error {
+        DataFileError::ValueTypeMismatch { .. } | DataFileError::NullInNonNullable { .. } => {
+            layout_error(file, error.to_string())
+        }
+        error => IndexFileError::DataFile { error },
+    })
+}
+
+/// The two files of a BTree over `entries` (`(row address, key value)`, any order), keyed on
+/// `key_type`, with pages of `batch_size` rows. Returned as `(name, bytes)`, sorted by name.
+pub fn btree_files(
+    key_type: &DataType,
+    entries: &[(u64, Value)],
+    batch_size: u64,
+) -> Result<Vec<(String, Vec<u8>)>, IndexFileError> {
+    btree_files_stating(key_type, entries, batch_size, batch_size)
+}
+
+/// [`btree_files`] with pages of `batch_size` rows but `stated` written as the lookup's
+/// `batch_size` metadata. Only a damaged index states another size than it uses (negative
+/// cases make one this way).
+pub fn btree_files_stating(
+    key_type: &DataType,
+    entries: &[(u64, Value)],
+    batch_size: u64,
+    stated: u64,
+) -> Result<Vec<(String, Vec<u8>)>, IndexFileError> {
+    if !btree_key_type(key_type) {
+        return Err(IndexFileError::Unsupported {
+            file: BTREE_DATA.into(),
+            feature: format!("a BTree keyed on {}", key_type.logical_type()),
+        });
+    }
+    if batch_size == 0 {
+        return Err(layout_error(BTREE_LOOKUP, "batch_size must be at least 1"));
+    }
+    let mut rows: Vec<&(u64, Value)> = entries.iter().collect();
+    rows.sort_by(|a, b| key_order(&a.1, &b.1).then(a.0.cmp(&b.0)));
+    let data = write_data_file_with(
+        &[
+            ColumnData::new(
+                field(0, "values", key_type.clone(), true),
+                rows.iter().map(|r| r.1.clone()).collect(),
+            ),
+            ColumnData::new(
+                field(1, "ids", DataType::UInt64, false),
+                rows.iter().map(|r| Value::UInt64(r.0)).collect(),
+            ),
+        ],
+        &FileExtras::default(),
+    );
+    let data = written(BTREE_DATA, data)?;
+    let chunk = usize::try_from(batch_size).unwrap_or(usize::MAX);
+    let (mut mins, mut maxs, mut nulls, mut pages) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (p, page) in rows.chunks(chunk).enumerate() {
+        mins.push(page.first().map_or(Value::Null, |r| r.1.clone()));
+        maxs.push(page.last().map_or(Value::Null, |r| r.1.clone()));
+        nulls
+            .push(u32::try_from(page.iter().filter(|r| r.1.is_null()).count()).unwrap_or(u32::MAX));
+        pages.push(u32::try_from(p).unwrap_or(u32::MAX));
+    }
+    let extras = FileExtras {
+        metadata: BTreeMap::from([
+            ("batch_size".to_string(), stated.to_string().into_bytes()),
+            ("range_partitioned".to_string(), b"false".to_vec()),
+        ]),
+        global_buffers: Vec::new(),
+    };
+    let lookup = write_data_file_with(
+        &[
+            ColumnData::new(field(0, "min", key_type.clone(), true), mins),
+            ColumnData::new(field(1, "max", key_type.clone(), true), maxs),
+            ColumnData::uint32(2, "null_count", &nulls),
+            ColumnData::uint32(3, "page_idx", &pages),
+        ],
+        &extras,
+    );
+    let lookup = written(BTREE_LOOKUP, lookup)?;
+    Ok(vec![
+        (BTREE_DATA.to_string(), data),
+        (BTREE_LOOKUP.to_string(), lookup),
+    ])
+}
+
+fn ivf_message(lengths: Vec<u32>, centroids: Option<(u32, u32)>) -> Vec<u8> {
+    let partitions = lengths.len();
+    let mut offsets = Vec::with_capacity(partitions);
+    let mut at = 0u64;
+    for l in &lengths {
+        offsets.push(at);
+        at += u64::from(*l);
+    }
+    ipb::Ivf {
+        centroids: Vec::new(),
+        offsets,
+        lengths,
+        centroids_tensor: centroids.map(|(p, dimension)| ipb::Tensor {
+            data_type: ipb::tensor::DataType::Float32 as i32,
+            shape: vec![p, dimension],
+            data: vec![0u8; 4 * p as usize * dimension as usize],
+        }),
+        loss: None,
+    }
+    .encode_to_vec()
+}
+
+/// The two files of an IVF_FLAT index with one partition (centroid zero) over `entries`
+/// (`(row id, vector)`, any order; every vector has `dimension` non-NULL items). Returned as
+/// `(name, bytes)`, sorted by name.
+pub fn ivf_files(
+    dimension: u32,
+    entries: &[(u64, Value)],
+) -> Result<Vec<(String, Vec<u8>)>, IndexFileError> {
+    let mut rows: Vec<&(u64, Value)> = entries.iter().collect();
+    rows.sort_by_key(|r| r.0);
+    for r in &rows {
+        let ok = matches!(&r.1, Value::Vector(v) if v.len() == dimension as usize && v.iter().all(Option::is_some));
+        if !ok {
+            return Err(layout_error(
+                IVF_STORAGE,
+                format!(
+                    "row id {}: {} is not a vector of {dimension} items",
+                    r.0, r.1
+                ),
+            ));
+        }
+    }
+    let count = u32::try_from(rows.len())
+        .map_err(|_| layout_error(IVF_STORAGE, "more rows than a partition length can count"))?;
+    let index = write_data_file_with(
+        &[ColumnData::new(
+            field(0, "__flat_marker", DataType::UInt64, false),
+            Vec::new(),
+        )],
+        &FileExtras {
+            metadata: BTreeMap::from([
+                ("lance:flat".to_string(), br#"[""]"#.to_vec()),
+                (
+                    "lance:index".to_string(),
+                    IVF_FLAT_INDEX_META.as_bytes().to_vec(),
+                ),
+                ("lance:ivf".to_string(), b"1".to_vec()),
+            ]),
+            global_buffers: vec![ivf_message(vec![0], Some((1, dimension)))],
+        },
+    );
+    let index = written(IVF_INDEX, index)?;
+    let storage = write_data_file_with(
+        &[
+            ColumnData::new(
+                field(0, "_rowid", DataType::UInt64, true),
+                rows.iter().map(|r| Value::UInt64(r.0)).collect(),
+            ),
+            ColumnData::new(
+                field(1, "flat", DataType::FixedSizeList { dimension }, false),
+                rows.iter().map(|r| r.1.clone()).collect(),
+            ),
+        ],
+        &FileExtras {
+            metadata: BTreeMap::from([
+                ("distance_type".to_string(), b"l2".to_vec()),
+                ("lance:ivf".to_string(), b"1".to_vec()),
+                (
+                    "storage_metadata".to_string(),
+                    format!(r#"["{{\"dim\":{dimension}}}"]"#).into_bytes(),
+                ),
+            ]),
+            global_buffers: vec![ivf_message(vec![count], None)],
+        },
+    );
+    let storage = written(IVF_STORAGE, storage)?;
+    Ok(vec![
+        (IVF_STORAGE.to_string(), storage),
+        (IVF_INDEX.to_string(), index),
+    ])
+}
+
+/// Parses one index file.
+fn parse<'a>(name: &str, bytes: &'a [u8]) -> Result<DataFileContents<'a>, IndexFileError> {
+    read_data_file(bytes, name).map_err(|error| IndexFileError::DataFile { error })
+}
+
+/// Checks that the file's columns are exactly `expected` (name, logical type), in order.
+fn check_columns(
+    name: &str,
+    contents: &DataFileContents<'_>,
+    expected: &[(&str, String)],
+) -> Result<(), IndexFileError> {
+    let found: Vec<(String, String)> = contents
+        .schema()
+        .iter()
+        .map(|f| (f.name.clone(), f.logical_type.clone()))
+        .collect();
+    let wanted: Vec<(String, String)> = expected
+        .iter()
+        .map(|(n, t)| (n.to_string(), t.clone()))
+        .collect();
+    if found != wanted || contents.num_columns() != expected.len() {
+        return Err(layout_error(
+            name,
+            format!("columns {found:?}, expected {wanted:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn column(
+    name: &str,
+    contents: &DataFileContents<'_>,
+    index: usize,
+    data_type: &DataType,
+) -> Result<Vec<Value>, IndexFileError> {
+    let values = contents
+        .column(index, data_type)
+        .map_err(|error| IndexFileError::DataFile { error })?;
+    if values.len() as u64 != contents.num_rows() {
+        return Err(layout_error(
+            name,
+            format!(
+                "column {index} holds {} rows, the file {}",
+                values.len(),
+                contents.num_rows()
+            ),
+        ));
+    }
+    Ok(values)
+}
+
+fn ids(name: &str, values: Vec<Value>) -> Result<Vec<u64>, IndexFileError> {
+    let mut seen = BTreeSet::new();
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(row, v)| match v {
+            Value::UInt64(id) if seen.insert(id) => Ok(id),
+            Value::UInt64(id) => Err(IndexFileError::DuplicateId {
+                file: name.to_string(),
+                id,
+            }),
+            other => Err(layout_error(name, format!("row {row}: id {other}"))),
+        })
+        .collect()
+}
+
+fn uint32s(
+    name: &str,
+    contents: &DataFileContents<'_>,
+    index: usize,
+) -> Result<Vec<u32>, IndexFileError> {
+    column(name, contents, index, &DataType::Int32)?
+        .into_iter()
+        .enumerate()
+        .map(|(row, v)| match v {
+            Value::Int32(x) => Ok(u32::from_ne_bytes(x.to_ne_bytes())),
+            other => Err(layout_error(
+                name,
+                format!("column {index} row {row}: {other}"),
+            )),
+        })
+        .collect()
+}
+
+fn metadata<'a>(
+    name: &str,
+    contents: &'a DataFileContents<'_>,
+    key: &str,
+) -> Result<&'a str, IndexFileError> {
+    let raw = contents
+        .schema_metadata()
+        .get(key)
+        .ok_or_else(|| layout_error(name, format!("schema metadata {key:?} is missing")))?;
+    std::str::from_utf8(raw)
+        .map_err(|_| layout_error(name, format!("schema metadata {key:?} is not UTF-8")))
+}
+
+fn file<'a>(files: &'a BTreeMap<String, Vec<u8>>, name: &str) -> Result<&'a [u8], IndexFileError> {
+    files
+        .get(name)
+        .map(Vec::as_slice)
+        .ok_or_else(|| layout_error(name, "not given to the reader"))
+}
+
+/// Reads a BTree's files (by name) keyed on `key_type`: the stored `(id, value)` pairs, in
+/// data-file order, after checking both files' layouts, the order of the data rows, the
+/// uniqueness of ids and every lookup row against its page.
+pub fn read_btree(
+    files: &BTreeMap<String, Vec<u8>>,
+    key_type: &DataType,
+) -> Result<Vec<(u64, Value)>, IndexFileError> {
+    let key = key_type.logical_type();
+    let data = parse(BTREE_DATA, file(files, BTREE_DATA)?)?;
+    check_columns(
+        BTREE_DATA,
+        &data,
+        &[("values", key.clone()), ("ids", "uint64".into())],
+    )?;
+    let values = column(BTREE_DATA, &data, 0, key_type)?;
+    let stored_ids = ids(BTREE_DATA, column(BTREE_DATA, &data, 1, &DataType::UInt64)?)?;
+    for row in 1..values.len() {
+        if key_order(&values[row - 1], &values[row]) == Ordering::Greater {
+            return Err(IndexFileError::Unsorted {
+                file: BTREE_DATA.into(),
+                row: row as u64,
+                previous: row as u64 - 1,
+            });
+        }
+    }
+    let lookup = parse(BTREE_LOOKUP, file(files, BTREE_LOOKUP)?)?;
+    check_columns(
+        BTREE_LOOKUP,
+        &lookup,
+        &[
+            ("min", key.clone()),
+            ("max", key),
+            ("null_count", "uint32".into()),
+            ("page_idx", "uint32".into()),
+        ],
+    )?;
+    let batch_size = match lookup.schema_metadata().get("batch_size") {
+        None => DEFAULT_BATCH_SIZE,
+        Some(raw) => std::str::from_utf8(raw)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .filter(|b| *b >= 1)
+            .ok_or_else(|| {
+                layout_error(
+                    BTREE_LOOKUP,
+                    format!(
+                        "batch_size {:?} is not a whole number of at least 1",
+                        String::from_utf8_lossy(raw)
+                    ),
+                )
+            })?,
+    };
+    if let Some(raw) = lookup.schema_metadata().get("range_partitioned") {
+        if raw.as_slice() != b"false" {
+            return Err(IndexFileError::Unsupported {
+                file: BTREE_LOOKUP.into(),
+                feature: format!("range_partitioned = {:?}", String::from_utf8_lossy(raw)),
+            });
+        }
+    }
+    let mins = column(BTREE_LOOKUP, &lookup, 0, key_type)?;
+    let maxs = column(BTREE_LOOKUP, &lookup, 1, key_type)?;
+    let nulls = uint32s(BTREE_LOOKUP, &lookup, 2)?;
+    let page_idx = uint32s(BTREE_LOOKUP, &lookup, 3)?;
+    let chunk = usize::try_from(batch_size).unwrap_or(usize::MAX);
+    let pages: Vec<&[Value]> = values.chunks(chunk).collect();
+    if pages.len() != mins.len() {
+        return Err(layout_error(
+            BTREE_LOOKUP,
+            format!(
+                "{} lookup rows for {} data rows in pages of {batch_size}",
+                mins.len(),
+                values.len()
+            ),
+        ));
+    }
+    for (p, page) in pages.iter().enumerate() {
+        let mismatch = |problem: String| IndexFileError::LookupMismatch {
+            file: BTREE_LOOKUP.into(),
+            page: p as u64,
+            problem,
+        };
+        let first = page.first().unwrap_or(&Value::Null);
+        let last = page.last().unwrap_or(&Value::Null);
+        if !mins[p].identical(first) {
+            return Err(mismatch(format!(
+                "min {} but the page starts with {first}",
+                mins[p]
+            )));
+        }
+        if !maxs[p].identical(last) {
+            return Err(mismatch(format!(
+                "max {} but the page ends with {last}",
+                maxs[p]
+            )));
+        }
+        let null_count = page.iter().filter(|v| v.is_null()).count() as u64;
+        if u64::from(nulls[p]) != null_count {
+            return Err(mismatch(format!(
+                "null_count {} but the page holds {null_count} NULLs",
+                nulls[p]
+            )));
+        }
+        if page_idx[p] as usize != p {
+            return Err(mismatch(format!("page_idx {}", page_idx[p])));
+        }
+    }
+    Ok(stored_ids.into_iter().zip(values).collect())
+}
+
+fn ivf_buffer(name: &str, contents: &DataFileContents<'_>) -> Result<ipb::Ivf, IndexFileError> {
+    let at = metadata(name, contents, "lance:ivf")?;
+    let index: usize = at
+        .trim()
+        .parse()
+        .map_err(|_| layout_error(name, format!("lance:ivf {at:?} is not a buffer number")))?;
+    if index == 0 {
+        return Err(layout_error(
+            name,
+            "lance:ivf names global buffer 0 (the schema)",
+        ));
+    }
+    let bytes = contents.global_buffer(index).ok_or_else(|| {
+        layout_error(
+            name,
+            format!("lance:ivf names global buffer {index}, which the file lacks"),
+        )
+    })?;
+    let ivf = ipb::Ivf::decode(bytes).map_err(|e| {
+        layout_error(
+            name,
+            format!("global buffer {index} is no IVF message: {e}"),
+        )
+    })?;
+    if ivf.lengths.is_empty() {
+        return Err(layout_error(name, "the IVF message has no partitions"));
+    }
+    if !ivf.offsets.is_empty() && ivf.offsets.len() != ivf.lengths.len() {
+        return Err(layout_error(
+            name,
+            format!(
+                "{} offsets for {} partitions",
+                ivf.offsets.len(),
+                ivf.lengths.len()
+            ),
+        ));
+    }
+    Ok(ivf)
+}
+
+fn json(name: &str, key: &str, text: &str) -> Result<serde_json::Value, IndexFileError> {
+    serde_json::from_str(text).map_err(|e| layout_error(name, format!("{key} is not JSON: {e}")))
+}
+
+/// Reads an IVF_FLAT index's files (by name) for vectors of `dimension` items: the stored
+/// `(row id, vector)` pairs, in storage order, after checking both files' layouts, the
+/// partition table against the stored rows, the centroid table's shape, and the uniqueness of
+/// row ids.
+pub fn read_ivf(
+    files: &BTreeMap<String, Vec<u8>>,
+    dimension: u32,
+) -> Result<Vec<(u64, Value)>, IndexFileError> {
+    let index = parse(IVF_INDEX, file(files, IVF_INDEX)?)?;
+    check_columns(IVF_INDEX, &index, &[("__flat_marker", "uint64".into())])?;
+    let meta = json(
+        IVF_INDEX,
+        "lance:index",
+        metadata(IVF_INDEX, &index, "lance:index")?,
+    )?;
+    let kind = meta.get("type").and_then(|t| t.as_str());
+    let distance = meta.get("distance_type").and_then(|t| t.as_str());
+    if kind != Some("IVF_FLAT") || distance.map(str::to_ascii_lowercase).as_deref() != Some("l2") {
+        return Err(IndexFileError::Unsupported {
+            file: IVF_INDEX.into(),
+            feature: format!("lance:index {meta} (only IVF_FLAT with l2 is read)"),
+        });
+    }
+    let centroids = ivf_buffer(IVF_INDEX, &index)?;
+    let partitions = centroids.lengths.len();
+    let tensor = centroids
+        .centroids_tensor
+        .as_ref()
+        .ok_or_else(|| layout_error(IVF_INDEX, "the IVF message has no centroids"))?;
+    let shape_ok = tensor.data_type == ipb::tensor::DataType::Float32 as i32
+        && tensor.shape == [partitions as u32, dimension]
+        && tensor.data.len() == 4 * partitions * dimension as usize;
+    if !shape_ok {
+        return Err(layout_error(
+            IVF_INDEX,
+            format!(
+                "centroids of type {} and shape {:?} with {} bytes, expected FLOAT32 [{partitions}, {dimension}]",
+                tensor.data_type,
+                tensor.shape,
+                tensor.data.len()
+            ),
+        ));
+    }
+    let flat = json(
+        IVF_INDEX,
+        "lance:flat",
+        metadata(IVF_INDEX, &index, "lance:flat")?,
+    )?;
+    if flat.as_array().map(Vec::len) != Some(partitions) {
+        return Err(layout_error(
+            IVF_INDEX,
+            format!("lance:flat {flat} does not list {partitions} partitions"),
+        ));
+    }
+    if partitions != 1 {
+        return Err(IndexFileError::Unsupported {
+            file: IVF_INDEX.into(),
+            feature: format!("{partitions} partitions (the kit reads one)"),
+        });
+    }
+
+    let storage = parse(IVF_STORAGE, file(files, IVF_STORAGE)?)?;
+    let vector_type = DataType::FixedSizeList { dimension };
+    check_columns(
+        IVF_STORAGE,
+        &storage,
+        &[
+            ("_rowid", "uint64".into()),
+            ("flat", vector_type.logical_type()),
+        ],
+    )?;
+    let distance = metadata(IVF_STORAGE, &storage, "distance_type")?;
+    if !distance.eq_ignore_ascii_case("l2") {
+        return Err(IndexFileError::Unsupported {
+            file: IVF_STORAGE.into(),
+            feature: format!("distance_type {distance:?}"),
+        });
+    }
+    let stored = json(
+        IVF_STORAGE,
+        "storage_metadata",
+        metadata(IVF_STORAGE, &storage, "storage_metadata")?,
+    )?;
+    let dim = stored
+        .as_array()
+        .and_then(|a| a.first())
+        .and_then(|s| s.as_str())
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+        .and_then(|m| m.get("dim").and_then(|d| d.as_u64()));
+    if dim != Some(u64::from(dimension)) {
+        return Err(layout_error(
+            IVF_STORAGE,
+            format!("storage_metadata {stored} does not give dim {dimension}"),
+        ));
+    }
+    let parts = ivf_buffer(IVF_STORAGE, &storage)?;
+    let rows = storage.num_rows();
+    let mut at = 0u64;
+    for (p, length) in parts.lengths.iter().enumerate() {
+        if let Some(offset) = parts.offsets.get(p) {
+            if *offset != at {
+                return Err(layout_error(
+                    IVF_STORAGE,
+                    format!("partition {p} starts at row {offset}, expected {at}"),
+                ));
+            }
+        }
+        at += u64::from(*length);
+    }
+    if parts.lengths.len() != partitions || at != rows {
+        return Err(layout_error(
+            IVF_STORAGE,
+            format!(
+                "{} partitions holding {at} rows, the file stores {rows} rows in {partitions} partitions",
+                parts.lengths.len()
+            ),
+        ));
+    }
+    let row_ids = ids(
+        IVF_STORAGE,
+        column(IVF_STORAGE, &storage, 0, &DataType::UInt64)?,
+    )?;
+    let vectors = column(IVF_STORAGE, &storage, 1, &vector_type)?;
+    for (row, v) in vectors.iter().enumerate() {
+        if !matches!(v, Value::Vector(items) if items.iter().all(Option::is_some)) {
+            return Err(layout_error(IVF_STORAGE, format!("row {row} stores {v}")));
+        }
+    }
+    Ok(row_ids.into_iter().zip(vectors).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_btree_reads_back_its_entries_in_key_order() {
+        // covers: IDX-FILE-2, IDX-FILE-3
+        let entries = vec![
+            (0, Value::Int32(30)),
+            (1, Value::Int32(25)),
+            (2, Value::Null),
+            (1 << 32, Value::Int32(25)),
+        ];
+        for batch_size in [1, 3, DEFAULT_BATCH_SIZE] {
+            let files: BTreeMap<String, Vec<u8>> =
+                btree_files(&DataType::Int32, &entries, batch_size)
+                    .unwrap()
+                    .into_iter()
+                    .collect();
+            let read = read_btree(&files, &DataType::Int32).unwrap();
+            assert_eq!(
+                read,
+                vec![
+                    (2, Value::Null),
+                    (1, Value::Int32(25)),
+                    (1 << 32, Value::Int32(25)),
+                    (0, Value::Int32(30)),
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn a_lying_lookup_row_is_refused() {
+        // covers: IDX-READ-2
+        let entries = vec![(0, Value::Utf8("a".into())), (1, Value::Utf8("b".into()))];
+        let mut files: BTreeMap<String, Vec<u8>> = btree_files(&DataType::Utf8, &entries, 4096)
+            .unwrap()
+            .into_iter()
+            .collect();
+        let other = btree_files(&DataType::Utf8, &entries[..1], 4096).unwrap();
+        files.insert(BTREE_LOOKUP.into(), other[1].1.clone());
+        let err = read_btree(&files, &DataType::Utf8).unwrap_err();
+        assert_eq!(err.code(), "btree_lookup_mismatch");
+        // A lookup stating another page size than its pages use.
+        let mut files: BTreeMap<String, Vec<u8>> =
+            btree_files_stating(&DataType::Utf8, &entries, 4096, 1)
+                .unwrap()
+                .into_iter()
+                .collect();
+        let err = read_btree(&files, &DataType::Utf8).unwrap_err();
+        assert_eq!(err.code(), "index_file_layout");
+        files.remove(BTREE_LOOKUP);
+        assert_eq!(
+            read_btree(&files, &DataType::Utf8).unwrap_err().code(),
+            "index_file_layout"
+        );
+    }
+
+    #[test]
+    fn an_ivf_index_reads_back_its_vectors_by_row_id() {
+        // covers: IDX-FILE-4
+        let v = |x: f32| Value::Vector(vec![Some(x), Some(0.5)]);
+        let entries = vec![(7, v(1.0)), (3, v(2.0))];
+        let files: BTreeMap<String, Vec<u8>> =
+            ivf_files(2, &entries).unwrap().into_iter().collect();
+        assert_eq!(read_ivf(&files, 2).unwrap(), vec![(3, v(2.0)), (7, v(1.0))]);
+        let err = read_ivf(&files, 3).unwrap_err();
+        assert_eq!(err.code(), "index_file_layout");
+    }
+
+    #[test]
+    fn uuids_are_spelled_hyphenated_and_lowercase() {
+        // covers: IDX-FILE-1
+        let uuid = [0xab; 16];
+        assert_eq!(uuid_string(&uuid), "abababab-abab-abab-abab-abababababab");
+    }
+}

@@ -1,0 +1,345 @@
+//! `lance-conformance report`: several JSON results of `run` as one static HTML page, a
+//! matrix of cases by implementation (one column per run, in the order given).
+//!
+//! Invariant: the page is a pure function of the reports, the requirement index and the link
+//! base; it needs no script and no network (styles are inline, details use `<details>`). Every
+//! cell shows its run's outcome for that case, coloured by outcome; its reasons (failing checks
+//! with level, kind and message, the known-failure reason, how a refusal profile judged it)
+//! unfold from the cell. Every requirement id links to the section of the spec that states it.
+//! A case a run did not include shows as not run, never as a pass.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use super::command::ReportArgs;
+use super::output::{label, xml_escape as e};
+use super::report::{CaseResult, Outcome, Report, Verdict};
+use crate::case::RequirementIndex;
+
+/// Runs the command: reads the reports, writes the page.
+pub fn command(args: &ReportArgs) -> Result<(), String> {
+    let mut reports = Vec::new();
+    for p in &args.results {
+        let text = std::fs::read_to_string(p).map_err(|err| format!("{}: {err}", p.display()))?;
+        let r: Report = serde_json::from_str(&text)
+            .map_err(|err| format!("{}: not a JSON report of `run`: {err}", p.display()))?;
+        reports.push(r);
+    }
+    let index = RequirementIndex::load(&args.requirements).map_err(|err| err.to_string())?;
+    let base = match &args.spec_base {
+        Some(b) => b.trim_end_matches('/').to_string(),
+        None => {
+            let spec_dir = args.requirements.parent().unwrap_or(Path::new("."));
+            let out_dir = args.output.parent().unwrap_or(Path::new("."));
+            relative(out_dir, spec_dir)
+        }
+    };
+    let page = render(&reports, &index, &base, &args.title);
+    if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|err| format!("{}: {err}", dir.display()))?;
+    }
+    std::fs::write(&args.output, page)
+        .map_err(|err| format!("{}: {err}", args.output.display()))?;
+    eprintln!(
+        "lance-conformance report: wrote {} ({} run(s))",
+        args.output.display(),
+        reports.len()
+    );
+    Ok(())
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `to` relative to the directory `from`, with `/`.
+fn relative(from: &Path, to: &Path) -> String {
+    let (from, to) = (absolute(from), absolute(to));
+    let a: Vec<_> = from.components().collect();
+    let b: Vec<_> = to.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); a.len() - common];
+    parts.extend(
+        b[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    }
+}
+
+const STYLE: &str = "
+body { font-family: system-ui, sans-serif; font-size: 14px; margin: 1.5em; color: #1b1b1b; }
+h1 { font-size: 20px; margin: 0 0 .3em; }
+p.note { color: #444; max-width: 70em; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #c9c9c9; padding: 3px 6px; vertical-align: top; }
+thead th { background: #f0f0f0; position: sticky; top: 0; }
+th.area { background: #dfe6ee; text-align: left; font-size: 15px; }
+table.matrix { table-layout: fixed; }
+table.matrix th.casehead, td.case { width: 25em; }
+table.matrix th.runhead, td.cell { width: 13em; }
+td.case .id { font-family: ui-monospace, monospace; white-space: nowrap; }
+td.case .level { font-size: 11px; color: #555; margin-left: .4em; }
+.reqs a { font-size: 11px; margin-right: .35em; color: #1a4f8a; }
+details summary { cursor: pointer; font-weight: 600; }
+details div { font-size: 12px; max-width: 38em; white-space: pre-wrap; word-break: break-word; margin-top: .3em; }
+.pass { background: #c8e6c9; }
+.fail { background: #ffcdd2; }
+.error { background: #e1bee7; }
+.inconclusive { background: #ffe0b2; }
+.known { background: #fff3b0; }
+.advisory { background: #d6e8fb; }
+.changed { background: #ff8a80; }
+.skipped { background: #eeeeee; color: #555; }
+.notrun { background: #fafafa; color: #999; }
+.tag { font-size: 11px; font-weight: normal; color: #333; }
+table.runs td, table.runs th { text-align: left; }
+.legend span { display: inline-block; padding: 2px 8px; margin-right: 4px; border: 1px solid #c9c9c9; }
+";
+
+/// The CSS class of a case's outcome.
+fn class_of(c: &CaseResult) -> &'static str {
+    match (c.outcome, c.verdict) {
+        (Outcome::Passed, _) => "pass",
+        (Outcome::KnownFailure, _) => "known",
+        (Outcome::Advisory, _) => "advisory",
+        (Outcome::KnownFailureChanged | Outcome::UnexpectedPass, _) => "changed",
+        (Outcome::Failed, Verdict::Error) => "error",
+        (Outcome::Failed, Verdict::Inconclusive) => "inconclusive",
+        (Outcome::Failed, _) => "fail",
+        (Outcome::Skipped, _) => "skipped",
+    }
+}
+
+/// `overlays.md#feature-gate` → the link to it under `base`.
+fn link(base: &str, section: &str) -> String {
+    if base == "." {
+        section.to_string()
+    } else {
+        format!("{base}/{section}")
+    }
+}
+
+fn cell(out: &mut String, c: &CaseResult) {
+    let mut body = String::new();
+    if let Some(reason) = &c.known_failure {
+        let _ = writeln!(body, "known failure: {reason}");
+    }
+    if !c.refusal_profile.is_empty() {
+        let _ = writeln!(
+            body,
+            "refusal profile: versions needing {} must be refused, the others read",
+            c.refusal_profile.join(", ")
+        );
+    }
+    for k in c
+        .checks
+        .iter()
+        .filter(|k| k.verdict != Verdict::Unsupported)
+    {
+        // Failures in full (a testee's traceback left to the JSON); refusals that passed by
+        // name, so the cell says which versions were refused; other passes not at all.
+        if k.verdict == Verdict::Pass && !k.name.contains("refuses") {
+            continue;
+        }
+        let kind = k
+            .kind
+            .map(|x| format!(" ({})", x.describe()))
+            .unwrap_or_default();
+        let message = match (&k.message, k.verdict) {
+            (Some(m), v) if v != Verdict::Pass => {
+                let kept: Vec<&str> = m
+                    .lines()
+                    .take_while(|l| !l.starts_with("Traceback (most recent call last)"))
+                    .collect();
+                format!(": {}", kept.join(" "))
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            body,
+            "{} [{}] {}{kind}{message}",
+            k.verdict.as_str(),
+            k.level.as_str(),
+            k.name
+        );
+    }
+    let not_run: Vec<&str> = c
+        .checks
+        .iter()
+        .filter(|k| k.verdict == Verdict::Unsupported)
+        .filter_map(|k| k.message.as_deref())
+        .collect();
+    if !not_run.is_empty() {
+        let mut why = not_run.clone();
+        why.sort_unstable();
+        why.dedup();
+        let _ = writeln!(
+            body,
+            "{} check(s) not sent ({})",
+            not_run.len(),
+            why.join("; ")
+        );
+    }
+    let passed = c
+        .checks
+        .iter()
+        .filter(|k| k.verdict == Verdict::Pass)
+        .count();
+    let _ = writeln!(body, "{passed}/{} checks pass", c.checks.len());
+    let tag = if c.refusal_profile.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " <span class=\"tag\">· without {}</span>",
+            e(&c.refusal_profile.join(", "))
+        )
+    };
+    let kind = match (c.outcome, c.kind) {
+        (Outcome::Passed | Outcome::Skipped, _) | (_, None) => String::new(),
+        (_, Some(k)) => format!(" <span class=\"tag\">{}</span>", e(k.describe())),
+    };
+    let _ = write!(
+        out,
+        "<td class=\"cell {}\"><details><summary>{}{kind}{tag}</summary><div>{}</div></details></td>",
+        class_of(c),
+        label(c),
+        e(body.trim_end())
+    );
+}
+
+/// The page.
+pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &str) -> String {
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut info: BTreeMap<String, &CaseResult> = BTreeMap::new();
+    for r in reports {
+        for c in &r.cases {
+            if !info.contains_key(&c.id) {
+                order.push((c.area.clone(), c.id.clone()));
+                info.insert(c.id.clone(), c);
+            }
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
+        e(title)
+    );
+    let _ = writeln!(out, "<h1>{}</h1>", e(title));
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">One row per conformance case, one column per run. A cell shows the case's outcome in that run; click it for the checks that did not pass (with their level and kind), the known-failure reason and how a refusal profile judged it. A negative case's refusal is its MUST; its error class and code are separate checks at the level the spec gives them. Requirement ids link to the spec.</p>"
+    );
+    let _ = writeln!(
+        out,
+        "<p class=\"legend\"><span class=\"pass\">PASS</span><span class=\"fail\">FAIL</span><span class=\"error\">ERROR (crash)</span><span class=\"inconclusive\">INCONC (twin not read)</span><span class=\"known\">XFAIL (known failure)</span><span class=\"advisory\">SHOULD (advisory)</span><span class=\"changed\">XCHG / XPASS (known-failure list out of date)</span><span class=\"skipped\">UNSUP / SKIP</span><span class=\"notrun\">not run</span></p>"
+    );
+    let _ = writeln!(
+        out,
+        "<table class=\"runs\"><thead><tr><th>run</th><th>reader</th><th>capabilities</th><th>passed</th><th>failing the run</th><th>known failures</th><th>advisory</th><th>skipped</th></tr></thead><tbody>"
+    );
+    for r in reports {
+        let s = &r.summary;
+        let _ = writeln!(
+            out,
+            "<tr><th>{}</th><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            e(&r.title()),
+            e(&r.implementation.name),
+            e(&r.implementation.version),
+            e(&r.capabilities.join(", ")),
+            s.passed,
+            s.failed,
+            s.known_failures,
+            s.advisory,
+            s.skipped
+        );
+    }
+    let _ = writeln!(out, "</tbody></table>\n<p></p>");
+    let _ = write!(
+        out,
+        "<table class=\"matrix\"><thead><tr><th class=\"casehead\">case</th>"
+    );
+    for r in reports {
+        let _ = write!(out, "<th class=\"runhead\">{}</th>", e(&r.title()));
+    }
+    let _ = writeln!(out, "</tr></thead><tbody>");
+    let mut area = String::new();
+    for (a, id) in &order {
+        if *a != area {
+            area = a.clone();
+            let _ = writeln!(
+                out,
+                "<tr><th class=\"area\" colspan=\"{}\">{}</th></tr>",
+                reports.len() + 1,
+                e(a)
+            );
+        }
+        let c = info[id];
+        let reqs: String = c
+            .requirements
+            .iter()
+            .map(|r| {
+                let section = index.sections.get(r).cloned().unwrap_or_default();
+                let summary = index.bodies.get(r).cloned().unwrap_or_default();
+                let level = index.levels.get(r).cloned().unwrap_or_default();
+                format!(
+                    "<a href=\"{}\" title=\"{} — {}\">{}</a>",
+                    e(&link(base, &section)),
+                    e(&level),
+                    e(&summary),
+                    e(r)
+                )
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<tr><td class=\"case\"><span class=\"id\">{}/{}</span><span class=\"level\">{}</span><br><span class=\"reqs\">{reqs}</span></td>",
+            e(a),
+            e(id),
+            c.level.as_str()
+        );
+        for r in reports {
+            match r.cases.iter().find(|x| &x.id == id) {
+                Some(x) => cell(&mut out, x),
+                None => {
+                    let _ = write!(out, "<td class=\"cell notrun\">not run</td>");
+                }
+            }
+        }
+        let _ = writeln!(out, "</tr>");
+    }
+    let _ = writeln!(out, "</tbody></table>\n</body>\n</html>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_relative_to_the_page() {
+        assert_eq!(
+            relative(Path::new("/a/target"), Path::new("/a/spec")),
+            "../spec"
+        );
+        assert_eq!(relative(Path::new("/a"), Path::new("/a")), ".");
+        assert_eq!(link("../spec", "overlays.md#x"), "../spec/overlays.md#x");
+    }
+}

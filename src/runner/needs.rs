@@ -1,0 +1,201 @@
+//! What a dataset version needs of a reader, computed from its content: the data capabilities
+//! a reader must have to read it, and hence the versions a reader without one must refuse
+//! (its refusal profile, `spec/conformance.md` §4).
+//!
+//! Invariant: the needs come from the manifest as stored, decoded without any validation (so
+//! a damaged version has needs too, as long as its manifest still decodes): a feature counts
+//! when its reader flag is set *or* when the content uses it, whichever the writer got wrong.
+//! Nothing is taken from `case.toml`; `requires` there is checked against this by the
+//! traceability test.
+//!
+//! | capability | needed when |
+//! |---|---|
+//! | `deletions` | reader bit 1, or a fragment has a deletion file |
+//! | `stable-row-ids` | reader bit 2, or a fragment has a row id sequence |
+//! | `overlays` | reader bit 64, or a fragment lists an overlay |
+//! | `sparse-overlays` | an overlay has per-field coverage |
+//! | `spilled-lineage` | reader bit 2048, or a lineage sequence uses a column arm |
+//! | `nested-fields` | the schema has a struct field |
+//! | `covered-index-metadata` | reader bit 128, or an index declares covering fields |
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use lance_reference::model::DataType;
+use lance_reference::proto::lance::table as pb;
+use lance_reference_io::manifest_file::decode_manifest_file;
+use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
+
+use crate::case::Capability;
+
+/// The data capabilities, in the order the spec lists them.
+pub const DATA_CAPABILITIES: [Capability; 7] = [
+    Capability::Overlays,
+    Capability::SparseOverlays,
+    Capability::StableRowIds,
+    Capability::Deletions,
+    Capability::SpilledLineage,
+    Capability::NestedFields,
+    Capability::CoveredIndexMetadata,
+];
+
+/// The reader feature bit that announces a data capability, if it has one.
+pub fn reader_bit(capability: Capability) -> Option<u64> {
+    match capability {
+        Capability::Deletions => Some(1),
+        Capability::StableRowIds => Some(2),
+        Capability::Overlays => Some(64),
+        Capability::SpilledLineage => Some(2048),
+        Capability::CoveredIndexMetadata => Some(128),
+        _ => None,
+    }
+}
+
+/// The requirement that makes refusing a version needing `capability` a MUST for a reader
+/// without it, or `None` when the spec has no such rule (the refusal is then SHOULD).
+pub fn refusal_rule(capability: Capability) -> Option<&'static str> {
+    match capability {
+        Capability::Overlays => Some("OVL-FLAG-1"),
+        Capability::Deletions
+        | Capability::StableRowIds
+        | Capability::SpilledLineage
+        | Capability::CoveredIndexMetadata => Some("FLG-READ-1"),
+        _ => None,
+    }
+}
+
+/// The data capabilities `manifest` (with the index section it points at, if any) needs (see
+/// the module docs).
+pub fn of_manifest(
+    manifest: &pb::Manifest,
+    index_section: Option<&pb::IndexSection>,
+) -> BTreeSet<Capability> {
+    let flags = manifest.reader_feature_flags;
+    let fragments = &manifest.fragments;
+    let mut out = BTreeSet::new();
+    let mut need = |c: Capability, content: bool| {
+        if content || reader_bit(c).is_some_and(|b| flags & b != 0) {
+            out.insert(c);
+        }
+    };
+    need(
+        Capability::Deletions,
+        fragments.iter().any(|f| f.deletion_file.is_some()),
+    );
+    need(
+        Capability::StableRowIds,
+        fragments.iter().any(|f| f.row_id_sequence.is_some()),
+    );
+    need(
+        Capability::Overlays,
+        fragments.iter().any(|f| !f.overlays.is_empty()),
+    );
+    need(
+        Capability::SparseOverlays,
+        fragments.iter().flat_map(|f| &f.overlays).any(|o| {
+            matches!(
+                o.coverage,
+                Some(pb::data_overlay_file::Coverage::FieldCoverage(_))
+            )
+        }),
+    );
+    need(
+        Capability::SpilledLineage,
+        fragments.iter().any(|f| {
+            matches!(
+                f.row_id_sequence,
+                Some(pb::data_fragment::RowIdSequence::ColumnRowIds(_))
+            ) || matches!(
+                f.created_at_version_sequence,
+                Some(pb::data_fragment::CreatedAtVersionSequence::ColumnCreatedAtVersions(_))
+            ) || matches!(
+                f.last_updated_at_version_sequence,
+                Some(
+                    pb::data_fragment::LastUpdatedAtVersionSequence::ColumnLastUpdatedAtVersions(_)
+                )
+            )
+        }),
+    );
+    need(
+        Capability::NestedFields,
+        manifest
+            .fields
+            .iter()
+            .any(|f| DataType::from_logical_type(&f.logical_type) == Some(DataType::Struct)),
+    );
+    need(
+        Capability::CoveredIndexMetadata,
+        index_section.is_some_and(|s| s.indices.iter().any(|i| i.fields.len() > 1)),
+    );
+    out
+}
+
+/// The data capabilities version `version` of the dataset at `root` needs, read from its
+/// manifest file (the V2 name first, then the V1 name); an error when neither decodes.
+pub fn of_version(root: &Path, version: u64) -> Result<BTreeSet<Capability>, String> {
+    let mut problems = Vec::new();
+    for name in [manifest_name(version), format!("{version}.manifest")] {
+        let rel = format!("{VERSIONS_DIR}/{name}");
+        match std::fs::read(root.join(&rel)) {
+            Ok(bytes) => match decode_manifest_file(&bytes, &rel) {
+                Ok(file) => return Ok(of_manifest(&file.manifest, file.index_section.as_ref())),
+                Err(e) => problems.push(e.to_string()),
+            },
+            Err(e) => problems.push(format!("{rel}: {e}")),
+        }
+    }
+    Err(problems.join("; "))
+}
+
+/// The capabilities of `needs` that `declared` lacks (a reader without `overlays` lacks
+/// `sparse-overlays` too, whatever it says).
+pub fn missing(needs: &BTreeSet<Capability>, declared: &BTreeSet<String>) -> Vec<Capability> {
+    let lacks = |c: Capability| !declared.contains(super::capability::word(c));
+    needs
+        .iter()
+        .copied()
+        .filter(|c| lacks(*c) || (*c == Capability::SparseOverlays && lacks(Capability::Overlays)))
+        .collect()
+}
+
+/// `overlays, spilled-lineage`.
+pub fn words(capabilities: &[Capability]) -> String {
+    capabilities
+        .iter()
+        .map(|c| super::capability::word(*c))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_and_content_both_count() {
+        let mut m = pb::Manifest {
+            reader_feature_flags: 64,
+            ..pb::Manifest::default()
+        };
+        assert_eq!(of_manifest(&m, None), [Capability::Overlays].into());
+        m.reader_feature_flags = 0;
+        m.fragments.push(pb::DataFragment {
+            overlays: vec![pb::DataOverlayFile::default()],
+            created_at_version_sequence: Some(
+                pb::data_fragment::CreatedAtVersionSequence::ColumnCreatedAtVersions(
+                    pb::RowLineageColumn {},
+                ),
+            ),
+            ..pb::DataFragment::default()
+        });
+        assert_eq!(
+            of_manifest(&m, None),
+            [Capability::Overlays, Capability::SpilledLineage].into()
+        );
+        let declared: BTreeSet<String> = ["sparse-overlays".to_string()].into();
+        assert_eq!(
+            missing(&[Capability::SparseOverlays].into(), &declared),
+            [Capability::SparseOverlays]
+        );
+    }
+}
