@@ -394,6 +394,9 @@ pub enum Reencoding {
         /// The span values, one per physical row.
         values: Vec<u64>,
     },
+    /// Sets bit 4, the deprecated v2-format marker that no current writer sets, in both flag
+    /// words, as an older writer did. The bit asks nothing of a reader (FLG-READ-2).
+    DeprecatedV2Flag,
 }
 
 impl Step {

@@ -37,6 +37,11 @@ pub enum ReencodePlan {
         /// The encoded `RowIdSequence` or `RowDatasetVersionSequence`.
         bytes: Vec<u8>,
     },
+    /// Set these bits in both flag words of the manifest.
+    Flags {
+        /// The bits.
+        bits: u64,
+    },
 }
 
 /// The name a sequence has in `case.toml`.
@@ -75,6 +80,12 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
             .ok_or_else(|| format!("no fragment {id}"))
     };
     match r {
+        Reencoding::DeprecatedV2Flag => Ok((
+            ReencodePlan::Flags {
+                bits: lance_reference::flags::FLAG_USE_V2_FORMAT_DEPRECATED,
+            },
+            "stored bit 4 (the deprecated v2-format marker) in both flag words".into(),
+        )),
         Reencoding::PermuteColumns {
             fragment,
             file,

@@ -38,6 +38,17 @@ pub(super) fn apply(
         ReencodePlan::Columns { fragment, .. } | ReencodePlan::InlineLineage { fragment, .. } => {
             *fragment
         }
+        ReencodePlan::Flags { bits } => {
+            file.manifest.reader_feature_flags |= bits;
+            file.manifest.writer_feature_flags |= bits;
+            snapshot.reader_flags |= bits;
+            snapshot.writer_flags |= bits;
+            return write(
+                root,
+                &rel,
+                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
+            );
+        }
     };
     let f = file
         .manifest
@@ -87,6 +98,7 @@ pub(super) fn apply(
             }
             set_inline(f, *sequence, bytes.clone());
         }
+        ReencodePlan::Flags { .. } => {} // applied above
     }
     write(
         root,
