@@ -14,6 +14,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use crate::build;
 use crate::case::RequirementIndex;
 use crate::checksums::{GENERATED_DIRS, SUMS_FILE, generated_files, sums};
 use crate::corpus::{self, CaseDir};
@@ -130,7 +131,7 @@ fn write_case(c: &CaseDir, dir: &Path) -> Result<()> {
         }
     }
     let dataset = dir.join("dataset");
-    let built = corpus::build(&c.case, Some(&dataset))?;
+    let built = build::case(&c.case, Some(&dataset))?;
     for (rel, bytes) in &built.files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {

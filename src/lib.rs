@@ -26,6 +26,7 @@
 //! | [`runner`] | checking a reader (in process or a testee process) against the corpus |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod build;
 pub mod case;
 pub mod checksums;
 pub mod corpus;

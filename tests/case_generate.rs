@@ -245,7 +245,7 @@ CORRUPTION
             .replace("CLASS", class)
             .replace("CODE", code);
         let case = lance_conformance::case::Case::parse(&text, corruption).unwrap();
-        match lance_conformance::corpus::build(&case, None) {
+        match lance_conformance::build::case(&case, None) {
             Ok(built) => {
                 let error = std::str::from_utf8(&built.files["expected/error.json"])
                     .unwrap()
@@ -263,12 +263,12 @@ CORRUPTION
 }
 
 /// Runs a scratch case's steps (`STEPS` in a minimal case) and returns the build outcome.
-fn build_steps(steps: &str) -> Result<lance_conformance::corpus::Built, String> {
+fn build_steps(steps: &str) -> Result<lance_conformance::build::Built, String> {
     let text = format!(
         "id = \"scratch\"\ntitle = \"t\"\nrequirements = [\"OVL-MERGE-1\"]\nlevel = \"MUST\"\ndescription = \"d\"\n{steps}"
     );
     let case = lance_conformance::case::Case::parse(&text, "scratch").map_err(|e| e.to_string())?;
-    lance_conformance::corpus::build(&case, None).map_err(|e| e.to_string())
+    lance_conformance::build::case(&case, None).map_err(|e| e.to_string())
 }
 
 const THREE_OVERLAYS: &str = r#"

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use lance_conformance::case::RequirementIndex;
-use lance_conformance::{corpus, render};
+use lance_conformance::{build, corpus, render};
 
 #[test]
 fn every_case_renders_as_its_reviewed_snapshot() {
@@ -16,7 +16,7 @@ fn every_case_renders_as_its_reviewed_snapshot() {
     let cases = corpus::load(&root.join("conformance-cases"), &index).unwrap();
     assert!(!cases.is_empty(), "no cases found");
     for c in &cases {
-        let built = corpus::build(&c.case, None).unwrap_or_else(|e| panic!("{e}"));
+        let built = build::case(&c.case, None).unwrap_or_else(|e| panic!("{e}"));
         let mut text = render::case(&c.case, &built.execution.records, &built.read);
         if let Some(twin) = &built.read.undamaged {
             text.push_str(&format!(

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use lance_conformance::case::{Case, RequirementIndex, Step};
 use lance_conformance::corpus::{self, CaseDir};
-use lance_conformance::expected;
+use lance_conformance::{build, expected};
 
 /// Every requirement id is named by at least one case, except these, which no dataset small
 /// enough for the corpus can exercise (each is covered by reference unit tests instead).
@@ -185,7 +185,7 @@ fn metamorphic_twins_read_the_same_at_every_version() {
     for (group, members) in groups {
         assert!(members.len() >= 2, "twin group {group} has one member");
         let read = |c: &CaseDir| -> Vec<expected::ExpectedVersion> {
-            let built = corpus::build(&c.case, None).unwrap();
+            let built = build::case(&c.case, None).unwrap();
             built
                 .read
                 .versions

@@ -123,3 +123,28 @@ fn the_semantics_crate_does_no_file_io() {
         .collect();
     assert!(offenders.is_empty(), "{offenders:?}");
 }
+
+#[test]
+fn the_judge_does_not_reach_the_builder() {
+    // The runner judges a reader against the stored corpus: it reads `expected/`, it never
+    // executes steps or writes datasets, so no file it imports (directly or not) belongs to the
+    // scenario engine, the store, the case builder or the generator.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut files = BTreeMap::new();
+    rust_files(&root.join("src"), &root.join("src"), &mut files);
+    let graph = imports(&files);
+    let builder = ["scenario", "store", "build", "generate"];
+    let mut reached = Vec::new();
+    for file in graph.keys().filter(|f| module(f) == "runner") {
+        for b in reachable(&graph, file) {
+            if builder.contains(&module(&b)) {
+                reached.push(format!("{file} -> {b}"));
+            }
+        }
+    }
+    assert!(
+        reached.is_empty(),
+        "the runner reaches the builder:\n{}",
+        reached.join("\n")
+    );
+}

@@ -22,8 +22,6 @@ use crate::case::cell::type_name;
 use crate::case::names::field_id;
 use crate::case::{Case, QuerySpec};
 use crate::reader;
-use crate::store::Damaged;
-use lance_reference::error::CodedError;
 use tagged::{Tagged, tag, tag_scalar};
 
 /// One top-level column of the resolved table.
@@ -427,42 +425,5 @@ pub fn answer_vector(
         reevaluated: r.reevaluated.iter().map(hit).collect(),
         rematched: r.rescored.iter().map(scored).collect(),
         final_rows: r.final_rows.iter().map(scored).collect(),
-    })
-}
-
-/// The expected error of a negative case: what the store's reader made of the damaged
-/// version (an error, or a snapshot the scan must then refuse), checked against the declared
-/// class (and code, when given).
-pub fn compute_error(case: &Case, damaged: &Damaged) -> Result<ExpectedError, ExpectedFailure> {
-    let Some(spec) = &case.expect_error else {
-        return Err(ExpectedFailure::Negative(
-            "the case declares no expect_error".into(),
-        ));
-    };
-    let refused = |e: &dyn CodedError| (e.class().as_str(), e.code(), e.to_string());
-    let (class, code, error) = match &damaged.read {
-        Err(e) => refused(&**e),
-        Ok(snapshot) => match reader::read(snapshot) {
-            Err(e) => refused(&e),
-            Ok(_) => {
-                return Err(ExpectedFailure::Negative(format!(
-                    "version {} reads without error after the corruption",
-                    damaged.version
-                )));
-            }
-        },
-    };
-    if class != spec.class || spec.code.as_deref().is_some_and(|c| c != code) {
-        return Err(ExpectedFailure::Negative(format!(
-            "declared {}/{}, the reference fails with {class}/{code}: {error}",
-            spec.class,
-            spec.code.as_deref().unwrap_or("*"),
-        )));
-    }
-    Ok(ExpectedError {
-        case: case.id.clone(),
-        version: damaged.version,
-        class: spec.class.clone(),
-        code: spec.code.clone(),
     })
 }

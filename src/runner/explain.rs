@@ -131,12 +131,12 @@ pub fn explain(corpus: &Path, id: &str, version: Option<u64>, focus: &Focus) -> 
     Ok(out)
 }
 
-/// One version: the snapshot as `snapshots/` renders it ([`crate::render::version`], the one
+/// One version: the snapshot as `snapshots/` renders it ([`crate::render::snapshot::version`], the one
 /// renderer), then what resolution and queries derive from it: each fragment's overlays in the
 /// order resolution tries them, each index's exclusion sets, and the queries declared here.
 fn layout(out: &mut String, s: &Snapshot, case: &Case) {
     let _ = writeln!(out, "v{}:", s.version);
-    crate::render::version(out, s);
+    crate::render::snapshot::version(out, s);
     for f in s.fragments.iter().filter(|f| !f.overlays.is_empty()) {
         let order: Vec<String> = precedence(f)
             .iter()
