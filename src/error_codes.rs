@@ -5,7 +5,7 @@
 //! `error_codes!` declarations of the reference crates ([`TABLES`]), where each error type's
 //! `class()` and `code()` are one exhaustive `match`; the requirement ids of a code are those of
 //! the corpus cases that pin it. `generate` writes the file, `generate --check` and
-//! `tests/error_codes.rs` fail when it differs, when a code is declared twice, when a wrapped
+//! `tests/spec/error_codes.rs` fail when it differs, when a code is declared twice, when a wrapped
 //! type is not in [`TABLES`], or when a case names a code (or a class for it) the table lacks.
 
 use std::collections::{BTreeMap, BTreeSet};

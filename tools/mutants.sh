@@ -4,7 +4,7 @@
 # Each mutant is one small change to a reader-path function of lance-reference or
 # lance-reference-io (a condition flipped, a value replaced, a body removed). The test is the
 # in-process run of the whole stored corpus against the mutated reference reader (the test
-# `the_reference_passes_every_case_in_process` of tests/runner_suite.rs, the same check as
+# `the_reference_passes_every_case_in_process` of tests/runner/suite.rs, the same check as
 # `cargo run --release -- run`): a mutant is caught when some case fails. A missed mutant is a
 # reader bug that the whole corpus lets through.
 #
@@ -91,7 +91,7 @@ exclude_re="(^| )(in|replace|delete) ($(IFS='|'; echo "${writer_only[*]}"))( |$)
 args=(--workspace --in-place --test-package lance-conformance --timeout 120 --build-timeout 900
       --exclude-re "$exclude_re" -o "$out")
 for f in "${files[@]}"; do args+=(-f "$f"); done
-test_args=(-- --test runner_suite -- --exact the_reference_passes_every_case_in_process)
+test_args=(-- --test runner -- --exact suite::the_reference_passes_every_case_in_process)
 
 mkdir -p "$tree" "$out"
 # Refresh the copy: remove its sources (keep its target/), then copy the working tree, every

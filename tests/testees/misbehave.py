@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A testee that misbehaves on purpose, for tests/runner_process.rs.
+"""A testee that misbehaves on purpose, for tests/runner/process.rs.
 
     misbehave.py MODE CASE PIDFILE REFERENCE_TESTEE...
 
