@@ -53,21 +53,37 @@ const SEQUENCES: [(SequenceKind, FieldId, &str); 3] = [
     ),
 ];
 
+/// What one commit was judged to do, and what it broke.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judged {
+    /// What the commit did, as classified (`overlay`, `merge`, `fold`, `append`, `update`,
+    /// `rewrite`, `replace` (fragments replaced without stable row ids), `delete`, `index`,
+    /// `config`, `schema`), in name order; empty when nothing a rule looks at changed.
+    pub kinds: BTreeSet<&'static str>,
+    /// The findings.
+    pub findings: Vec<Finding>,
+}
+
 /// Judges the commit that produced `cur` against `prev`, the version before it.
-pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion) -> Vec<Finding> {
+pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion) -> Judged {
     let mut out = Commit {
         prev: &prev.snapshot,
         cur: &cur.snapshot,
         file: &cur.file,
         findings: Vec::new(),
+        kinds: BTreeSet::new(),
     };
+    out.other_kinds();
     for (i, fc) in cur.snapshot.fragments.iter().enumerate() {
         if let Some(fp) = prev.snapshot.fragments.iter().find(|f| f.id == fc.id) {
             out.kept_fragment(i, fp, fc);
         }
     }
     out.added_fragments();
-    out.findings
+    Judged {
+        kinds: out.kinds,
+        findings: out.findings,
+    }
 }
 
 struct Commit<'a> {
@@ -75,6 +91,7 @@ struct Commit<'a> {
     cur: &'a Snapshot,
     file: &'a str,
     findings: Vec<Finding>,
+    kinds: BTreeSet<&'static str>,
 }
 
 /// Lineage values of one sequence, an absent version sequence read as version 1.
@@ -104,6 +121,33 @@ fn same_overlay(a: &Overlay, b: &Overlay) -> bool {
 impl Commit<'_> {
     fn version(&self) -> u64 {
         self.cur.version
+    }
+
+    /// The kinds that need no rule of their own here: deletes, index builds, config and
+    /// schema changes.
+    fn other_kinds(&mut self) {
+        let (p, c) = (self.prev, self.cur);
+        if c.fragments.iter().any(|fc| {
+            p.fragments
+                .iter()
+                .any(|fp| fp.id == fc.id && fp.deletions != fc.deletions)
+        }) {
+            self.kinds.insert("delete");
+        }
+        if p.indices.len() != c.indices.len()
+            || p.indices
+                .iter()
+                .zip(&c.indices)
+                .any(|(a, b)| a.name != b.name || a.dataset_version != b.dataset_version)
+        {
+            self.kinds.insert("index");
+        }
+        if p.config != c.config {
+            self.kinds.insert("config");
+        }
+        if p.schema != c.schema {
+            self.kinds.insert("schema");
+        }
     }
 
     fn push(&mut self, field: String, error: HistoryError) {
@@ -146,13 +190,16 @@ impl Commit<'_> {
             .windows(2)
             .all(|w| w[0].committed_version <= w[1].committed_version);
         if appended {
+            self.kinds.insert("overlay");
             self.overlay_commit(&at, fp, fc);
         } else if permuted && !sorted {
             // Stored out of order: the version's own check reports [OVL-PREC-5], and a stable
             // sort on committed_version resolves every cell as before ([OVL-PREC-4]).
         } else if fc.overlays.is_empty() && fp.files != fc.files {
+            self.kinds.insert("fold");
             self.fold(&at, fp, fc);
         } else if let Some(merged) = merged_overlay(fp, fc) {
+            self.kinds.insert("merge");
             self.merge(&at, fp, fc, merged);
         } else {
             self.push(
@@ -405,13 +452,21 @@ impl Commit<'_> {
             .enumerate()
             .filter(|(_, f)| !old.contains(&f.id))
             .collect();
-        if added.is_empty() || !self.cur.stable_row_ids || !self.prev.stable_row_ids {
+        if added.is_empty() {
+            return;
+        }
+        if !self.cur.stable_row_ids || !self.prev.stable_row_ids {
+            let removed = self.prev.fragments.len() + added.len() > self.cur.fragments.len();
+            // Without stable row ids a rewrite cannot be told from a delete and an append.
+            self.kinds
+                .insert(if removed { "replace" } else { "append" });
             return;
         }
         let fields: Vec<FieldId> = self.cur.schema.top_level().map(|f| f.id).collect();
         let old_rows = self.moved_rows(&fields);
         let mut next_id = self.prev.next_row_id;
         let mut carried_unchanged = 0usize;
+        let mut carried_stamped = false;
         let mut inserted_any = false;
         let mut seen: BTreeSet<u64> = BTreeSet::new();
         for &(i, fc) in &added {
@@ -430,8 +485,10 @@ impl Commit<'_> {
                     self.inserted_row(&at, row, &mut next_id);
                 } else if let Some(old) = old_rows.get(&row.row_id) {
                     carried_here = true;
-                    if self.carried_row(&at, row, old) {
-                        carried_unchanged += 1;
+                    match self.carried_row(&at, row, old) {
+                        Carried::Unchanged => carried_unchanged += 1,
+                        Carried::Stamped => carried_stamped = true,
+                        Carried::Wrong => {}
                     }
                 }
             }
@@ -472,7 +529,14 @@ impl Commit<'_> {
             .fragments
             .iter()
             .any(|f| !self.cur.fragments.iter().any(|c| c.id == f.id));
+        if inserted_any {
+            self.kinds.insert("append");
+        }
+        if carried_stamped {
+            self.kinds.insert("update");
+        }
         if removed_any && !inserted_any && carried_unchanged > 0 {
+            self.kinds.insert("rewrite");
             self.rewrite_complete(&old_rows, &seen);
         }
     }
@@ -531,9 +595,9 @@ impl Commit<'_> {
         }
     }
 
-    /// A row with an old row id in a new fragment; true when it is carried unchanged (a
-    /// rewrite), false when stamped (a row-moving update) or wrong.
-    fn carried_row(&mut self, at: &str, row: &ScanRow, old: &ScanRow) -> bool {
+    /// A row with an old row id in a new fragment: carried unchanged (a rewrite), stamped (a
+    /// row-moving update), or wrong (a finding).
+    fn carried_row(&mut self, at: &str, row: &ScanRow, old: &ScanRow) -> Carried {
         let v = self.version();
         let lineage = |s: &mut Self, sequence, found: u64, expected: String, requirement| {
             s.push(
@@ -557,10 +621,10 @@ impl Commit<'_> {
                 old.created_at.to_string(),
                 "LIN-STAMP-5",
             );
-            return false;
+            return Carried::Wrong;
         }
         if row.last_updated_at == v && old.last_updated_at != v {
-            return false; // a row-moving update ([LIN-STAMP-4])
+            return Carried::Stamped; // a row-moving update ([LIN-STAMP-4])
         }
         if row.last_updated_at != old.last_updated_at {
             lineage(
@@ -570,7 +634,7 @@ impl Commit<'_> {
                 format!("{} (carried) or {v} (updated)", old.last_updated_at),
                 "OVL-RWR-2",
             );
-            return false;
+            return Carried::Wrong;
         }
         let changed = row
             .values
@@ -591,9 +655,9 @@ impl Commit<'_> {
                     requirement: "OVL-RWR-1",
                 },
             );
-            return false;
+            return Carried::Wrong;
         }
-        true
+        Carried::Unchanged
     }
 
     /// A rewrite output's carried sequences: spilled iff over the budget in force.
@@ -655,6 +719,13 @@ impl Commit<'_> {
             );
         }
     }
+}
+
+/// How a row with an old row id came into a new fragment.
+enum Carried {
+    Unchanged,
+    Stamped,
+    Wrong,
 }
 
 /// The position in `fc` of the one overlay a merge wrote: `fc`'s list is `fp`'s with one

@@ -132,8 +132,9 @@ pub fn validate(root: &Path, only: Option<u64>) -> Result<Report, SetupError> {
         report.versions.push((v, cur.is_some()));
         report.findings.extend(findings);
         if let (Some(p), Some(c)) = (&prev, &cur) {
-            report.commits += 1;
-            report.findings.extend(history::check_commit(p, c));
+            let judged = history::check_commit(p, c);
+            report.commits.push((v, judged.kinds.into_iter().collect()));
+            report.findings.extend(judged.findings);
         }
         prev = cur;
     }

@@ -19,8 +19,9 @@ pub struct Report {
     pub dataset: String,
     /// The versions judged, ascending, with whether the reader accepted each.
     pub versions: Vec<(u64, bool)>,
-    /// How many commits were judged against the version before them.
-    pub commits: usize,
+    /// The commits judged against the version before them: version and what the commit was
+    /// classified as.
+    pub commits: Vec<(u64, Vec<&'static str>)>,
     /// Every finding, in version order.
     pub findings: Vec<Finding>,
 }
@@ -36,6 +37,21 @@ impl Report {
 pub fn human(report: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "dataset {}", report.dataset);
+    for (v, readable) in &report.versions {
+        let kinds = report.commits.iter().find(|(c, _)| c == v).map(|(_, k)| {
+            if k.is_empty() {
+                "-".to_string()
+            } else {
+                k.join(", ")
+            }
+        });
+        let _ = writeln!(
+            s,
+            "v{v} {}{}",
+            if *readable { "read" } else { "refused" },
+            kinds.map(|k| format!("; commit: {k}")).unwrap_or_default()
+        );
+    }
     for f in &report.findings {
         let reqs = if f.requirements.is_empty() {
             "-".to_string()
@@ -59,7 +75,7 @@ pub fn human(report: &Report) -> String {
         s,
         "{} version(s) judged, {} commit(s) judged, {} finding(s)",
         report.versions.len(),
-        report.commits,
+        report.commits.len(),
         report.findings.len()
     );
     s
@@ -75,7 +91,11 @@ pub fn to_json(report: &Report) -> Json {
             .iter()
             .map(|(v, readable)| json!({"version": v, "readable": readable}))
             .collect::<Vec<_>>(),
-        "commits": report.commits,
+        "commits": report
+            .commits
+            .iter()
+            .map(|(v, kinds)| json!({"version": v, "kinds": kinds}))
+            .collect::<Vec<_>>(),
         "findings": report.findings.iter().map(finding_json).collect::<Vec<_>>(),
     })
 }
