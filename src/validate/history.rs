@@ -135,10 +135,11 @@ impl Commit<'_> {
             self.kinds.insert("delete");
         }
         if p.indices.len() != c.indices.len()
-            || p.indices
-                .iter()
-                .zip(&c.indices)
-                .any(|(a, b)| a.name != b.name || a.dataset_version != b.dataset_version)
+            || p.indices.iter().zip(&c.indices).any(|(a, b)| {
+                a.name != b.name
+                    || a.dataset_version != b.dataset_version
+                    || a.fragment_bitmap != b.fragment_bitmap
+            })
         {
             self.kinds.insert("index");
         }
