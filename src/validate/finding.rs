@@ -119,6 +119,18 @@ pub enum HistoryError {
         /// The committed_version of the overlay before it.
         previous: u64,
     },
+    /// An overlay lists a negative field id other than the tombstone `-2`.
+    #[error("fragment {fragment}: overlay {path} lists field id {field} at position {position}")]
+    ReservedOverlayField {
+        /// Fragment id.
+        fragment: u64,
+        /// The overlay's data file.
+        path: String,
+        /// Position in `fields`.
+        position: usize,
+        /// The field id.
+        field: i32,
+    },
     /// An overlay added by a commit does not carry that commit's version.
     #[error(
         "fragment {fragment}: overlay {path} was added by the commit of version {commit} but has committed_version {version}"
@@ -245,6 +257,7 @@ pub enum HistoryError {
 
 lance_reference::error_codes! {HistoryError {
     HistoryError::OverlayOrder { .. } => code("overlay_order", Invalid, "A fragment's overlays are not stored in non-decreasing committed_version order"),
+    HistoryError::ReservedOverlayField { .. } => code("reserved_overlay_field", Invalid, "An overlay lists a negative field id other than the tombstone -2"),
     HistoryError::AddedOverlayVersion { .. } => code("added_overlay_version", Invalid, "An overlay added by a commit does not carry that commit's version"),
     HistoryError::CarriedOverlayChanged { .. } => code("carried_overlay_changed", Invalid, "A commit changed, removed, reordered or inserted before overlays it did not compact"),
     HistoryError::LineageValue { .. } => code("lineage_value", Invalid, "A lineage value differs from what the commit had to keep or assign"),
@@ -261,6 +274,7 @@ impl HistoryError {
     pub fn requirements(&self) -> Vec<&'static str> {
         match self {
             HistoryError::OverlayOrder { .. } => vec!["OVL-PREC-5"],
+            HistoryError::ReservedOverlayField { .. } => vec!["OVL-TOMB-6"],
             HistoryError::AddedOverlayVersion { .. } => vec!["OVL-VER-1", "OVL-VER-2"],
             HistoryError::CarriedOverlayChanged { .. } => {
                 vec!["OVL-VER-3", "OVL-VER-4", "OVL-COV-2"]

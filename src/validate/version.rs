@@ -6,11 +6,12 @@
 //! case's damage is reported exactly as a reader must report it. Only a version the reader
 //! accepts gets the writer-side rules a reader does not check: the flag words a writer may
 //! write and that they match the content ([`check_written_flags`]), and overlays stored in
-//! non-decreasing `committed_version` order ([OVL-PREC-5]). No rule is written here a second
+//! non-decreasing `committed_version` order ([OVL-PREC-5]), and no negative overlay field id
+//! other than the tombstone ([OVL-TOMB-6]). No rule is written here a second
 //! time: each is the reference's own check.
 
 use lance_reference::flags::check_written_flags;
-use lance_reference::model::Snapshot;
+use lance_reference::model::{Snapshot, TOMBSTONE_FIELD_ID};
 use lance_reference_io::{Dataset, Layout};
 
 use super::finding::{Finding, HistoryError};
@@ -73,6 +74,27 @@ fn writer_rules(snapshot: &Snapshot, file: &str) -> Vec<Finding> {
         let order = fragment.overlays.windows(2).enumerate().find_map(|(k, w)| {
             (w[1].committed_version < w[0].committed_version).then_some((k + 1, w))
         });
+        for (k, o) in fragment.overlays.iter().enumerate() {
+            let reserved = o
+                .file
+                .fields
+                .iter()
+                .enumerate()
+                .find(|(_, f)| **f < 0 && **f != TOMBSTONE_FIELD_ID);
+            if let Some((position, &field)) = reserved {
+                out.push(Finding::rule(
+                    snapshot.version,
+                    file,
+                    format!("fragments[{i}].overlays[{k}].data_file.fields[{position}]"),
+                    HistoryError::ReservedOverlayField {
+                        fragment: fragment.id,
+                        path: o.file.path.clone(),
+                        position,
+                        field,
+                    },
+                ));
+            }
+        }
         if let Some((position, w)) = order {
             out.push(Finding::rule(
                 snapshot.version,
