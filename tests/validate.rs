@@ -10,7 +10,10 @@
 use std::path::{Path, PathBuf};
 
 use lance_conformance::validate::validate;
-use lance_reference::model::{LineageSequence, Snapshot, Value};
+use lance_reference::compaction::{merge_overlays, rewrite_rows};
+use lance_reference::flags::set_commit_flags;
+use lance_reference::lineage::{AppendedFragment, PendingCommit};
+use lance_reference::model::{Fragment, LineageSequence, Snapshot, Value};
 use lance_reference::worked_example;
 use lance_reference_io::{WriteOptions, write_version};
 
@@ -204,4 +207,104 @@ fn validate_cannot_judge_a_missing_directory_or_version() {
     let one = validate(dir.path(), Some(4)).unwrap();
     assert_eq!(one.versions.len(), 1);
     assert_eq!(one.commits, vec![(4, vec!["fold", "index"])]);
+}
+
+/// The worked example's first three versions and a fourth made by `next` from the third.
+fn with_fourth(next: impl FnOnce(&Snapshot) -> Snapshot) -> Vec<Snapshot> {
+    let mut versions = worked_example::versions().unwrap();
+    versions.truncate(3);
+    let fourth = next(&versions[2]);
+    versions.push(fourth);
+    versions
+}
+
+fn merged(v3: &Snapshot) -> Snapshot {
+    let fragment = merge_overlays(&v3.schema, &v3.fragments[0], &[0, 1], "merged.lance").unwrap();
+    let mut next = v3.clone();
+    next.version = 4;
+    next.fragments[0] = fragment;
+    set_commit_flags(&mut next);
+    next
+}
+
+#[test]
+fn a_merge_is_conforming_and_must_take_its_inputs_newest_version() {
+    // covers: OVL-MERGE-3
+    assert_eq!(found(&with_fourth(merged)), Vec::<String>::new());
+    let versions = with_fourth(|v3| {
+        let mut next = merged(v3);
+        next.fragments[0].overlays[0].committed_version = 2;
+        next
+    });
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-MERGE-3".to_string()), "{ids:?}");
+}
+
+#[test]
+fn a_merge_must_not_change_a_resolved_cell() {
+    // covers: OVL-MERGE-4
+    let versions = with_fourth(|v3| {
+        let mut next = merged(v3);
+        let o = &mut next.fragments[0].overlays[0];
+        let column = o
+            .file
+            .columns
+            .iter_mut()
+            .find(|c| c.iter().any(|v| matches!(v, Value::Int32(_))))
+            .unwrap();
+        column[0] = Value::Int32(-7);
+        next
+    });
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-MERGE-4".to_string()), "{ids:?}");
+}
+
+fn rewritten(v3: &Snapshot) -> Snapshot {
+    rewrite_rows(v3, &[0], 1, 4, "rewritten.lance").unwrap()
+}
+
+#[test]
+fn a_rewrite_is_conforming_and_must_keep_every_resolved_value() {
+    // covers: OVL-RWR-1
+    assert_eq!(found(&with_fourth(rewritten)), Vec::<String>::new());
+    let versions = with_fourth(|v3| {
+        let mut next = rewritten(v3);
+        let file = &mut next.fragments[0].files[0];
+        let column = file
+            .columns
+            .iter_mut()
+            .find(|c| c.iter().any(|v| matches!(v, Value::Int32(_))))
+            .unwrap();
+        column[2] = Value::Int32(-7);
+        next
+    });
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-RWR-1".to_string()), "{ids:?}");
+}
+
+#[test]
+fn appended_rows_must_be_stamped_with_the_commits_version() {
+    // covers: LIN-STAMP-2
+    let versions = with_fourth(|v3| {
+        let columns = v3.fragments[0].files[0]
+            .columns
+            .iter()
+            .map(|c| c[..1].to_vec())
+            .collect();
+        let fields = v3.fragments[0].files[0].fields.clone();
+        let fragment = Fragment::new(1, "appended.lance", fields, columns);
+        let mut next = PendingCommit {
+            overlays: Vec::new(),
+            appended: vec![AppendedFragment {
+                fragment,
+                carried: None,
+            }],
+        }
+        .apply(v3, 4)
+        .unwrap();
+        next.fragments[1].lineage.created_at = LineageSequence::Inline(vec![3]);
+        next
+    });
+    let ids = found(&versions);
+    assert!(ids.contains(&"LIN-STAMP-2".to_string()), "{ids:?}");
 }
