@@ -308,3 +308,49 @@ fn appended_rows_must_be_stamped_with_the_commits_version() {
     let ids = found(&versions);
     assert!(ids.contains(&"LIN-STAMP-2".to_string()), "{ids:?}");
 }
+
+#[test]
+fn json_output_has_the_schemas_keys() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("spec/schemas/validate.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = v["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect();
+        k.sort();
+        k
+    };
+    let sorted = |v: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let case = corpus().join("overlays/committed-version-zero/dataset");
+    let report = validate(&case, None).unwrap();
+    let out = lance_conformance::validate::report::to_json(&report);
+    assert_eq!(sorted(&out), keys(&schema));
+    let finding = &out["findings"][0];
+    assert_eq!(
+        sorted(finding),
+        keys(&schema["properties"]["findings"]["items"])
+    );
+    let twin = validate(
+        &corpus().join("overlays/committed-version-zero/undamaged"),
+        None,
+    )
+    .unwrap();
+    let out = lance_conformance::validate::report::to_json(&twin);
+    let commit = &out["commits"][0];
+    assert_eq!(
+        sorted(commit),
+        keys(&schema["properties"]["commits"]["items"])
+    );
+}
