@@ -19,7 +19,7 @@
 //! A commit that carries rows only unchanged is a row rewrite: every live row of the fragments
 //! it removed reappears exactly once ([OVL-RWR-1]), and each carried sequence is spilled iff its
 //! inline encoding (the reference's, which is Lance's encoder choice) is over the budget of the
-//! table config in force ([LIN-PLACE-3], [LIN-PLACE-4], [`placement`]). Without stable row
+//! table config in force ([LIN-PLACE-3], [LIN-PLACE-4], [`placement()`]). Without stable row
 //! ids nothing ties a new row to an old one, so those rules are not decided then.
 //!
 //! At most the two versions given are held, plus the old rows of the fragments the commit
