@@ -354,3 +354,34 @@ fn json_output_has_the_schemas_keys() {
         keys(&schema["properties"]["commits"]["items"])
     );
 }
+
+#[test]
+fn a_rewrite_places_carried_lineage_by_the_config_in_force() {
+    // covers: LIN-PLACE-3
+    let spilling = |v3: &Snapshot| {
+        let mut v3 = v3.clone();
+        v3.config
+            .insert(lance_reference::lineage::SPILL_KEY.into(), "true".into());
+        v3.config.insert(
+            lance_reference::lineage::INLINE_MAX_BYTES_KEY.into(),
+            "0".into(),
+        );
+        v3
+    };
+    let conforming = with_fourth(|v3| {
+        let mut next = rewritten(&spilling(v3));
+        next.config = spilling(v3).config;
+        next
+    });
+    let mut conforming = conforming;
+    conforming[2].config = conforming[3].config.clone();
+    assert_eq!(found(&conforming), Vec::<String>::new());
+    // The same spilled output, but the config in force says spilling is off.
+    let versions = with_fourth(|v3| {
+        let mut next = rewritten(&spilling(v3));
+        next.config = v3.config.clone();
+        next
+    });
+    let ids = found(&versions);
+    assert!(ids.contains(&"LIN-PLACE-3".to_string()), "{ids:?}");
+}
