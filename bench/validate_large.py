@@ -9,7 +9,10 @@ index on `val`, an append and a compaction, and runs `validate` on it under
 Usage (from the repository root):
 
     cargo build --release -p lance-conformance
-    LANCE_ENABLE_UNSTABLE_DATA_OVERLAY_FILES=1 python3 bench/validate_large.py [DIR] [ROWS]
+    LANCE_ENABLE_UNSTABLE_DATA_OVERLAY_FILES=1 python3 bench/validate_large.py [DIR] [ROWS] [--no-index]
+
+With `--no-index` the BTree index is left out, so the compaction's version is readable by the
+reference (INTEROP.md 8) and the rewrite commit is judged too.
 """
 
 import json
@@ -30,7 +33,7 @@ from check_reference_datasets import write_value_file  # noqa: E402
 OVERLAYS = 10
 
 
-def build(p, rows):
+def build(p, rows, index=True):
     shutil.rmtree(p, ignore_errors=True)
     t = pa.table(
         {
@@ -51,15 +54,17 @@ def build(p, rows):
         lance.LanceDataset.commit(p, op, read_version=ds.version)
     ds = lance.dataset(p)
     ds.delete("id % 1000 = 7")
-    ds.create_scalar_index("val", "BTREE")
+    if index:
+        ds.create_scalar_index("val", "BTREE")
     lance.write_dataset(t.slice(0, 1000), p, mode="append", data_storage_version="2.0")
     lance.dataset(p).optimize.compact_files(target_rows_per_fragment=rows // 5)
 
 
 def main():
-    p = sys.argv[1] if len(sys.argv) > 1 else "/tmp/validate-large"
-    rows = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
-    build(p, rows)
+    argv = [a for a in sys.argv[1:] if not a.startswith("--")]
+    p = argv[0] if argv else "/tmp/validate-large"
+    rows = int(argv[1]) if len(argv) > 1 else 1_000_000
+    build(p, rows, index="--no-index" not in sys.argv)
     r = subprocess.run(
         ["/usr/bin/time", "-v", "target/release/lance-conformance", "validate", p, "--format", "json"],
         capture_output=True,
