@@ -58,16 +58,21 @@ pub fn human(report: &Report) -> String {
         } else {
             f.requirements.join(", ")
         };
+        // A reader's message already starts with the file (and field) it is about.
+        let location = if f.message.starts_with(&f.file) {
+            String::new()
+        } else if f.field.is_empty() {
+            format!("{}: ", f.file)
+        } else {
+            format!("{}: {}: ", f.file, f.field)
+        };
         let _ = writeln!(
             s,
-            "v{} FAIL {}/{} [{}] {}{}{}: {}",
+            "v{} FAIL {}/{} [{}] {location}{}",
             f.version,
             f.class.as_str(),
             f.code,
             reqs,
-            f.file,
-            if f.field.is_empty() { "" } else { ": " },
-            f.field,
             f.message
         );
     }
