@@ -21,12 +21,14 @@ use lance_reference_io::index_file::IndexFileError;
 use lance_reference_io::{DatasetError, DatasetIoError, FramingProblem};
 
 use crate::corpus::CaseDir;
+use crate::validate::finding::HistoryError;
 
 /// The file, relative to `spec/`.
 pub const FILE: &str = "error-codes.md";
 
 /// Every error type that can reach a reader's report, with its rows, in the order the table
-/// lists them: the semantics first, then the on-disk I/O.
+/// lists them: the semantics first, then the on-disk I/O, then the writer and commit rules only `validate`
+/// judges.
 pub const TABLES: &[(&str, &[CodeRow])] = &[
     (lance_reference::Error::TYPE, lance_reference::Error::ROWS),
     (FlagError::TYPE, FlagError::ROWS),
@@ -38,6 +40,7 @@ pub const TABLES: &[(&str, &[CodeRow])] = &[
     (DatasetIoError::TYPE, DatasetIoError::ROWS),
     (DataFileError::TYPE, DataFileError::ROWS),
     (IndexFileError::TYPE, IndexFileError::ROWS),
+    (HistoryError::TYPE, HistoryError::ROWS),
 ];
 
 /// Every own code, with the type declaring it, in table order.

@@ -24,6 +24,7 @@
 //! | [`generate`] | the `generate` command |
 //! | [`error_codes`] | the error vocabulary: every code with its class, rendered as `spec/error-codes.md` |
 //! | [`runner`] | checking a reader (in process or a testee process) against the corpus |
+//! | [`validate`] | judging a dataset directory written by anyone, version by version and commit by commit |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod build;
@@ -38,3 +39,4 @@ pub mod render;
 pub mod runner;
 pub mod scenario;
 pub mod store;
+pub mod validate;

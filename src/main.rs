@@ -33,6 +33,10 @@ enum Command {
     /// Print the reference's decision trail for a corpus case: a version's layout, one cell,
     /// or one query.
     Explain(lance_conformance::runner::command::ExplainArgs),
+    /// Judge a dataset directory written by anyone against every requirement its bytes and
+    /// its version history decide; exit 0 when nothing is found, 1 on findings, 2 when it
+    /// cannot judge.
+    Validate(lance_conformance::validate::ValidateArgs),
     /// Rebuild the generated `dataset/` and `expected/` of conformance cases from their
     /// `case.toml`, and `SHA256SUMS`; with `--check`, fail on any difference instead.
     Generate {
@@ -57,6 +61,9 @@ fn main() -> ExitCode {
         Command::Testee(args) => return ExitCode::from(runner::testee(&args)),
         Command::Report(args) => return ExitCode::from(runner::report(&args)),
         Command::Explain(args) => return ExitCode::from(runner::explain(&args)),
+        Command::Validate(args) => {
+            return ExitCode::from(lance_conformance::validate::command(&args));
+        }
         Command::Generate {
             cases,
             check,

@@ -1,0 +1,795 @@
+//! Each commit against the version before it: the rules a version alone cannot decide.
+//!
+//! Invariant: a commit is classified fragment by fragment from what changed, and each class is
+//! judged with the reference's own operations, never a second copy of a rule:
+//!
+//! | what changed in a fragment kept by id | class | judged by |
+//! |---|---|---|
+//! | overlays appended after the old list | overlay commit | [`stamp_overlays`] on the old fragment gives the lineage the commit must leave; each added overlay's `committed_version` is the commit's version ([OVL-VER-1]), carried ones keep theirs ([OVL-VER-3]), a stamped last-updated-at is inline ([LIN-PLACE-5]) |
+//! | a run of overlays replaced by one new overlay | merge | inputs' maximum version ([OVL-MERGE-3]), base files, deletions and lineage untouched ([OVL-MERGE-5]), resolved cells unchanged ([OVL-MERGE-4], [`resolve_column`]) |
+//! | every overlay gone, base files changed | fold | physical rows, deletions, lineage untouched ([OVL-FOLD-4]), resolved cells unchanged ([OVL-FOLD-1]), no index left covering the fragment that the folded overlays were excluding rows from ([OVL-FOLD-5], [`exclusion_set`]) |
+//! | overlays otherwise changed | — | [OVL-VER-3] / [OVL-VER-4] / [OVL-COV-2] |
+//!
+//! Fragments a commit adds are judged with stable row ids on: rows with new row ids are
+//! inserted (ids from the old `next_row_id` on and `next_row_id` advanced, [LIN-STAMP-1];
+//! created-at = last-updated-at = the commit's version, [LIN-STAMP-2]; commit-assigned lineage
+//! inline, [LIN-PLACE-1]); rows with old ids are carried (created-at kept, [LIN-STAMP-4] /
+//! [LIN-STAMP-5]; last-updated-at kept, with every resolved value kept, as a rewrite
+//! ([OVL-RWR-1], [OVL-RWR-2]), or stamped with the commit's version, as a row-moving update).
+//! A commit that carries rows only unchanged is a row rewrite: every live row of the fragments
+//! it removed reappears exactly once ([OVL-RWR-1]), and each carried sequence is spilled iff its
+//! inline encoding (the reference's, which is Lance's encoder choice) is over the budget of the
+//! table config in force ([LIN-PLACE-3], [LIN-PLACE-4], [`placement()`]). Without stable row
+//! ids nothing ties a new row to an old one, so those rules are not decided then.
+//!
+//! At most the two versions given are held, plus the old rows of the fragments the commit
+//! removed or deleted rows from.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use lance_reference::exclusion::exclusion_set;
+use lance_reference::lineage::{
+    Origin, Placement, RowDatasetVersionSequence, RowIdSequence, SequenceKind, SpillConfig,
+    placement, stamp_overlays,
+};
+use lance_reference::model::{
+    CREATED_AT_FIELD_ID, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, LineageSequence, Overlay,
+    ROW_ID_FIELD_ID, Snapshot, TOMBSTONE_FIELD_ID,
+};
+use lance_reference::resolve::resolve_column;
+use lance_reference::scan::{DEFAULT_ROW_VERSION, ScanRow, scan_fragment};
+
+use super::finding::{Finding, HistoryError};
+use super::version::ReadVersion;
+
+/// The three lineage sequences, with their reserved ids and names.
+const SEQUENCES: [(SequenceKind, FieldId, &str); 3] = [
+    (SequenceKind::RowIds, ROW_ID_FIELD_ID, "row id"),
+    (SequenceKind::CreatedAt, CREATED_AT_FIELD_ID, "created-at"),
+    (
+        SequenceKind::LastUpdatedAt,
+        LAST_UPDATED_AT_FIELD_ID,
+        "last-updated-at",
+    ),
+];
+
+/// What one commit was judged to do, and what it broke.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judged {
+    /// What the commit did, as classified (`overlay`, `merge`, `fold`, `append`, `update`,
+    /// `rewrite`, `replace` (fragments replaced without stable row ids), `delete`, `index`,
+    /// `config`, `schema`), in name order; empty when nothing a rule looks at changed.
+    pub kinds: BTreeSet<&'static str>,
+    /// The findings.
+    pub findings: Vec<Finding>,
+}
+
+/// Judges the commit that produced `cur` against `prev`, the version before it.
+pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion) -> Judged {
+    let mut out = Commit {
+        prev: &prev.snapshot,
+        cur: &cur.snapshot,
+        file: &cur.file,
+        findings: Vec::new(),
+        kinds: BTreeSet::new(),
+    };
+    out.other_kinds();
+    for (i, fc) in cur.snapshot.fragments.iter().enumerate() {
+        if let Some(fp) = prev.snapshot.fragments.iter().find(|f| f.id == fc.id) {
+            out.kept_fragment(i, fp, fc);
+        }
+    }
+    out.added_fragments();
+    Judged {
+        kinds: out.kinds,
+        findings: out.findings,
+    }
+}
+
+struct Commit<'a> {
+    prev: &'a Snapshot,
+    cur: &'a Snapshot,
+    file: &'a str,
+    findings: Vec<Finding>,
+    kinds: BTreeSet<&'static str>,
+}
+
+/// Lineage values of one sequence, an absent version sequence read as version 1.
+fn values(fragment: &Fragment, field: FieldId) -> Option<Vec<u64>> {
+    match fragment.lineage_values(field).ok()? {
+        Some(v) => Some(v),
+        None if field == ROW_ID_FIELD_ID => None,
+        None => usize::try_from(fragment.physical_rows)
+            .ok()
+            .map(|n| vec![DEFAULT_ROW_VERSION; n]),
+    }
+}
+
+fn is_spilled(fragment: &Fragment, kind: SequenceKind) -> bool {
+    let seq = match kind {
+        SequenceKind::RowIds => &fragment.lineage.row_ids,
+        SequenceKind::CreatedAt => &fragment.lineage.created_at,
+        SequenceKind::LastUpdatedAt => &fragment.lineage.last_updated_at,
+    };
+    *seq == LineageSequence::Column
+}
+
+fn same_overlay(a: &Overlay, b: &Overlay) -> bool {
+    a.file.path == b.file.path
+}
+
+impl Commit<'_> {
+    fn version(&self) -> u64 {
+        self.cur.version
+    }
+
+    /// The kinds that need no rule of their own here: deletes, index builds, config and
+    /// schema changes.
+    fn other_kinds(&mut self) {
+        let (p, c) = (self.prev, self.cur);
+        if c.fragments.iter().any(|fc| {
+            p.fragments
+                .iter()
+                .any(|fp| fp.id == fc.id && fp.deletions != fc.deletions)
+        }) {
+            self.kinds.insert("delete");
+        }
+        if p.indices.len() != c.indices.len()
+            || p.indices.iter().zip(&c.indices).any(|(a, b)| {
+                a.name != b.name
+                    || a.dataset_version != b.dataset_version
+                    || a.fragment_bitmap != b.fragment_bitmap
+            })
+        {
+            self.kinds.insert("index");
+        }
+        if p.config != c.config {
+            self.kinds.insert("config");
+        }
+        if p.schema != c.schema {
+            self.kinds.insert("schema");
+        }
+    }
+
+    fn push(&mut self, field: String, error: HistoryError) {
+        self.findings
+            .push(Finding::rule(self.version(), self.file, field, error));
+    }
+
+    /// A fragment present in both versions.
+    fn kept_fragment(&mut self, i: usize, fp: &Fragment, fc: &Fragment) {
+        let at = format!("fragments[{i}]");
+        if fp.overlays == fc.overlays {
+            return; // unchanged overlays: an append elsewhere, a delete, an index build
+        }
+        // [OVL-TOMB-3]: a committer may drop an overlay with no live field left.
+        let live = |o: &Overlay| {
+            o.file
+                .fields
+                .iter()
+                .any(|&f| f >= 0 && self.cur.schema.field(f).is_some())
+        };
+        let mut fp = fp.clone();
+        fp.overlays
+            .retain(|a| live(a) || fc.overlays.iter().any(|b| same_overlay(a, b)));
+        let fp = &fp;
+        let kept = fp.overlays.len();
+        let appended = fc.overlays.len() >= kept
+            && fp
+                .overlays
+                .iter()
+                .zip(&fc.overlays)
+                .all(|(a, b)| same_overlay(a, b));
+        let permuted = fc.overlays.len() == kept
+            && fc.overlays.iter().all(|b| {
+                fp.overlays
+                    .iter()
+                    .any(|a| same_overlay(a, b) && carried_unchanged(a, b))
+            });
+        let sorted = fc
+            .overlays
+            .windows(2)
+            .all(|w| w[0].committed_version <= w[1].committed_version);
+        if appended {
+            self.kinds.insert("overlay");
+            self.overlay_commit(&at, fp, fc);
+        } else if permuted && !sorted {
+            // Stored out of order: the version's own check reports [OVL-PREC-5], and a stable
+            // sort on committed_version resolves every cell as before ([OVL-PREC-4]).
+        } else if fc.overlays.is_empty() && fp.files != fc.files {
+            self.kinds.insert("fold");
+            self.fold(&at, fp, fc);
+        } else if let Some(merged) = merged_overlay(fp, fc) {
+            self.kinds.insert("merge");
+            self.merge(&at, fp, fc, merged);
+        } else {
+            self.push(
+                format!("{at}.overlays"),
+                HistoryError::CarriedOverlayChanged {
+                    fragment: fc.id,
+                    problem: format!(
+                        "the overlay list changed from [{}] to [{}], which is neither an append, a merge nor a fold",
+                        paths(&fp.overlays),
+                        paths(&fc.overlays)
+                    ),
+                },
+            );
+        }
+    }
+
+    /// Overlays appended after the old ones: versions and lineage stamping.
+    fn overlay_commit(&mut self, at: &str, fp: &Fragment, fc: &Fragment) {
+        let kept = fp.overlays.len();
+        for (k, (a, b)) in fp.overlays.iter().zip(&fc.overlays).enumerate() {
+            if !carried_unchanged(a, b) {
+                self.push(
+                    format!("{at}.overlays[{k}]"),
+                    HistoryError::CarriedOverlayChanged {
+                        fragment: fc.id,
+                        problem: format!(
+                            "carried overlay {} changed (committed_version {} -> {}, or its coverage or fields)",
+                            a.file.path, a.committed_version, b.committed_version
+                        ),
+                    },
+                );
+            }
+        }
+        let added = &fc.overlays[kept..];
+        for (k, o) in added.iter().enumerate() {
+            if o.committed_version != self.version() {
+                self.push(
+                    format!("{at}.overlays[{}].committed_version", kept + k),
+                    HistoryError::AddedOverlayVersion {
+                        fragment: fc.id,
+                        path: o.file.path.clone(),
+                        commit: self.version(),
+                        version: o.committed_version,
+                    },
+                );
+            }
+        }
+        if fp.deletions != fc.deletions || fp.files != fc.files {
+            return; // lineage of a fragment rewritten in the same commit: not judged here
+        }
+        let mut expected = fp.clone();
+        let stable = self.cur.stable_row_ids;
+        if stamp_overlays(&mut expected, added.to_vec(), self.version(), stable).is_err() {
+            return; // coverage past the end: the reader refused this version already
+        }
+        let stamped = expected.lineage.last_updated_at != fp.lineage.last_updated_at;
+        for (_, field, name) in SEQUENCES {
+            let requirement = match (stable, field) {
+                (false, _) => "OVL-LIN-6",
+                (true, LAST_UPDATED_AT_FIELD_ID) => "OVL-LIN-1",
+                (true, _) => "OVL-LIN-3",
+            };
+            self.lineage_equal(at, fc, &expected, field, name, requirement);
+        }
+        if stable && stamped && is_spilled(fc, SequenceKind::LastUpdatedAt) {
+            self.push(
+                format!("{at}.last_updated_at_version_sequence"),
+                HistoryError::Placement {
+                    fragment: fc.id,
+                    sequence: "last-updated-at",
+                    found: "spilled",
+                    expected: "inline",
+                    requirement: "LIN-PLACE-5",
+                },
+            );
+        }
+    }
+
+    /// `fc`'s `field` sequence equals `expected`'s, offset by offset.
+    fn lineage_equal(
+        &mut self,
+        at: &str,
+        fc: &Fragment,
+        expected: &Fragment,
+        field: FieldId,
+        name: &'static str,
+        requirement: &'static str,
+    ) {
+        let (found, want) = (values(fc, field), values(expected, field));
+        if found == want {
+            return;
+        }
+        let (offset, f, w) = match (&found, &want) {
+            (Some(f), Some(w)) => match f.iter().zip(w).position(|(a, b)| a != b) {
+                Some(o) => (o as u64, f[o].to_string(), w[o].to_string()),
+                None => (
+                    0,
+                    format!("{} values", f.len()),
+                    format!("{} values", w.len()),
+                ),
+            },
+            (f, w) => (0, present(f), present(w)),
+        };
+        self.push(
+            format!("{at}.lineage"),
+            HistoryError::LineageValue {
+                fragment: fc.id,
+                offset,
+                sequence: name,
+                found: f,
+                expected: w,
+                commit: self.version(),
+                requirement,
+            },
+        );
+    }
+
+    /// Every live cell of `fc` resolves as it did in `fp` (same offsets).
+    fn cells_unchanged(
+        &mut self,
+        at: &str,
+        what: &str,
+        fp: &Fragment,
+        fc: &Fragment,
+        req: &'static str,
+    ) {
+        for field in self.prev.schema.top_level().map(|f| f.id) {
+            let (Ok(before), Ok(after)) = (
+                resolve_column(&self.prev.schema, fp, field),
+                resolve_column(&self.cur.schema, fc, field),
+            ) else {
+                continue; // a field the commit dropped from the schema
+            };
+            let changed = before.iter().zip(&after).enumerate().find(|(_, (b, a))| {
+                matches!((b, a), (Some(b), Some(a)) if !b.identical(a))
+                    || matches!((b, a), (Some(_), None))
+            });
+            if let Some((offset, (b, a))) = changed {
+                let show = |v: &Option<_>| match v {
+                    Some(v) => format!("{v}"),
+                    None => "(deleted)".into(),
+                };
+                self.push(
+                    format!("{at}.files"),
+                    HistoryError::ResolvedCellChanged {
+                        what: format!("{what} of fragment {}", fc.id),
+                        row: format!("{}:{offset}", fc.id),
+                        field,
+                        found: show(a),
+                        before: show(b),
+                        requirement: req,
+                    },
+                );
+                return;
+            }
+        }
+    }
+
+    fn untouched(
+        &mut self,
+        at: &str,
+        mode: &'static str,
+        fp: &Fragment,
+        fc: &Fragment,
+        req: &'static str,
+        files_too: bool,
+    ) {
+        let touched = if fp.physical_rows != fc.physical_rows {
+            Some("physical_rows")
+        } else if fp.deletions != fc.deletions {
+            Some("the deletions")
+        } else if files_too && fp.files != fc.files {
+            Some("the base files")
+        } else {
+            None
+        };
+        if let Some(what) = touched {
+            self.push(
+                at.to_string(),
+                HistoryError::CompactionTouched {
+                    fragment: fc.id,
+                    mode,
+                    what,
+                    requirement: req,
+                },
+            );
+            return;
+        }
+        for (_, field, name) in SEQUENCES {
+            self.lineage_equal(at, fc, fp, field, name, req);
+        }
+    }
+
+    fn merge(&mut self, at: &str, fp: &Fragment, fc: &Fragment, merged: usize) {
+        let o = &fc.overlays[merged];
+        let max = fp
+            .overlays
+            .iter()
+            .filter(|a| !fc.overlays.iter().any(|b| same_overlay(a, b)))
+            .map(|a| a.committed_version)
+            .max()
+            .unwrap_or(0);
+        if o.committed_version != max {
+            self.push(
+                format!("{at}.overlays[{merged}].committed_version"),
+                HistoryError::MergedVersion {
+                    fragment: fc.id,
+                    path: o.file.path.clone(),
+                    version: o.committed_version,
+                    max,
+                },
+            );
+        }
+        self.untouched(at, "merge", fp, fc, "OVL-MERGE-5", true);
+        self.cells_unchanged(at, "the merge", fp, fc, "OVL-MERGE-4");
+    }
+
+    fn fold(&mut self, at: &str, fp: &Fragment, fc: &Fragment) {
+        self.untouched(at, "fold", fp, fc, "OVL-FOLD-4", false);
+        self.cells_unchanged(at, "the fold", fp, fc, "OVL-FOLD-1");
+        for (n, index) in self.cur.indices.iter().enumerate() {
+            if index.dataset_version >= self.version() || !index.covers(fc.id) {
+                continue; // rebuilt by the fold, or uncovered
+            }
+            let mut excluded = exclusion_set(&self.prev.schema, index, fp);
+            excluded -= &fp.deletions;
+            if excluded.is_empty() {
+                continue;
+            }
+            let offsets: Vec<String> = excluded.iter().take(5).map(|o| o.to_string()).collect();
+            self.push(
+                format!("indices[{n}]"),
+                HistoryError::StaleIndexAfterFold {
+                    index: index.name.clone(),
+                    fragment: fc.id,
+                    dataset_version: index.dataset_version,
+                    offsets: offsets.join(", "),
+                },
+            );
+        }
+    }
+
+    /// Fragments the commit added (ids the previous version does not hold).
+    fn added_fragments(&mut self) {
+        let old: BTreeSet<u64> = self.prev.fragments.iter().map(|f| f.id).collect();
+        let added: Vec<(usize, &Fragment)> = self
+            .cur
+            .fragments
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !old.contains(&f.id))
+            .collect();
+        if added.is_empty() {
+            return;
+        }
+        if !self.cur.stable_row_ids || !self.prev.stable_row_ids {
+            let removed = self.prev.fragments.len() + added.len() > self.cur.fragments.len();
+            // Without stable row ids a rewrite cannot be told from a delete and an append.
+            self.kinds
+                .insert(if removed { "replace" } else { "append" });
+            return;
+        }
+        let fields: Vec<FieldId> = self.cur.schema.top_level().map(|f| f.id).collect();
+        let old_rows = self.moved_rows(&fields);
+        let mut next_id = self.prev.next_row_id;
+        let mut carried_unchanged = 0usize;
+        let mut carried_stamped = false;
+        let mut inserted_any = false;
+        let mut seen: BTreeSet<u64> = BTreeSet::new();
+        for &(i, fc) in &added {
+            let at = format!("fragments[{i}]");
+            let mut rows = Vec::new();
+            if scan_fragment(self.cur, fc, &fields, &mut rows).is_err() {
+                continue;
+            }
+            let mut inserted_here = false;
+            let mut carried_here = false;
+            for row in &rows {
+                seen.insert(row.row_id);
+                if row.row_id >= self.prev.next_row_id {
+                    inserted_here = true;
+                    inserted_any = true;
+                    self.inserted_row(&at, row, &mut next_id);
+                } else if let Some(old) = old_rows.get(&row.row_id) {
+                    carried_here = true;
+                    match self.carried_row(&at, row, old) {
+                        Carried::Unchanged => carried_unchanged += 1,
+                        Carried::Stamped => carried_stamped = true,
+                        Carried::Wrong => {}
+                    }
+                }
+            }
+            for (kind, _, name) in SEQUENCES {
+                if inserted_here && is_spilled(fc, kind) {
+                    self.push(
+                        format!("{at}.lineage"),
+                        HistoryError::Placement {
+                            fragment: fc.id,
+                            sequence: name,
+                            found: "spilled",
+                            expected: "inline",
+                            requirement: "LIN-PLACE-1",
+                        },
+                    );
+                }
+            }
+            if carried_here && !inserted_here {
+                self.carried_placement(&at, fc);
+            }
+        }
+        if self.cur.next_row_id < next_id {
+            self.push(
+                "next_row_id".into(),
+                HistoryError::LineageValue {
+                    fragment: added.first().map_or(0, |(_, f)| f.id),
+                    offset: 0,
+                    sequence: "next_row_id",
+                    found: self.cur.next_row_id.to_string(),
+                    expected: format!("at least {next_id}"),
+                    commit: self.version(),
+                    requirement: "LIN-STAMP-1",
+                },
+            );
+        }
+        let removed_any = self
+            .prev
+            .fragments
+            .iter()
+            .any(|f| !self.cur.fragments.iter().any(|c| c.id == f.id));
+        if inserted_any {
+            self.kinds.insert("append");
+        }
+        if carried_stamped {
+            self.kinds.insert("update");
+        }
+        if removed_any && !inserted_any && carried_unchanged > 0 {
+            self.kinds.insert("rewrite");
+            self.rewrite_complete(&old_rows, &seen);
+        }
+    }
+
+    /// The old rows a commit may carry into new fragments: every live row of the fragments it
+    /// removed, and the rows it deleted from fragments it kept; by row id.
+    fn moved_rows(&self, fields: &[FieldId]) -> BTreeMap<u64, ScanRow> {
+        let mut out = BTreeMap::new();
+        for fp in &self.prev.fragments {
+            let kept = self.cur.fragments.iter().find(|f| f.id == fp.id);
+            if kept.is_some_and(|fc| fc.deletions == fp.deletions) {
+                continue;
+            }
+            let mut rows = Vec::new();
+            if scan_fragment(self.prev, fp, fields, &mut rows).is_err() {
+                continue;
+            }
+            for row in rows {
+                let moved = match kept {
+                    None => true,
+                    Some(fc) => u32::try_from(row.offset).is_ok_and(|o| fc.deletions.contains(o)),
+                };
+                if moved {
+                    out.insert(row.row_id, row);
+                }
+            }
+        }
+        out
+    }
+
+    fn inserted_row(&mut self, at: &str, row: &ScanRow, next_id: &mut u64) {
+        let v = self.version();
+        let problem = if row.row_id != *next_id {
+            Some(("row id", row.row_id, *next_id, "LIN-STAMP-1"))
+        } else if row.created_at != v {
+            Some(("created-at", row.created_at, v, "LIN-STAMP-2"))
+        } else if row.last_updated_at != v {
+            Some(("last-updated-at", row.last_updated_at, v, "LIN-STAMP-2"))
+        } else {
+            None
+        };
+        *next_id = row.row_id.max(*next_id).saturating_add(1);
+        if let Some((sequence, found, expected, requirement)) = problem {
+            self.push(
+                format!("{at}.lineage"),
+                HistoryError::LineageValue {
+                    fragment: row.fragment,
+                    offset: row.offset,
+                    sequence,
+                    found: found.to_string(),
+                    expected: expected.to_string(),
+                    commit: v,
+                    requirement,
+                },
+            );
+        }
+    }
+
+    /// A row with an old row id in a new fragment: carried unchanged (a rewrite), stamped (a
+    /// row-moving update), or wrong (a finding).
+    fn carried_row(&mut self, at: &str, row: &ScanRow, old: &ScanRow) -> Carried {
+        let v = self.version();
+        let lineage = |s: &mut Self, sequence, found: u64, expected: String, requirement| {
+            s.push(
+                format!("{at}.lineage"),
+                HistoryError::LineageValue {
+                    fragment: row.fragment,
+                    offset: row.offset,
+                    sequence,
+                    found: found.to_string(),
+                    expected,
+                    commit: v,
+                    requirement,
+                },
+            );
+        };
+        if row.created_at != old.created_at {
+            lineage(
+                self,
+                "created-at",
+                row.created_at,
+                old.created_at.to_string(),
+                "LIN-STAMP-5",
+            );
+            return Carried::Wrong;
+        }
+        if row.last_updated_at == v && old.last_updated_at != v {
+            return Carried::Stamped; // a row-moving update ([LIN-STAMP-4])
+        }
+        if row.last_updated_at != old.last_updated_at {
+            lineage(
+                self,
+                "last-updated-at",
+                row.last_updated_at,
+                format!("{} (carried) or {v} (updated)", old.last_updated_at),
+                "OVL-RWR-2",
+            );
+            return Carried::Wrong;
+        }
+        let changed = row
+            .values
+            .iter()
+            .zip(&old.values)
+            .enumerate()
+            .find(|(_, (a, b))| !a.identical(b));
+        if let Some((k, (a, b))) = changed {
+            let field = self.cur.schema.top_level().nth(k).map_or(0, |f| f.id);
+            self.push(
+                format!("{at}.files"),
+                HistoryError::ResolvedCellChanged {
+                    what: format!("the row rewrite into fragment {}", row.fragment),
+                    row: format!("row id {}", row.row_id),
+                    field,
+                    found: a.to_string(),
+                    before: b.to_string(),
+                    requirement: "OVL-RWR-1",
+                },
+            );
+            return Carried::Wrong;
+        }
+        Carried::Unchanged
+    }
+
+    /// A rewrite output's carried sequences: spilled iff over the budget in force.
+    fn carried_placement(&mut self, at: &str, fc: &Fragment) {
+        let Ok(config) = SpillConfig::from_table_config(&self.cur.config) else {
+            return;
+        };
+        for (kind, field, name) in SEQUENCES {
+            let Some(vals) = values(fc, field) else {
+                continue;
+            };
+            let len = match kind {
+                SequenceKind::RowIds => RowIdSequence::from_values(&vals).encode().len(),
+                _ => RowDatasetVersionSequence::from_versions(&vals)
+                    .encode()
+                    .len(),
+            };
+            let want = placement(kind, Origin::CarriedOver, len, &config) == Placement::Spill;
+            let found = is_spilled(fc, kind);
+            if want != found {
+                let word = |s: bool| if s { "spilled" } else { "inline" };
+                self.push(
+                    format!("{at}.lineage"),
+                    HistoryError::Placement {
+                        fragment: fc.id,
+                        sequence: name,
+                        found: word(found),
+                        expected: word(want),
+                        requirement: if len == config.inline_max_bytes {
+                            "LIN-PLACE-4"
+                        } else {
+                            "LIN-PLACE-3"
+                        },
+                    },
+                );
+            }
+        }
+    }
+
+    /// A row rewrite: every live row of the removed fragments reappears.
+    fn rewrite_complete(&mut self, old_rows: &BTreeMap<u64, ScanRow>, seen: &BTreeSet<u64>) {
+        let lost: Vec<u64> = old_rows
+            .keys()
+            .filter(|id| !seen.contains(id))
+            .take(5)
+            .copied()
+            .collect();
+        if !lost.is_empty() {
+            let ids: Vec<String> = lost.iter().map(|i| i.to_string()).collect();
+            self.push(
+                "fragments".into(),
+                HistoryError::RewriteRows {
+                    problem: format!(
+                        "the row rewrite of version {} lost live rows with row ids {}",
+                        self.version(),
+                        ids.join(", ")
+                    ),
+                },
+            );
+        }
+    }
+}
+
+/// How a row with an old row id came into a new fragment.
+enum Carried {
+    Unchanged,
+    Stamped,
+    Wrong,
+}
+
+/// The position in `fc` of the one overlay a merge wrote: `fc`'s list is `fp`'s with one
+/// contiguous run (two or more) replaced by a single new overlay.
+fn merged_overlay(fp: &Fragment, fc: &Fragment) -> Option<usize> {
+    let new: Vec<usize> = (0..fc.overlays.len())
+        .filter(|&k| !fp.overlays.iter().any(|a| same_overlay(a, &fc.overlays[k])))
+        .collect();
+    let [merged] = new.as_slice() else {
+        return None;
+    };
+    let removed = (fp.overlays.len() + 1).checked_sub(fc.overlays.len())?;
+    let (head, tail) = (&fc.overlays[..*merged], &fc.overlays[merged + 1..]);
+    let prefix_ok = head.iter().zip(&fp.overlays).all(|(a, b)| a == b);
+    let suffix_ok = tail
+        .iter()
+        .rev()
+        .zip(fp.overlays.iter().rev())
+        .all(|(a, b)| a == b);
+    (removed >= 2
+        && prefix_ok
+        && suffix_ok
+        && head.len() + tail.len() + removed == fp.overlays.len())
+    .then_some(*merged)
+}
+
+/// Whether `b` is `a` carried forward: equal, except that positions may have been tombstoned
+/// in place ([OVL-TOMB-2]), whose columns are then never read, and a column the reader left
+/// empty (a field since dropped from the schema, [OVL-TOMB-4]) is not compared.
+fn carried_unchanged(a: &Overlay, b: &Overlay) -> bool {
+    if a == b {
+        return true;
+    }
+    a.file.path == b.file.path
+        && a.committed_version == b.committed_version
+        && a.coverage == b.coverage
+        && a.file.fields.len() == b.file.fields.len()
+        && a.file
+            .fields
+            .iter()
+            .zip(&b.file.fields)
+            .enumerate()
+            .all(|(p, (x, y))| {
+                *y == TOMBSTONE_FIELD_ID
+                    || (x == y
+                        && match b.file.columns.get(p) {
+                            Some(c) if !c.is_empty() => a.file.columns.get(p) == Some(c),
+                            _ => true,
+                        })
+            })
+}
+
+fn paths(overlays: &[Overlay]) -> String {
+    overlays
+        .iter()
+        .map(|o| format!("{}@{}", o.file.path, o.committed_version))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn present(v: &Option<Vec<u64>>) -> String {
+    match v {
+        Some(v) => format!("{} values", v.len()),
+        None => "absent".into(),
+    }
+}

@@ -1,0 +1,125 @@
+//! The result of `validate` and its renderings: a human list and JSON.
+//!
+//! Invariant: every rendering is a pure function of the [`Report`] (no clock, no
+//! environment); each finding shows its version, requirement ids, class and code, file, field
+//! and message; the human form ends with the closing line
+//! `N version(s) judged, N commit(s) judged, N finding(s)`. The JSON form is described by
+//! `spec/schemas/validate.schema.json`.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value as Json, json};
+
+use super::finding::Finding;
+
+/// What `validate` found in one dataset directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The dataset directory, as given.
+    pub dataset: String,
+    /// The versions judged, ascending, with whether the reader accepted each.
+    pub versions: Vec<(u64, bool)>,
+    /// The commits judged against the version before them: version and what the commit was
+    /// classified as.
+    pub commits: Vec<(u64, Vec<&'static str>)>,
+    /// Every finding, in version order.
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// Whether nothing was found.
+    pub fn conforming(&self) -> bool {
+        self.findings.is_empty()
+    }
+}
+
+/// The human form.
+pub fn human(report: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "dataset {}", report.dataset);
+    for (v, readable) in &report.versions {
+        let kinds = report.commits.iter().find(|(c, _)| c == v).map(|(_, k)| {
+            if k.is_empty() {
+                "-".to_string()
+            } else {
+                k.join(", ")
+            }
+        });
+        let _ = writeln!(
+            s,
+            "v{v} {}{}",
+            if *readable { "read" } else { "refused" },
+            kinds.map(|k| format!("; commit: {k}")).unwrap_or_default()
+        );
+    }
+    for f in &report.findings {
+        let reqs = if f.requirements.is_empty() {
+            "-".to_string()
+        } else {
+            f.requirements.join(", ")
+        };
+        // A reader's message already starts with the file (and field) it is about.
+        let location = if f.message.starts_with(&f.file) {
+            String::new()
+        } else if f.field.is_empty() {
+            format!("{}: ", f.file)
+        } else {
+            format!("{}: {}: ", f.file, f.field)
+        };
+        let _ = writeln!(
+            s,
+            "v{} FAIL {}/{} [{}] {location}{}",
+            f.version,
+            f.class.as_str(),
+            f.code,
+            reqs,
+            f.message
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{} version(s) judged, {} commit(s) judged, {} finding(s)",
+        report.versions.len(),
+        report.commits.len(),
+        report.findings.len()
+    );
+    s
+}
+
+/// The JSON form.
+pub fn to_json(report: &Report) -> Json {
+    json!({
+        "dataset": report.dataset,
+        "conforming": report.conforming(),
+        "versions": report
+            .versions
+            .iter()
+            .map(|(v, readable)| json!({"version": v, "readable": readable}))
+            .collect::<Vec<_>>(),
+        "commits": report
+            .commits
+            .iter()
+            .map(|(v, kinds)| json!({"version": v, "kinds": kinds}))
+            .collect::<Vec<_>>(),
+        "findings": report.findings.iter().map(finding_json).collect::<Vec<_>>(),
+    })
+}
+
+fn finding_json(f: &Finding) -> Json {
+    json!({
+        "version": f.version,
+        "requirements": f.requirements,
+        "class": f.class.as_str(),
+        "code": f.code,
+        "file": f.file,
+        "field": f.field,
+        "message": f.message,
+    })
+}
+
+/// The JSON form as text.
+pub fn json(report: &Report) -> String {
+    let mut text = serde_json::to_string_pretty(&to_json(report)).unwrap_or_default();
+    text.push('\n');
+    text
+}

@@ -1,0 +1,130 @@
+//! Each version alone: everything its bytes decide.
+//!
+//! Invariant: a version is judged by the reference reader first
+//! ([`Dataset::read_version`], which ends with [`lance_reference::readable::check_readable`]):
+//! its refusal is the version's one finding, with the reader's class and code, so a negative
+//! case's damage is reported exactly as a reader must report it. Only a version the reader
+//! accepts gets the writer-side rules a reader does not check: the flag words a writer may
+//! write and that they match the content ([`check_written_flags`]), and overlays stored in
+//! non-decreasing `committed_version` order ([OVL-PREC-5]), and no negative overlay field id
+//! other than the tombstone ([OVL-TOMB-6]). No rule is written here a second
+//! time: each is the reference's own check.
+
+use lance_reference::flags::check_written_flags;
+use lance_reference::model::{Snapshot, TOMBSTONE_FIELD_ID};
+use lance_reference_io::{Dataset, Layout};
+
+use super::finding::{Finding, HistoryError};
+
+/// A version that read, with its manifest file name.
+#[derive(Debug, Clone)]
+pub struct ReadVersion {
+    /// The snapshot.
+    pub snapshot: Snapshot,
+    /// Where each part lives.
+    pub layout: Layout,
+    /// The manifest file, relative to the root.
+    pub file: String,
+}
+
+/// Reads and judges `version` of `dataset`: the version when the reader accepts it (possibly
+/// with writer-side findings), and the findings.
+pub fn check(dataset: &Dataset, version: u64) -> (Option<ReadVersion>, Vec<Finding>) {
+    let file = manifest_file(dataset, version);
+    match dataset.read_version(version) {
+        Err(e) => (None, vec![Finding::refusal(version, &file, &e)]),
+        Ok((snapshot, layout)) => {
+            let findings = writer_rules(&snapshot, &file);
+            (
+                Some(ReadVersion {
+                    snapshot,
+                    layout,
+                    file,
+                }),
+                findings,
+            )
+        }
+    }
+}
+
+/// The manifest file of `version`, as the listing names it.
+pub fn manifest_file(dataset: &Dataset, version: u64) -> String {
+    dataset
+        .entries()
+        .iter()
+        .find(|e| e.version == version)
+        .map(|e| format!("_versions/{}", e.name))
+        .unwrap_or_else(|| format!("_versions/(version {version})"))
+}
+
+/// The rules a writer keeps on one version that a reader does not check.
+fn writer_rules(snapshot: &Snapshot, file: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Err(e) = check_written_flags(snapshot) {
+        let mut f = Finding::writer(
+            snapshot.version,
+            file,
+            &e,
+            &["FLG-BITS-3", "FLG-WRITE-6", "FLG-CONS-2"],
+        );
+        f.field = "reader_feature_flags / writer_feature_flags".into();
+        out.push(f);
+    }
+    for (i, fragment) in snapshot.fragments.iter().enumerate() {
+        let order = fragment.overlays.windows(2).enumerate().find_map(|(k, w)| {
+            (w[1].committed_version < w[0].committed_version).then_some((k + 1, w))
+        });
+        for (k, o) in fragment.overlays.iter().enumerate() {
+            let reserved = o
+                .file
+                .fields
+                .iter()
+                .enumerate()
+                .find(|(_, f)| **f < 0 && **f != TOMBSTONE_FIELD_ID);
+            if let Some((position, &field)) = reserved {
+                out.push(Finding::rule(
+                    snapshot.version,
+                    file,
+                    format!("fragments[{i}].overlays[{k}].data_file.fields[{position}]"),
+                    HistoryError::ReservedOverlayField {
+                        fragment: fragment.id,
+                        path: o.file.path.clone(),
+                        position,
+                        field,
+                    },
+                ));
+            }
+        }
+        if let Some((position, w)) = order {
+            out.push(Finding::rule(
+                snapshot.version,
+                file,
+                format!("fragments[{i}].overlays[{position}].committed_version"),
+                HistoryError::OverlayOrder {
+                    fragment: fragment.id,
+                    position,
+                    version: w[1].committed_version,
+                    previous: w[0].committed_version,
+                },
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lance_reference::worked_example;
+
+    #[test]
+    fn flags_must_be_writable_and_match_content() {
+        // covers: FLG-CONS-2
+        let mut s = worked_example::version_1();
+        assert!(writer_rules(&s, "m").is_empty());
+        s.reader_flags |= 1; // deletion bit in the reader word only: readable, not writable
+        let found = writer_rules(&s, "m");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].requirements.iter().any(|r| r == "FLG-CONS-2"));
+    }
+}

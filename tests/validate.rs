@@ -1,0 +1,387 @@
+//! `validate` over the stored corpus and over hand-built bad histories.
+//!
+//! Every positive case's `dataset/` and every undamaged twin is accepted (a case that breaks a
+//! writer rule on purpose says so with a `breaks:<ID>` tag, and only those ids may be found);
+//! every negative case's `dataset/` is refused with exactly its `expected/error.json` version,
+//! class and code. The hand-built histories are the reference's worked example written with
+//! the reference writer, one commit tampered with.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use lance_conformance::validate::validate;
+use lance_reference::compaction::{merge_overlays, rewrite_rows};
+use lance_reference::flags::set_commit_flags;
+use lance_reference::lineage::{AppendedFragment, PendingCommit};
+use lance_reference::model::{Fragment, LineageSequence, Snapshot, Value};
+use lance_reference::worked_example;
+use lance_reference_io::{WriteOptions, write_version};
+
+fn corpus() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-cases")
+}
+
+fn cases() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for area in std::fs::read_dir(corpus()).unwrap() {
+        let area = area.unwrap().path();
+        if !area.is_dir() {
+            continue;
+        }
+        for case in std::fs::read_dir(&area).unwrap() {
+            let case = case.unwrap().path();
+            if case.join("case.toml").is_file() {
+                out.push(case);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn declared_breaks(case: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(case.join("case.toml")).unwrap();
+    let value: toml::Value = toml::from_str(&text).unwrap();
+    value
+        .get("tags")
+        .and_then(|t| t.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.as_str()?.strip_prefix("breaks:").map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn validate_accepts_and_refuses_the_corpus_as_the_cases_say() {
+    // covers: OVL-PREC-5
+    let mut problems = Vec::new();
+    let (mut accepted, mut refused) = (0, 0);
+    for case in cases() {
+        let name = case.strip_prefix(corpus()).unwrap().display().to_string();
+        let error = case.join("expected/error.json");
+        if error.is_file() {
+            let want: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&error).unwrap()).unwrap();
+            let report = validate(&case.join("dataset"), None).unwrap();
+            let got: Vec<(u64, &str, &str)> = report
+                .findings
+                .iter()
+                .map(|f| (f.version, f.class.as_str(), f.code))
+                .collect();
+            let expected = vec![(
+                want["version"].as_u64().unwrap(),
+                want["class"].as_str().unwrap(),
+                want["code"].as_str().unwrap(),
+            )];
+            if got == expected {
+                refused += 1;
+            } else {
+                problems.push(format!(
+                    "{name}: refused with {got:?}, the case says {expected:?}"
+                ));
+            }
+            let twin = validate(&case.join("undamaged"), None).unwrap();
+            if twin.conforming() {
+                accepted += 1;
+            } else {
+                problems.push(format!("{name}/undamaged: {:?}", twin.findings));
+            }
+        } else {
+            let breaks = declared_breaks(&case);
+            let report = validate(&case.join("dataset"), None).unwrap();
+            let unexpected: Vec<_> = report
+                .findings
+                .iter()
+                .filter(|f| !f.requirements.iter().any(|r| breaks.contains(r)))
+                .collect();
+            if unexpected.is_empty() {
+                accepted += 1;
+            } else {
+                problems.push(format!("{name}: {unexpected:?}"));
+            }
+            for id in &breaks {
+                if !report.findings.iter().any(|f| f.requirements.contains(id)) {
+                    problems.push(format!(
+                        "{name}: declares breaks:{id}, validate did not find it"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        accepted > 100 && refused > 50,
+        "{accepted} accepted, {refused} refused"
+    );
+}
+
+/// Writes `versions` with the reference writer into a fresh directory.
+fn written(versions: &[Snapshot]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for s in versions {
+        write_version(dir.path(), s, &WriteOptions::default()).unwrap();
+    }
+    dir
+}
+
+/// The requirement ids of every finding of `versions` written to disk.
+fn found(versions: &[Snapshot]) -> Vec<String> {
+    let dir = written(versions);
+    let report = validate(dir.path(), None).unwrap();
+    report
+        .findings
+        .iter()
+        .flat_map(|f| f.requirements.clone())
+        .collect()
+}
+
+#[test]
+fn the_worked_example_is_conforming() {
+    let versions = worked_example::versions().unwrap();
+    assert_eq!(found(&versions), Vec::<String>::new());
+}
+
+#[test]
+fn an_added_overlay_must_carry_its_commits_version() {
+    // covers: OVL-VER-1
+    let mut versions = worked_example::versions().unwrap();
+    versions.truncate(3);
+    versions[2].fragments[0].overlays[1].committed_version = 2;
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-VER-1".to_string()), "{ids:?}");
+}
+
+#[test]
+fn an_overlay_commit_must_bump_the_covered_rows() {
+    // covers: OVL-LIN-1
+    let mut versions = worked_example::versions().unwrap();
+    versions.truncate(3);
+    versions[2].fragments[0].lineage.last_updated_at =
+        versions[1].fragments[0].lineage.last_updated_at.clone();
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-LIN-1".to_string()), "{ids:?}");
+}
+
+#[test]
+fn a_fold_must_not_change_a_resolved_cell() {
+    // covers: OVL-FOLD-1
+    let mut versions = worked_example::versions().unwrap();
+    let folded = versions[3].fragments[0].files.last_mut().unwrap();
+    let column = folded
+        .columns
+        .iter_mut()
+        .find(|c| c.iter().any(|v| matches!(v, Value::Int32(_))))
+        .unwrap();
+    column[1] = Value::Int32(99);
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-FOLD-1".to_string()), "{ids:?}");
+}
+
+#[test]
+fn a_fold_must_not_leave_a_covering_index_stale() {
+    // covers: OVL-FOLD-5
+    let mut versions = worked_example::versions().unwrap();
+    versions[3].indices = versions[2].indices.clone();
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-FOLD-5".to_string()), "{ids:?}");
+}
+
+#[test]
+fn a_fold_must_not_change_lineage() {
+    // covers: OVL-FOLD-4
+    let mut versions = worked_example::versions().unwrap();
+    if let LineageSequence::Inline(v) = &mut versions[3].fragments[0].lineage.created_at {
+        v[0] = 3;
+    } else {
+        versions[3].fragments[0].lineage.created_at = LineageSequence::Inline(vec![3, 1, 1, 1]);
+    }
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-FOLD-4".to_string()), "{ids:?}");
+}
+
+#[test]
+fn validate_cannot_judge_a_missing_directory_or_version() {
+    assert!(validate(Path::new("/nonexistent/lance-conformance"), None).is_err());
+    let dir = written(&worked_example::versions().unwrap());
+    assert!(validate(dir.path(), Some(9)).is_err());
+    let one = validate(dir.path(), Some(4)).unwrap();
+    assert_eq!(one.versions.len(), 1);
+    assert_eq!(one.commits, vec![(4, vec!["fold", "index"])]);
+}
+
+/// The worked example's first three versions and a fourth made by `next` from the third.
+fn with_fourth(next: impl FnOnce(&Snapshot) -> Snapshot) -> Vec<Snapshot> {
+    let mut versions = worked_example::versions().unwrap();
+    versions.truncate(3);
+    let fourth = next(&versions[2]);
+    versions.push(fourth);
+    versions
+}
+
+fn merged(v3: &Snapshot) -> Snapshot {
+    let fragment = merge_overlays(&v3.schema, &v3.fragments[0], &[0, 1], "merged.lance").unwrap();
+    let mut next = v3.clone();
+    next.version = 4;
+    next.fragments[0] = fragment;
+    set_commit_flags(&mut next);
+    next
+}
+
+#[test]
+fn a_merge_is_conforming_and_must_take_its_inputs_newest_version() {
+    // covers: OVL-MERGE-3
+    assert_eq!(found(&with_fourth(merged)), Vec::<String>::new());
+    let versions = with_fourth(|v3| {
+        let mut next = merged(v3);
+        next.fragments[0].overlays[0].committed_version = 2;
+        next
+    });
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-MERGE-3".to_string()), "{ids:?}");
+}
+
+#[test]
+fn a_merge_must_not_change_a_resolved_cell() {
+    // covers: OVL-MERGE-4
+    let versions = with_fourth(|v3| {
+        let mut next = merged(v3);
+        let o = &mut next.fragments[0].overlays[0];
+        let column = o
+            .file
+            .columns
+            .iter_mut()
+            .find(|c| c.iter().any(|v| matches!(v, Value::Int32(_))))
+            .unwrap();
+        column[0] = Value::Int32(-7);
+        next
+    });
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-MERGE-4".to_string()), "{ids:?}");
+}
+
+fn rewritten(v3: &Snapshot) -> Snapshot {
+    rewrite_rows(v3, &[0], 1, 4, "rewritten.lance").unwrap()
+}
+
+#[test]
+fn a_rewrite_is_conforming_and_must_keep_every_resolved_value() {
+    // covers: OVL-RWR-1
+    assert_eq!(found(&with_fourth(rewritten)), Vec::<String>::new());
+    let versions = with_fourth(|v3| {
+        let mut next = rewritten(v3);
+        let file = &mut next.fragments[0].files[0];
+        let column = file
+            .columns
+            .iter_mut()
+            .find(|c| c.iter().any(|v| matches!(v, Value::Int32(_))))
+            .unwrap();
+        column[2] = Value::Int32(-7);
+        next
+    });
+    let ids = found(&versions);
+    assert!(ids.contains(&"OVL-RWR-1".to_string()), "{ids:?}");
+}
+
+#[test]
+fn appended_rows_must_be_stamped_with_the_commits_version() {
+    // covers: LIN-STAMP-2
+    let versions = with_fourth(|v3| {
+        let columns = v3.fragments[0].files[0]
+            .columns
+            .iter()
+            .map(|c| c[..1].to_vec())
+            .collect();
+        let fields = v3.fragments[0].files[0].fields.clone();
+        let fragment = Fragment::new(1, "appended.lance", fields, columns);
+        let mut next = PendingCommit {
+            overlays: Vec::new(),
+            appended: vec![AppendedFragment {
+                fragment,
+                carried: None,
+            }],
+        }
+        .apply(v3, 4)
+        .unwrap();
+        next.fragments[1].lineage.created_at = LineageSequence::Inline(vec![3]);
+        next
+    });
+    let ids = found(&versions);
+    assert!(ids.contains(&"LIN-STAMP-2".to_string()), "{ids:?}");
+}
+
+#[test]
+fn json_output_has_the_schemas_keys() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("spec/schemas/validate.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = v["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect();
+        k.sort();
+        k
+    };
+    let sorted = |v: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let case = corpus().join("overlays/committed-version-zero/dataset");
+    let report = validate(&case, None).unwrap();
+    let out = lance_conformance::validate::report::to_json(&report);
+    assert_eq!(sorted(&out), keys(&schema));
+    let finding = &out["findings"][0];
+    assert_eq!(
+        sorted(finding),
+        keys(&schema["properties"]["findings"]["items"])
+    );
+    let twin = validate(
+        &corpus().join("overlays/committed-version-zero/undamaged"),
+        None,
+    )
+    .unwrap();
+    let out = lance_conformance::validate::report::to_json(&twin);
+    let commit = &out["commits"][0];
+    assert_eq!(
+        sorted(commit),
+        keys(&schema["properties"]["commits"]["items"])
+    );
+}
+
+#[test]
+fn a_rewrite_places_carried_lineage_by_the_config_in_force() {
+    // covers: LIN-PLACE-3
+    let spilling = |v3: &Snapshot| {
+        let mut v3 = v3.clone();
+        v3.config
+            .insert(lance_reference::lineage::SPILL_KEY.into(), "true".into());
+        v3.config.insert(
+            lance_reference::lineage::INLINE_MAX_BYTES_KEY.into(),
+            "0".into(),
+        );
+        v3
+    };
+    let conforming = with_fourth(|v3| {
+        let mut next = rewritten(&spilling(v3));
+        next.config = spilling(v3).config;
+        next
+    });
+    let mut conforming = conforming;
+    conforming[2].config = conforming[3].config.clone();
+    assert_eq!(found(&conforming), Vec::<String>::new());
+    // The same spilled output, but the config in force says spilling is off.
+    let versions = with_fourth(|v3| {
+        let mut next = rewritten(&spilling(v3));
+        next.config = v3.config.clone();
+        next
+    });
+    let ids = found(&versions);
+    assert!(ids.contains(&"LIN-PLACE-3".to_string()), "{ids:?}");
+}
