@@ -33,6 +33,9 @@ enum Command {
     /// Print the reference's decision trail for a corpus case: a version's layout, one cell,
     /// or one query.
     Explain(lance_conformance::runner::command::ExplainArgs),
+    /// Differential testing: random histories written by the reference, read by a reader,
+    /// judged by the runner; every distinct disagreement shrunk and written as a `case.toml`.
+    Fuzz(lance_conformance::fuzz::command::FuzzArgs),
     /// Rebuild the generated `dataset/` and `expected/` of conformance cases from their
     /// `case.toml`, and `SHA256SUMS`; with `--check`, fail on any difference instead.
     Generate {
@@ -57,6 +60,9 @@ fn main() -> ExitCode {
         Command::Testee(args) => return ExitCode::from(runner::testee(&args)),
         Command::Report(args) => return ExitCode::from(runner::report(&args)),
         Command::Explain(args) => return ExitCode::from(runner::explain(&args)),
+        Command::Fuzz(args) => {
+            return ExitCode::from(lance_conformance::fuzz::command::fuzz(&args));
+        }
         Command::Generate {
             cases,
             check,

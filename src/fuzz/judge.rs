@@ -1,0 +1,139 @@
+//! Judging one case: written into a scratch directory exactly as the generator writes a
+//! corpus case, then run against a reader by the runner.
+//!
+//! Invariant: the dataset, the expected answers and the verdicts are those of
+//! [`crate::corpus::build`] and [`crate::runner::execute::run_case`]; this module adds only
+//! where the files go and what counts as a disagreement (a check that fails, errors or is
+//! inconclusive), named by a [`Signature`] that survives shrinking.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::case::{Case, RequirementIndex};
+use crate::corpus::{self, CaseDir};
+use crate::runner::execute;
+use crate::runner::{CheckResult, ConformanceReader, FailureKind};
+
+/// What a disagreement is, independent of version numbers and fragment ids: its failure kind
+/// and its check name with every number replaced by `#` (`v# scan`, `v# query "idx#: n"`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Signature {
+    /// The failure kind (`wrong-value`, `crash`, ...).
+    pub kind: String,
+    /// The check name, numbers masked.
+    pub check: String,
+}
+
+impl Signature {
+    /// The signature of a failing check.
+    pub fn of(check: &CheckResult) -> Signature {
+        let mut masked = String::new();
+        for c in check.name.chars() {
+            if c.is_ascii_digit() {
+                if !masked.ends_with('#') {
+                    masked.push('#');
+                }
+            } else {
+                masked.push(c);
+            }
+        }
+        Signature {
+            kind: check.kind.map_or("fail", FailureKind::as_str).to_string(),
+            check: masked,
+        }
+    }
+
+    /// `kind check`, the form known-disagreement lists use.
+    pub fn line(&self) -> String {
+        format!("{} {}", self.kind, self.check)
+    }
+}
+
+/// One case's verdicts.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// Every check, in the runner's order.
+    pub checks: Vec<CheckResult>,
+}
+
+impl Judged {
+    /// The first check that fails, errors or is inconclusive.
+    pub fn first_failure(&self) -> Option<&CheckResult> {
+        self.checks.iter().find(|c| c.verdict.is_failure())
+    }
+
+    /// Whether some failing check has signature `s`.
+    pub fn fails_with(&self, s: &Signature) -> bool {
+        self.checks
+            .iter()
+            .any(|c| c.verdict.is_failure() && Signature::of(c) == *s)
+    }
+}
+
+/// Scratch directories, a new one for every judged case: a reader may cache what it read at a
+/// path, so no path is ever used for two different datasets.
+#[derive(Debug)]
+pub struct Scratch {
+    root: tempfile::TempDir,
+    next: u64,
+}
+
+impl Scratch {
+    /// A fresh scratch root.
+    pub fn new() -> Result<Scratch, String> {
+        Ok(Scratch {
+            root: tempfile::tempdir().map_err(|e| format!("scratch directory: {e}"))?,
+            next: 0,
+        })
+    }
+
+    /// A path not used before.
+    fn fresh(&mut self) -> PathBuf {
+        self.next += 1;
+        self.root.path().join(format!("c{}", self.next))
+    }
+}
+
+/// Writes `case` into a fresh scratch directory (`dataset/`, `expected/`, a negative case's
+/// `undamaged/`), judges `reader` on it and removes it. `Err` when the case cannot be built
+/// (a generator problem, not the reader's).
+pub fn judge(
+    reader: &mut dyn ConformanceReader,
+    declared: &BTreeSet<String>,
+    case: &Case,
+    index: &RequirementIndex,
+    scratch: &mut Scratch,
+) -> Result<Judged, String> {
+    let dir = scratch.fresh();
+    let judged = judge_in(reader, declared, case, index, &dir);
+    // Best effort: a leftover directory is removed with the scratch root.
+    let _ = std::fs::remove_dir_all(&dir);
+    judged
+}
+
+fn judge_in(
+    reader: &mut dyn ConformanceReader,
+    declared: &BTreeSet<String>,
+    case: &Case,
+    index: &RequirementIndex,
+    dir: &Path,
+) -> Result<Judged, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let built = corpus::build(case, Some(&dir.join("dataset"))).map_err(|e| e.to_string())?;
+    for (rel, bytes) in &built.files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let expected = execute::load_expected(dir)?;
+    let (class_level, _) = execute::class_level(case, index);
+    let case_dir = CaseDir {
+        area: "fuzz".into(),
+        dir: dir.to_path_buf(),
+        case: case.clone(),
+    };
+    let (checks, _) = execute::run_case(reader, declared, &case_dir, &expected, class_level);
+    Ok(Judged { checks })
+}
