@@ -40,58 +40,8 @@ pub fn candidates(t: &Trial) -> Vec<Trial> {
     }
     // The parts of one operation.
     for (i, op) in h.ops.iter().enumerate() {
-        match op {
-            OpSeed::Retry { write, .. } => {
-                let w = (**write).clone();
-                out.push(with(&|c| c.history.ops[i] = w.clone()));
-            }
-            OpSeed::Append(rows) if rows.len() > 1 => {
-                for j in 0..rows.len() {
-                    out.push(with(&|c| {
-                        if let OpSeed::Append(r) = &mut c.history.ops[i] {
-                            r.remove(j);
-                        }
-                    }));
-                }
-            }
-            OpSeed::Overlay(seeds) => {
-                for j in 0..seeds.len() {
-                    if seeds.len() > 1 {
-                        out.push(with(&|c| {
-                            if let OpSeed::Overlay(s) = &mut c.history.ops[i] {
-                                s.remove(j);
-                            }
-                        }));
-                    }
-                    for k in 0..seeds[j].cells.len() {
-                        if seeds[j].cells.len() > 1 {
-                            out.push(with(&|c| {
-                                if let OpSeed::Overlay(s) = &mut c.history.ops[i] {
-                                    s[j].cells.remove(k);
-                                }
-                            }));
-                        }
-                    }
-                    if seeds[j].tombstone != 0 || seeds[j].reverse {
-                        out.push(with(&|c| {
-                            if let OpSeed::Overlay(s) = &mut c.history.ops[i] {
-                                s[j].tombstone = 0;
-                                s[j].reverse = false;
-                            }
-                        }));
-                    }
-                }
-            }
-            OpSeed::Delete { offsets, .. } if offsets.len() > 1 => {
-                for j in 0..offsets.len() {
-                    out.push(with(&|c| {
-                        if let OpSeed::Delete { offsets, .. } = &mut c.history.ops[i] {
-                            offsets.remove(j);
-                        }
-                    }));
-                }
-            }
-            _ => {}
+        for simpler in op_candidates(op) {
+            out.push(with(&|c| c.history.ops[i] = simpler.clone()));
         }
     }
     // Fewer schema fields, default config, stable row ids off.
@@ -144,4 +94,71 @@ pub fn shrink(t: Trial, budget: usize, reproduces: &mut dyn FnMut(&Trial) -> boo
         trial: best,
         attempts,
     }
+}
+
+/// Simpler variants of one operation: fewer rows, overlays, cells or offsets, plain overlays,
+/// and a retry's parts simplified (or the retry replaced by its write).
+fn op_candidates(op: &OpSeed) -> Vec<OpSeed> {
+    let mut out = Vec::new();
+    match op {
+        OpSeed::Retry { write, conflict } => {
+            out.push((**write).clone());
+            for w in op_candidates(write) {
+                out.push(OpSeed::Retry {
+                    write: Box::new(w),
+                    conflict: conflict.clone(),
+                });
+            }
+            for c in op_candidates(conflict) {
+                out.push(OpSeed::Retry {
+                    write: write.clone(),
+                    conflict: Box::new(c),
+                });
+            }
+        }
+        OpSeed::Append(rows) if rows.len() > 1 => {
+            for j in 0..rows.len() {
+                let mut r = rows.clone();
+                r.remove(j);
+                out.push(OpSeed::Append(r));
+            }
+        }
+        OpSeed::Overlay(seeds) => {
+            for j in 0..seeds.len() {
+                let mut each = |f: &dyn Fn(&mut Vec<super::history::OverlaySeed>)| {
+                    let mut s = seeds.clone();
+                    f(&mut s);
+                    out.push(OpSeed::Overlay(s));
+                };
+                if seeds.len() > 1 {
+                    each(&|s| drop(s.remove(j)));
+                }
+                for k in 0..seeds[j].cells.len() {
+                    if seeds[j].cells.len() > 1 {
+                        each(&|s| {
+                            s[j].cells.remove(k);
+                        });
+                    }
+                }
+                if seeds[j].tombstone != 0 || seeds[j].reverse {
+                    each(&|s| {
+                        s[j].tombstone = 0;
+                        s[j].reverse = false;
+                    });
+                }
+            }
+        }
+        OpSeed::Delete { frag, offsets } if offsets.len() > 1 => {
+            for j in 0..offsets.len() {
+                let mut o = offsets.clone();
+                o.remove(j);
+                out.push(OpSeed::Delete {
+                    frag: *frag,
+                    offsets: o,
+                });
+            }
+        }
+        _ => {}
+    }
+    out
 }
