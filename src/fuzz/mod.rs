@@ -256,7 +256,10 @@ fn shrunk(
             .unwrap_or(false),
         _ => false,
     };
-    let result = shrink::shrink(trial.clone(), options.shrink_budget, &mut reproduces);
+    // A known disagreement is reported as found: shrinking it again would only cost time.
+    let known = options.known.contains(&signature.line());
+    let budget = if known { 0 } else { options.shrink_budget };
+    let result = shrink::shrink(trial.clone(), budget, &mut reproduces);
     let io = |e: String| FuzzError::Io(e);
     // The shrunk trial reproduced when it was kept; judge it once more for its check.
     let mut small = result
@@ -278,7 +281,6 @@ fn shrunk(
             kind: None,
             message: Some("(did not reproduce when judged again)".into()),
         });
-    let known = options.known.contains(&signature.line());
     describe_finding(
         &mut small,
         &check,
