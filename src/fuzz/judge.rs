@@ -9,24 +9,27 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::case::{Case, RequirementIndex};
+use crate::case::{Case, RequirementIndex, Step};
 use crate::corpus::{self, CaseDir};
 use crate::runner::execute;
 use crate::runner::{CheckResult, ConformanceReader, FailureKind};
 
-/// What a disagreement is, independent of version numbers and fragment ids: its failure kind
-/// and its check name with every number replaced by `#` (`v# scan`, `v# query "idx#: n"`).
+/// What a disagreement is, independent of version numbers and fragment ids: its failure kind,
+/// its check name with every number replaced by `#` (`v# scan`, `v# query "idx#: n"`), and for
+/// a damaged case the corruption kind (`accepted-damage v# refuses [mixed_manifest_names]`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Signature {
     /// The failure kind (`wrong-value`, `crash`, ...).
     pub kind: String,
     /// The check name, numbers masked.
     pub check: String,
+    /// The corruption kind of a damaged case.
+    pub damage: Option<String>,
 }
 
 impl Signature {
-    /// The signature of a failing check.
-    pub fn of(check: &CheckResult) -> Signature {
+    /// The signature of a failing check of `case`.
+    pub fn of(case: &Case, check: &CheckResult) -> Signature {
         let mut masked = String::new();
         for c in check.name.chars() {
             if c.is_ascii_digit() {
@@ -40,12 +43,19 @@ impl Signature {
         Signature {
             kind: check.kind.map_or("fail", FailureKind::as_str).to_string(),
             check: masked,
+            damage: case.steps.iter().find_map(|s| match s {
+                Step::Corrupt(c) => Some(c.name()),
+                _ => None,
+            }),
         }
     }
 
-    /// `kind check`, the form known-disagreement lists use.
+    /// `kind check [damage]`, the form known-disagreement lists use.
     pub fn line(&self) -> String {
-        format!("{} {}", self.kind, self.check)
+        match &self.damage {
+            Some(d) => format!("{} {} [{d}]", self.kind, self.check),
+            None => format!("{} {}", self.kind, self.check),
+        }
     }
 }
 
@@ -54,19 +64,29 @@ impl Signature {
 pub struct Judged {
     /// Every check, in the runner's order.
     pub checks: Vec<CheckResult>,
+    /// Every failing check's signature, in check order.
+    pub signatures: Vec<Signature>,
 }
 
 impl Judged {
-    /// The first check that fails, errors or is inconclusive.
-    pub fn first_failure(&self) -> Option<&CheckResult> {
-        self.checks.iter().find(|c| c.verdict.is_failure())
+    /// The first check that fails, errors or is inconclusive, with its signature.
+    pub fn first_failure(&self) -> Option<(&CheckResult, &Signature)> {
+        let first = self.checks.iter().find(|c| c.verdict.is_failure())?;
+        Some((first, self.signatures.first()?))
+    }
+
+    /// The first failing check with signature `s`.
+    pub fn failing_with(&self, s: &Signature) -> Option<&CheckResult> {
+        let failing = self.checks.iter().filter(|c| c.verdict.is_failure());
+        failing
+            .zip(&self.signatures)
+            .find(|(_, g)| *g == s)
+            .map(|(c, _)| c)
     }
 
     /// Whether some failing check has signature `s`.
     pub fn fails_with(&self, s: &Signature) -> bool {
-        self.checks
-            .iter()
-            .any(|c| c.verdict.is_failure() && Signature::of(c) == *s)
+        self.signatures.contains(s)
     }
 }
 
@@ -135,5 +155,10 @@ fn judge_in(
         case: case.clone(),
     };
     let (checks, _) = execute::run_case(reader, declared, &case_dir, &expected, class_level);
-    Ok(Judged { checks })
+    let signatures = checks
+        .iter()
+        .filter(|c| c.verdict.is_failure())
+        .map(|c| Signature::of(case, c))
+        .collect();
+    Ok(Judged { checks, signatures })
 }

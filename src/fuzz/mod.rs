@@ -106,7 +106,7 @@ pub struct Summary {
     pub damaged: u64,
     /// Trials skipped: damage that applied to nothing, or that the reference reads.
     pub skipped: u64,
-    /// Trials with at least one disagreement.
+    /// Trials with at least one disagreement (a trial can show several distinct ones).
     pub disagreeing: u64,
     /// Distinct disagreements, in the order found.
     pub findings: Vec<Finding>,
@@ -201,28 +201,35 @@ pub fn run(
         summary.cases += 1;
         summary.damaged += u64::from(damaged);
         summary.steps += case.steps.len() as u64;
-        if let Some(failure) = judged.first_failure() {
+        if judged.first_failure().is_some() {
             summary.disagreeing += 1;
-            let signature = Signature::of(failure);
+        }
+        // Every distinct disagreement of the trial: counted, or shrunk when it is new.
+        let mut seen: Vec<&Signature> = Vec::new();
+        for signature in &judged.signatures {
+            if seen.contains(&signature) {
+                continue;
+            }
+            seen.push(signature);
             if let Some(f) = summary
                 .findings
                 .iter_mut()
-                .find(|f| judged.fails_with(&f.signature))
+                .find(|f| f.signature == *signature)
             {
                 f.occurrences += 1;
-            } else {
-                let finding = shrunk(
-                    reader,
-                    &declared,
-                    index,
-                    options,
-                    &description,
-                    (i, &trial, &case),
-                    signature,
-                    &mut scratch,
-                )?;
-                summary.findings.push(finding);
+                continue;
             }
+            let finding = shrunk(
+                reader,
+                &declared,
+                index,
+                options,
+                &description,
+                (i, &trial, &case),
+                signature.clone(),
+                &mut scratch,
+            )?;
+            summary.findings.push(finding);
         }
         i += 1;
         if options.progress_every > 0 && i % options.progress_every == 0 {
@@ -269,10 +276,8 @@ fn shrunk(
         .unwrap_or_else(|| case.clone());
     let judged = judge(reader, declared, &small, index, scratch).map_err(io)?;
     let check = judged
-        .checks
-        .iter()
-        .find(|c| c.verdict.is_failure() && Signature::of(c) == signature)
-        .or(judged.first_failure())
+        .failing_with(&signature)
+        .or(judged.first_failure().map(|(c, _)| c))
         .cloned()
         .unwrap_or_else(|| CheckResult {
             name: signature.check.clone(),
