@@ -299,11 +299,11 @@ impl Trial {
     pub fn draw(seed: u64, index: u64, max_ops: usize, damaged: bool) -> Trial {
         let history = History::draw(seed, index, max_ops);
         let damage = damaged.then(|| {
-            let mut s = Stream::new(seed ^ 0xda4a_6e, index);
+            let mut s = Stream::new(seed ^ 0x00da_4a6e, index);
             DamageSeed {
-                kind: s.next() as u16,
-                target: s.next() as u16,
-                value: s.next() as u16,
+                kind: s.bits() as u16,
+                target: s.bits() as u16,
+                value: s.bits() as u16,
             }
         });
         Trial { history, damage }

@@ -151,7 +151,7 @@ impl Stream {
     }
 
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn bits(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         mix(self.0)
     }
@@ -161,24 +161,24 @@ impl Stream {
         if hi <= lo {
             lo
         } else {
-            lo + self.next() % (hi - lo)
+            lo + self.bits() % (hi - lo)
         }
     }
 
     fn u8(&mut self) -> u8 {
-        self.next() as u8
+        self.bits() as u8
     }
 
     fn u16(&mut self) -> u16 {
-        self.next() as u16
+        self.bits() as u16
     }
 
     fn bool(&mut self) -> bool {
-        self.next() & 1 == 1
+        self.bits() & 1 == 1
     }
 
     fn row(&mut self) -> RowSeed {
-        self.next().to_le_bytes()
+        self.bits().to_le_bytes()
     }
 
     fn config(&mut self) -> ConfigSeed {
@@ -241,7 +241,7 @@ impl Stream {
             9..11 => self.delete(),
             11 => OpSeed::DeleteWhere {
                 field: self.u16(),
-                pred: self.next(),
+                pred: self.bits(),
             },
             12..14 => self.build_index(),
             14..16 => OpSeed::Merge {
@@ -251,7 +251,7 @@ impl Stream {
             },
             16..18 => OpSeed::Fold {
                 frag: self.u16(),
-                policies: self.next() as u32,
+                policies: self.bits() as u32,
             },
             18..20 => OpSeed::Rewrite {
                 frag: self.u16(),
@@ -301,7 +301,7 @@ impl History {
             rows,
             indices,
             ops,
-            query_seed: s.next(),
+            query_seed: s.bits(),
         }
     }
 }

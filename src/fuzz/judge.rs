@@ -14,24 +14,32 @@ use crate::corpus::{self, CaseDir};
 use crate::runner::execute;
 use crate::runner::{CheckResult, ConformanceReader, FailureKind};
 
-/// What a disagreement is, independent of version numbers and fragment ids: its failure kind,
-/// its check name with every number replaced by `#` (`v# scan`, `v# query "idx#: n"`), and for
-/// a damaged case the corruption kind (`accepted-damage v# refuses [mixed_manifest_names]`).
+/// What a disagreement is, independent of version numbers, fragment ids and projections: its
+/// failure kind, its check name with every number replaced by `#` and a projection list
+/// dropped (`v# scan`, `v# query "idx#: n"`), and, for a check of the damaged version itself
+/// (`v# refuses`, its refusal's class and code; not an inconclusive one), the corruption kind
+/// (`accepted-damage v# refuses [mixed_manifest_names]`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Signature {
     /// The failure kind (`wrong-value`, `crash`, ...).
     pub kind: String,
-    /// The check name, numbers masked.
+    /// The check name, numbers masked, projection dropped.
     pub check: String,
-    /// The corruption kind of a damaged case.
+    /// The corruption kind, for a check of the damaged version.
     pub damage: Option<String>,
 }
 
 impl Signature {
     /// The signature of a failing check of `case`.
     pub fn of(case: &Case, check: &CheckResult) -> Signature {
+        // `v2 scan [b, a]` is the scan projecting the columns in reverse order: the same
+        // reading as the full scan, and its column list changes with the schema.
+        let name = match (check.name.find(" ["), check.name.ends_with(']')) {
+            (Some(at), true) => &check.name[..at],
+            _ => check.name.as_str(),
+        };
         let mut masked = String::new();
-        for c in check.name.chars() {
+        for c in name.chars() {
             if c.is_ascii_digit() {
                 if !masked.ends_with('#') {
                     masked.push('#');
@@ -40,14 +48,37 @@ impl Signature {
                 masked.push(c);
             }
         }
+        // An inconclusive refusal follows from a twin that was not read correctly: that
+        // failure is the disagreement, whatever the damage.
+        let of_damaged = (masked.contains("refuses") || masked.contains("refusal"))
+            && check.kind != Some(FailureKind::Inconclusive);
         Signature {
             kind: check.kind.map_or("fail", FailureKind::as_str).to_string(),
             check: masked,
-            damage: case.steps.iter().find_map(|s| match s {
-                Step::Corrupt(c) => Some(c.name()),
-                _ => None,
-            }),
+            damage: case
+                .steps
+                .iter()
+                .find_map(|s| match s {
+                    Step::Corrupt(c) => Some(c.name()),
+                    _ => None,
+                })
+                .filter(|_| of_damaged),
         }
+    }
+
+    /// The signature as a case-id suffix: lower-case letters and digits, `-` between words
+    /// (`wrong-value-v-scan`).
+    pub fn check_slug(&self) -> String {
+        let mut slug = String::new();
+        let words = [self.kind.as_str(), &self.check, self.damage.as_deref().unwrap_or("")];
+        for c in words.join(" ").chars() {
+            if c.is_ascii_alphanumeric() {
+                slug.push(c.to_ascii_lowercase());
+            } else if !slug.ends_with('-') {
+                slug.push('-');
+            }
+        }
+        slug.trim_matches('-').to_string()
     }
 
     /// `kind check [damage]`, the form known-disagreement lists use.

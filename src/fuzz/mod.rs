@@ -256,8 +256,14 @@ fn shrunk(
     signature: Signature,
     scratch: &mut Scratch,
 ) -> Result<Finding, FuzzError> {
-    let id = case.id.clone();
+    // One trial can show several distinct disagreements: each gets a case of its own.
+    let mut id = format!("{}-{}", case.id, signature.check_slug());
+    id.truncate(80);
+    let id = id.trim_end_matches('-').to_string();
+    let deadline = options.deadline;
     let mut reproduces = |t: &Trial| match t.case(&id, index) {
+        // Past the deadline no candidate is judged: the run stops with what it has.
+        _ if deadline.is_some_and(|d| Instant::now() >= d) => false,
         Ok(Some(c)) => judge(reader, declared, &c, index, scratch)
             .map(|j| j.fails_with(&signature))
             .unwrap_or(false),
