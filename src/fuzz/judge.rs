@@ -70,7 +70,11 @@ impl Signature {
     /// (`wrong-value-v-scan`).
     pub fn check_slug(&self) -> String {
         let mut slug = String::new();
-        let words = [self.kind.as_str(), &self.check, self.damage.as_deref().unwrap_or("")];
+        let words = [
+            self.kind.as_str(),
+            &self.check,
+            self.damage.as_deref().unwrap_or(""),
+        ];
         for c in words.join(" ").chars() {
             if c.is_ascii_alphanumeric() {
                 slug.push(c.to_ascii_lowercase());
