@@ -78,25 +78,6 @@ pub fn parse_known(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn known_lines_keep_masked_numbers() {
-        let known = parse_known(
-            "# a comment\naccepted-damage v# refuses [clear_flag]  # recorded deviation\n\nwrong-value v# scan\n",
-        );
-        assert_eq!(
-            known.into_iter().collect::<Vec<_>>(),
-            [
-                "accepted-damage v# refuses [clear_flag]",
-                "wrong-value v# scan"
-            ]
-        );
-    }
-}
-
 fn fuzz_inner(args: &FuzzArgs) -> Result<Summary, FuzzError> {
     let input = |m: String| FuzzError::Io(m);
     let index =
@@ -170,4 +151,23 @@ fn fuzz_inner(args: &FuzzArgs) -> Result<Summary, FuzzError> {
     );
     println!("{}", summary.line(args.seed));
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_lines_keep_masked_numbers() {
+        let known = parse_known(
+            "# a comment\naccepted-damage v# refuses [clear_flag]  # recorded deviation\n\nwrong-value v# scan\n",
+        );
+        assert_eq!(
+            known.into_iter().collect::<Vec<_>>(),
+            [
+                "accepted-damage v# refuses [clear_flag]",
+                "wrong-value v# scan"
+            ]
+        );
+    }
 }

@@ -115,7 +115,7 @@ pub enum OpSeed {
 #[derive(Debug, Clone)]
 /// A history: a schema, a config, initial rows and indices, and operations.
 pub struct History {
-    /// Which optional fields the schema has (see [`FieldDef::group`]).
+    /// Which optional fields the schema has (see [`super::model::FieldDef::group`]).
     pub schema: u8,
     /// Stable row ids on.
     pub stable: bool,

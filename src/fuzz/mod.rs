@@ -13,8 +13,8 @@
 //! | [`history`] | a history as seeds, drawn from a seed |
 //! | [`model`] | the model a history is resolved against |
 //! | [`builder`] | seeds → steps of the case vocabulary |
-//! | [`case`] | a history (and its damage) as a [`crate::case::Case`] |
-//! | [`judge`] | one case written to a scratch directory and judged |
+//! | [`mod@case`] | a history (and its damage) as a [`crate::case::Case`] |
+//! | [`mod@judge`] | one case written to a scratch directory and judged |
 //! | [`shrink`] | a disagreement made small |
 //! | [`command`] | the `fuzz` subcommand: the loop, progress and summary |
 
