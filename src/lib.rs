@@ -23,6 +23,7 @@
 //! | [`corpus`] | the corpus layout on disk and building one case |
 //! | [`generate`] | the `generate` command |
 //! | [`error_codes`] | the error vocabulary: every code with its class, rendered as `spec/error-codes.md` |
+//! | [`fuzz`] | differential testing: random histories judged against any reader, shrunk to a case |
 //! | [`runner`] | checking a reader (in process or a testee process) against the corpus |
 //! | [`validate`] | judging a dataset directory written by anyone, version by version and commit by commit |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -33,6 +34,7 @@ pub mod checksums;
 pub mod corpus;
 pub mod error_codes;
 pub mod expected;
+pub mod fuzz;
 pub mod generate;
 pub mod reader;
 pub mod render;

@@ -37,6 +37,9 @@ enum Command {
     /// its version history decide; exit 0 when nothing is found, 1 on findings, 2 when it
     /// cannot judge.
     Validate(lance_conformance::validate::ValidateArgs),
+    /// Differential testing: random histories written by the reference, read by a reader,
+    /// judged by the runner; every distinct disagreement shrunk and written as a `case.toml`.
+    Fuzz(lance_conformance::fuzz::command::FuzzArgs),
     /// Rebuild the generated `dataset/` and `expected/` of conformance cases from their
     /// `case.toml`, and `SHA256SUMS`; with `--check`, fail on any difference instead.
     Generate {
@@ -63,6 +66,9 @@ fn main() -> ExitCode {
         Command::Explain(args) => return ExitCode::from(runner::explain(&args)),
         Command::Validate(args) => {
             return ExitCode::from(lance_conformance::validate::command(&args));
+        }
+        Command::Fuzz(args) => {
+            return ExitCode::from(lance_conformance::fuzz::command::fuzz(&args));
         }
         Command::Generate {
             cases,

@@ -6,14 +6,6 @@ use super::*;
 // Running and checking.
 // ---------------------------------------------------------------------------------------------
 
-/// splitmix64: the query predicates and vectors, from the history's seed.
-pub(crate) fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// Executes `steps`, writes every version with the reference's writer into a fresh
 /// directory, and reads all of them back with its reader.
 pub(crate) fn run_on_disk(steps: &[Step]) -> Result<OnDisk, String> {

@@ -17,7 +17,7 @@
 //!
 //! - A history is a schema (always `id: int64`, plus a random subset of `int32`, `utf8`,
 //!   `float64`, `fixed_size_list<float32,2>` and a `struct{int32, utf8}`), stable row ids on or
-//!   off, a table config, initial rows and indices, and up to [`MAX_STEPS`] operation seeds.
+//!   off, a table config, initial rows and indices, and up to `MAX_STEPS` operation seeds.
 //!   Each seed holds plain numbers that are resolved against the model's current state
 //!   (`selector % choices`), so any sub-list of seeds is still a valid history: proptest shrinks
 //!   a failure by dropping and simplifying seeds, and the result still runs.
@@ -77,17 +77,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use lance_conformance::case::names::field_id;
-use lance_conformance::case::step::{FoldPolicySpec, IndexSpec, Row};
 use lance_conformance::case::{
-    Case, Cell, FieldSpec, IndexKindSpec, Level, Op as SpecOp, OverlaySpec, PredicateSpec,
-    QuerySpec, RequirementIndex, Shape, Step,
+    Case, Level, Op as SpecOp, PredicateSpec, QuerySpec, RequirementIndex, Step,
 };
 use lance_conformance::scenario;
 use lance_reference::flags;
-use lance_reference::lineage::{
-    DEFAULT_INLINE_MAX_BYTES, INLINE_MAX_BYTES_KEY, RowDatasetVersionSequence, RowIdSequence,
-    SPILL_KEY,
-};
+use lance_reference::lineage::{INLINE_MAX_BYTES_KEY, SPILL_KEY};
 use lance_reference::model::{IndexKind, LineageSequence, Snapshot, Value};
 use lance_reference::query::{reconcile, reconcile_vector};
 use lance_reference::scan::{ScanRow, row_address, scan};
@@ -102,23 +97,18 @@ use proptest::test_runner::{FileFailurePersistence, TestRunner};
 /// creation and removal (every history writes about three datasets), not by the checks: 128
 /// histories take about 30 s on a 2-core VM's disk and about 5 s with `TMPDIR` on tmpfs.
 pub(crate) const DEFAULT_CASES: u32 = 128;
-/// The most operation seeds in one history (a retry is one seed and two versions).
-pub(crate) const MAX_STEPS: usize = 40;
 /// The env var naming where a failing history is written as a `case.toml`.
 pub(crate) const EXPORT_VAR: &str = "LANCE_CONFORMANCE_EXPORT_CASE";
-/// An unrelated config key, to change the config without touching lineage placement.
-pub(crate) const NOTE_KEY: &str = "model.note";
 
-mod builder;
 mod checks;
 mod export;
-mod model;
 mod seeds;
 
-use builder::*;
 use checks::*;
 use export::*;
-use model::*;
+use lance_conformance::fuzz::builder::*;
+use lance_conformance::fuzz::history::*;
+use lance_conformance::fuzz::model::*;
 use seeds::*;
 
 // ---------------------------------------------------------------------------------------------

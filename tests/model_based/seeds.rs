@@ -1,95 +1,12 @@
-//! Seeds: what proptest generates and shrinks. Plain numbers, resolved against the model's
-//! state when concretized, so any sub-list of seeds is still a valid history.
+//! Seeds: the proptest strategies of the seed types of `lance_conformance::fuzz::history`
+//! (plain numbers, resolved against the model's state when concretized, so any sub-list of
+//! seeds is still a valid history), which proptest generates and shrinks.
 
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
 // Seeds: what proptest generates and shrinks.
 // ---------------------------------------------------------------------------------------------
-
-/// One byte per menu slot: a row's values (and, in slot 5, the struct's validity).
-pub(crate) type RowSeed = [u8; 8];
-
-#[derive(Debug, Clone)]
-pub(crate) struct OverlaySeed {
-    pub(crate) frag: u16,
-    /// 0 dense, 1 sparse, 2 auto.
-    pub(crate) shape: u8,
-    /// (field selector, offset selector, value seed).
-    pub(crate) cells: Vec<(u16, u16, u8)>,
-    /// Bit `i` (of the low 7) kills the overlay's `i`-th field (in name order): a tombstone, or
-    /// with the high bit a reserved id.
-    pub(crate) tombstone: u8,
-    /// Store the value columns in reverse name order.
-    pub(crate) reverse: bool,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct ConfigSeed {
-    /// 0 leave, 1 `true`, 2 `TRUE`, 3 `false`, 4 unset.
-    pub(crate) spill: u8,
-    /// 0 leave, 1 unset, otherwise a budget from [`BUDGETS`].
-    pub(crate) budget: u8,
-    /// 0 leave, 1 set, 2 unset the unrelated key.
-    pub(crate) note: u8,
-}
-
-pub(crate) const BUDGETS: [&str; 6] = ["0", "1", "4", "8", "16", "64"];
-
-#[derive(Debug, Clone)]
-pub(crate) enum OpSeed {
-    Append(Vec<RowSeed>),
-    Overlay(Vec<OverlaySeed>),
-    Delete {
-        frag: u16,
-        offsets: Vec<u16>,
-    },
-    DeleteWhere {
-        field: u16,
-        pred: u64,
-    },
-    BuildIndex {
-        field: u16,
-        vector: bool,
-        back: u16,
-    },
-    Merge {
-        frag: u16,
-        start: u16,
-        len: u16,
-    },
-    Fold {
-        frag: u16,
-        policies: u32,
-    },
-    Rewrite {
-        frag: u16,
-        len: u16,
-    },
-    Retry {
-        write: Box<OpSeed>,
-        conflict: Box<OpSeed>,
-    },
-    Config(ConfigSeed),
-    /// Add a menu field the schema lacks (again, if it was dropped).
-    AddField(u16),
-    /// Drop a top-level field other than `id`.
-    DropField(u16),
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct History {
-    /// Which optional fields the schema has (see [`FieldDef::group`]).
-    pub(crate) schema: u8,
-    pub(crate) stable: bool,
-    pub(crate) config: ConfigSeed,
-    pub(crate) rows: Vec<RowSeed>,
-    /// (field selector, vector) per index built in the `create` commit.
-    pub(crate) indices: Vec<(u16, bool)>,
-    pub(crate) ops: Vec<OpSeed>,
-    /// Drives the query predicates and vectors.
-    pub(crate) query_seed: u64,
-}
 
 pub(crate) fn row_seed() -> impl Strategy<Value = RowSeed> {
     any::<[u8; 8]>()

@@ -1,7 +1,28 @@
 //! Concretizing: seeds become steps of the case vocabulary, applied to the model as they are
 //! chosen.
+//!
+//! Invariant: every step is chosen against the model's current state (a selector picks among
+//! what exists), and applied to the model as it is chosen, so the steps always execute and
+//! `versions[n - 1]` is what version `n` must read as. The same seeds always give the same
+//! steps.
+// The model's own consistency is asserted: it is driven by the generator's seeds, never by
+// testee output, so a panic here is a generator bug.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+use lance_reference::lineage::{
+    INLINE_MAX_BYTES_KEY, RowDatasetVersionSequence, RowIdSequence, SPILL_KEY,
+};
+use lance_reference::model::Value;
+
+use super::history::{BUDGETS, ConfigSeed, History, OpSeed, OverlaySeed, RowSeed};
+use super::model::*;
+use crate::case::step::{FoldPolicySpec, IndexSpec, Row};
+use crate::case::{Cell, FieldSpec, IndexKindSpec, OverlaySpec, Shape, Step};
+
+/// An unrelated config key, to change the config without touching lineage placement.
+pub const NOTE_KEY: &str = "model.note";
 
 // ---------------------------------------------------------------------------------------------
 // Concretizing: seeds → steps, applied to the model as they are chosen.
@@ -9,32 +30,41 @@ use super::*;
 
 /// A history made concrete: the steps, the model after every version, and the query seed.
 #[derive(Debug, Clone)]
-pub(crate) struct Built {
-    pub(crate) steps: Vec<Step>,
+pub struct Built {
+    /// The steps, `create` first.
+    pub steps: Vec<Step>,
     /// `versions[n - 1]` is the model of version `n`.
-    pub(crate) versions: Vec<MState>,
-    pub(crate) query_seed: u64,
+    pub versions: Vec<MState>,
+    /// Drives the query predicates and vectors.
+    pub query_seed: u64,
 }
 
 /// An overlay as the model applies it: every covered cell with the value it ends up holding
 /// (dense widening already resolved against the version the writer read).
 #[derive(Debug, Clone)]
-pub(crate) struct Prepared {
-    pub(crate) frag: u64,
+pub struct Prepared {
+    /// The target fragment.
+    pub frag: u64,
     /// Cells of live (not tombstoned) positions.
-    pub(crate) cells: Vec<(&'static str, u32, Value)>,
+    pub cells: Vec<(&'static str, u32, Value)>,
     /// The live positions' fields, with their generation.
-    pub(crate) fields: BTreeSet<(&'static str, u32)>,
+    pub fields: BTreeSet<(&'static str, u32)>,
 }
 
-pub(crate) struct Builder {
-    pub(crate) s: MState,
-    pub(crate) versions: Vec<MState>,
-    pub(crate) steps: Vec<Step>,
-    pub(crate) next_index: usize,
+/// Concretizes seeds: the model's state, its versions so far, and the steps so far.
+pub struct Builder {
+    /// The model now.
+    pub s: MState,
+    /// The model after every committed version, oldest first.
+    pub versions: Vec<MState>,
+    /// The steps so far.
+    pub steps: Vec<Step>,
+    /// The number the next index is named with (`idx<N>`).
+    pub next_index: usize,
 }
 
-pub(crate) fn pick<T: Copy>(choices: &[T], selector: u64) -> Option<T> {
+/// `choices[selector % len]`, or `None` when there is nothing to choose.
+pub fn pick<T: Copy>(choices: &[T], selector: u64) -> Option<T> {
     if choices.is_empty() {
         None
     } else {
@@ -43,7 +73,7 @@ pub(crate) fn pick<T: Copy>(choices: &[T], selector: u64) -> Option<T> {
 }
 
 /// Applies a config seed to a config map; returns what was set and unset.
-pub(crate) fn config_change(
+pub fn config_change(
     config: &BTreeMap<String, String>,
     seed: &ConfigSeed,
     version: u64,
@@ -77,7 +107,8 @@ pub(crate) fn config_change(
 }
 
 impl Builder {
-    pub(crate) fn new(h: &History) -> Builder {
+    /// The `create` step of `h` (schema, config, rows, indices) and version 1.
+    pub fn new(h: &History) -> Builder {
         let fields: Vec<&'static FieldDef> = MENU
             .iter()
             .filter(|f| f.group == 0 || h.schema & f.group != 0)
@@ -132,17 +163,19 @@ impl Builder {
         b
     }
 
-    pub(crate) fn commit(&mut self) {
+    /// Records the current state as the next version.
+    pub fn commit(&mut self) {
         self.s.version += 1;
         self.versions.push(self.s.clone());
     }
 
-    pub(crate) fn schema_specs(&self) -> Vec<FieldSpec> {
+    /// The schema's `case.toml` field specs.
+    pub fn schema_specs(&self) -> Vec<FieldSpec> {
         self.field_specs(&self.s.fields)
     }
 
     /// `case.toml` field specs of the top-level fields in `fields` (children nested).
-    pub(crate) fn field_specs(&self, fields: &[&'static FieldDef]) -> Vec<FieldSpec> {
+    pub fn field_specs(&self, fields: &[&'static FieldDef]) -> Vec<FieldSpec> {
         let spec = |f: &FieldDef, children: Vec<FieldSpec>| FieldSpec {
             name: f.name.rsplit('.').next().unwrap().to_string(),
             data_type: type_name(f.ty).to_string(),
@@ -164,7 +197,8 @@ impl Builder {
             .collect()
     }
 
-    pub(crate) fn row_values(&self, seed: &RowSeed) -> (BTreeMap<&'static str, Value>, bool) {
+    /// A row's leaf values from its seed, and the struct's validity.
+    pub fn row_values(&self, seed: &RowSeed) -> (BTreeMap<&'static str, Value>, bool) {
         // Always present: format v2.0 stores no struct validity, so the writer refuses a NULL
         // struct (as Lance 14 does).
         let _ = seed[5];
@@ -185,7 +219,8 @@ impl Builder {
         (cells, st_valid)
     }
 
-    pub(crate) fn row_cells(&self, seed: &RowSeed) -> Row {
+    /// A row's `case.toml` cells from its seed.
+    pub fn row_cells(&self, seed: &RowSeed) -> Row {
         let (cells, st_valid) = self.row_values(seed);
         let mut row = Row::new();
         for f in self.s.fields.iter().filter(|f| is_top(f)) {
@@ -212,7 +247,7 @@ impl Builder {
     }
 
     /// A fragment of freshly inserted rows, committed at `version`.
-    pub(crate) fn append_rows(&mut self, seeds: &[RowSeed], version: u64) {
+    pub fn append_rows(&mut self, seeds: &[RowSeed], version: u64) {
         let rows = seeds
             .iter()
             .enumerate()
@@ -244,7 +279,8 @@ impl Builder {
         self.s.next_frag += 1;
     }
 
-    pub(crate) fn new_index(&mut self, field: u64, vector: bool) -> Option<MIndex> {
+    /// A new index over a field picked by `field` (vector or scalar), if there is one.
+    pub fn new_index(&mut self, field: u64, vector: bool) -> Option<MIndex> {
         let choices: Vec<&'static str> = self
             .s
             .leaves()
@@ -263,7 +299,7 @@ impl Builder {
     }
 
     /// The overlays of an overlay seed list, prepared against the current state, as a step.
-    pub(crate) fn prepare_overlays(&self, seeds: &[OverlaySeed]) -> Option<(Step, Vec<Prepared>)> {
+    pub fn prepare_overlays(&self, seeds: &[OverlaySeed]) -> Option<(Step, Vec<Prepared>)> {
         let frag_ids: Vec<u64> = self.s.frags.iter().map(|f| f.id).collect();
         let leaves = self.s.leaves();
         let mut specs = Vec::new();
@@ -383,7 +419,7 @@ impl Builder {
 
     /// Lands prepared overlays at `version`: values (later overlays win), last-updated-at
     /// stamped for every covered offset with stable row ids, committed_version recorded.
-    pub(crate) fn land_overlays(&mut self, prepared: &[Prepared], version: u64) {
+    pub fn land_overlays(&mut self, prepared: &[Prepared], version: u64) {
         let stable = self.s.stable;
         let mut stamped: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
         for p in prepared {
@@ -412,7 +448,8 @@ impl Builder {
         }
     }
 
-    pub(crate) fn delete(&mut self, frag_id: u64, offsets: &BTreeSet<u32>) {
+    /// Deletes `offsets` of fragment `frag_id`; a fragment left without live rows is removed.
+    pub fn delete(&mut self, frag_id: u64, offsets: &BTreeSet<u32>) {
         let frag = self.s.frag_mut(frag_id);
         for &o in offsets {
             frag.rows[o as usize] = None;
@@ -422,7 +459,7 @@ impl Builder {
 
     /// One seed as zero or one step (a retry is one step of two versions). `protected`
     /// fragments must survive (the target of a retried overlay, when this is its conflict).
-    pub(crate) fn op(&mut self, seed: &OpSeed, protected: &[u64]) -> bool {
+    pub fn op(&mut self, seed: &OpSeed, protected: &[u64]) -> bool {
         let v = self.s.version + 1;
         match seed {
             OpSeed::Append(rows) => {
@@ -710,7 +747,7 @@ impl Builder {
 
     /// `write` prepared against the current version, `conflict` committed first, `write`
     /// re-stamped at the version after it.
-    pub(crate) fn retry(&mut self, write: &OpSeed, conflict: &OpSeed) -> bool {
+    pub fn retry(&mut self, write: &OpSeed, conflict: &OpSeed) -> bool {
         let (write_step, prepared, rows) = match write {
             OpSeed::Append(rows) => {
                 let cells = rows.iter().map(|r| self.row_cells(r)).collect();
@@ -757,7 +794,8 @@ impl Builder {
     }
 }
 
-pub(crate) fn concretize(h: &History) -> Built {
+/// Seeds → steps, applying each to the model.
+pub fn concretize(h: &History) -> Built {
     let mut b = Builder::new(h);
     for op in &h.ops {
         b.op(op, &[]);

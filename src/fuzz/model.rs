@@ -1,35 +1,61 @@
 //! The model: a fixed menu of schema fields and a table of rows per fragment, with no bitmaps,
-//! ranks or encodings (see the binary's docs for what it knows).
+//! ranks or encodings.
+//!
+//! Invariant: the model is plain rows keyed by stable row id (or address), their leaf values,
+//! created-at and last-updated-at, per fragment the overlays' `committed_version`s and where
+//! each lineage sequence must live; it knows nothing of bitmaps, ranks or encodings (the one
+//! exception: a sequence's encoded length, which the placement rule is stated in). It is what
+//! the generator ([`super::builder`]) resolves seeds against, and what the model-based test
+//! checks the reference's read-back against.
+// The model's own consistency is asserted: it is driven by the generator's seeds, never by
+// testee output, so a panic here is a generator bug.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+use lance_reference::flags;
+use lance_reference::lineage::{DEFAULT_INLINE_MAX_BYTES, INLINE_MAX_BYTES_KEY, SPILL_KEY};
+use lance_reference::model::Value;
+use lance_reference::scan::{ScanRow, row_address};
+
+use crate::case::{Cell, Op as SpecOp, PredicateSpec};
 
 // ---------------------------------------------------------------------------------------------
 // The schema: a fixed menu of fields, each history takes a subset.
 // ---------------------------------------------------------------------------------------------
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ty {
+/// A menu field's type.
+pub enum Ty {
+    /// `int64`.
     I64,
+    /// `int32`.
     I32,
+    /// `utf8`.
     Utf8,
+    /// `float64`.
     F64,
+    /// `fixed_size_list<float32,2>`.
     Vec2,
+    /// `struct`.
     Struct,
 }
 
 #[derive(Debug)]
-pub(crate) struct FieldDef {
+/// One field of the menu.
+pub struct FieldDef {
     /// Dotted name.
-    pub(crate) name: &'static str,
-    pub(crate) ty: Ty,
+    pub name: &'static str,
+    /// Its type.
+    pub ty: Ty,
     /// Position in a row seed.
-    pub(crate) slot: usize,
+    pub slot: usize,
     /// Bit of the schema mask that includes it (`id` is always in).
-    pub(crate) group: u8,
+    pub group: u8,
 }
 
 /// Pre-order, parents before children.
-pub(crate) const MENU: [FieldDef; 8] = [
+pub const MENU: [FieldDef; 8] = [
     FieldDef {
         name: "id",
         ty: Ty::I64,
@@ -80,11 +106,13 @@ pub(crate) const MENU: [FieldDef; 8] = [
     },
 ];
 
-pub(crate) fn is_top(f: &FieldDef) -> bool {
+/// Whether `f` is a top-level field.
+pub fn is_top(f: &FieldDef) -> bool {
     !f.name.contains('.')
 }
 
-pub(crate) fn type_name(ty: Ty) -> &'static str {
+/// The `case.toml` type name.
+pub fn type_name(ty: Ty) -> &'static str {
     match ty {
         Ty::I64 => "int64",
         Ty::I32 => "int32",
@@ -95,13 +123,16 @@ pub(crate) fn type_name(ty: Ty) -> &'static str {
     }
 }
 
-pub(crate) const STRINGS: [&str; 4] = ["", "a", "b", "ab"];
-pub(crate) const FLOATS: [f64; 5] = [-1.5, -0.0, 0.0, 0.5, 2.0];
-pub(crate) const ITEMS: [f32; 4] = [0.0, 1.0, -1.0, 0.5];
+/// The string domain.
+pub const STRINGS: [&str; 4] = ["", "a", "b", "ab"];
+/// The float domain.
+pub const FLOATS: [f64; 5] = [-1.5, -0.0, 0.0, 0.5, 2.0];
+/// The vector item domain.
+pub const ITEMS: [f32; 4] = [0.0, 1.0, -1.0, 0.5];
 
 /// The value a seed byte stands for in a field of type `ty`: a small domain, so predicates,
 /// ties and repeated values are common. One seed in eight is NULL.
-pub(crate) fn value_of(ty: Ty, seed: u8) -> Value {
+pub fn value_of(ty: Ty, seed: u8) -> Value {
     if seed % 8 == 0 {
         return Value::Null;
     }
@@ -126,7 +157,7 @@ pub(crate) fn value_of(ty: Ty, seed: u8) -> Value {
 }
 
 /// The `case.toml` cell of a (non-struct) model value.
-pub(crate) fn cell_of(value: &Value) -> Cell {
+pub fn cell_of(value: &Value) -> Cell {
     match value {
         Value::Null => Cell::null(),
         Value::Int64(i) => Cell::Int(*i),
@@ -149,37 +180,46 @@ pub(crate) fn cell_of(value: &Value) -> Cell {
 
 /// Where a lineage sequence must live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Arm {
+pub enum Arm {
+    /// No sequence (row ids with stable row ids off).
     Absent,
+    /// Inline in the manifest.
     Inline,
+    /// A hidden column of a data file.
     Column,
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct MRow {
+/// A live row.
+pub struct MRow {
     /// The stable row id (unused with stable row ids off: the key is then the address).
-    pub(crate) id: u64,
-    pub(crate) created: u64,
-    pub(crate) updated: u64,
+    pub id: u64,
+    /// Created-at version.
+    pub created: u64,
+    /// Last-updated-at version.
+    pub updated: u64,
     /// Leaf values by dotted name.
-    pub(crate) cells: BTreeMap<&'static str, Value>,
+    pub cells: BTreeMap<&'static str, Value>,
     /// Validity of the struct `st`.
-    pub(crate) st_valid: bool,
+    pub st_valid: bool,
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct MFrag {
-    pub(crate) id: u64,
+/// A fragment.
+pub struct MFrag {
+    /// Fragment id.
+    pub id: u64,
     /// By physical offset; `None` once deleted.
-    pub(crate) rows: Vec<Option<MRow>>,
+    pub rows: Vec<Option<MRow>>,
     /// The overlays, in stored order.
-    pub(crate) overlays: Vec<MOverlay>,
+    pub overlays: Vec<MOverlay>,
     /// Row ids, created-at, last-updated-at.
-    pub(crate) arms: [Arm; 3],
+    pub arms: [Arm; 3],
 }
 
 impl MFrag {
-    pub(crate) fn live(&self) -> usize {
+    /// Live rows.
+    pub fn live(&self) -> usize {
         self.rows.iter().flatten().count()
     }
 }
@@ -187,34 +227,50 @@ impl MFrag {
 /// What the model knows of an overlay: when it became effective and which fields it carries
 /// (by name and generation, so a field dropped and added again is a different field).
 #[derive(Debug, Clone)]
-pub(crate) struct MOverlay {
-    pub(crate) cv: u64,
-    pub(crate) fields: BTreeSet<(&'static str, u32)>,
+pub struct MOverlay {
+    /// Its `committed_version`.
+    pub cv: u64,
+    /// Its live fields (name, generation).
+    pub fields: BTreeSet<(&'static str, u32)>,
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct MIndex {
-    pub(crate) name: String,
-    pub(crate) field: &'static str,
-    pub(crate) vector: bool,
+/// An index.
+pub struct MIndex {
+    /// Name.
+    pub name: String,
+    /// The key field.
+    pub field: &'static str,
+    /// A vector index.
+    pub vector: bool,
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct MState {
-    pub(crate) version: u64,
-    pub(crate) fields: Vec<&'static FieldDef>,
-    pub(crate) frags: Vec<MFrag>,
-    pub(crate) next_row_id: u64,
-    pub(crate) next_frag: u64,
-    pub(crate) config: BTreeMap<String, String>,
-    pub(crate) stable: bool,
-    pub(crate) indices: Vec<MIndex>,
+/// The table at one version.
+pub struct MState {
+    /// The version.
+    pub version: u64,
+    /// The schema's fields, pre-order.
+    pub fields: Vec<&'static FieldDef>,
+    /// Fragments in manifest order.
+    pub frags: Vec<MFrag>,
+    /// The next stable row id.
+    pub next_row_id: u64,
+    /// The next fragment id.
+    pub next_frag: u64,
+    /// The table config.
+    pub config: BTreeMap<String, String>,
+    /// Stable row ids on.
+    pub stable: bool,
+    /// The indices.
+    pub indices: Vec<MIndex>,
     /// Generation of every field in the schema (bumped each time a field is added).
-    pub(crate) gens: BTreeMap<&'static str, u32>,
+    pub gens: BTreeMap<&'static str, u32>,
 }
 
 impl MState {
-    pub(crate) fn leaves(&self) -> Vec<&'static FieldDef> {
+    /// The non-struct fields.
+    pub fn leaves(&self) -> Vec<&'static FieldDef> {
         self.fields
             .iter()
             .copied()
@@ -223,20 +279,22 @@ impl MState {
     }
 
     /// Whether an overlay position for `field` of generation `generation` is still live.
-    pub(crate) fn live(&self, (field, generation): (&'static str, u32)) -> bool {
+    pub fn live(&self, (field, generation): (&'static str, u32)) -> bool {
         self.gens.get(field) == Some(&generation)
     }
 
-    pub(crate) fn frag(&self, id: u64) -> Option<&MFrag> {
+    /// Fragment `id`.
+    pub fn frag(&self, id: u64) -> Option<&MFrag> {
         self.frags.iter().find(|f| f.id == id)
     }
 
-    pub(crate) fn frag_mut(&mut self, id: u64) -> &mut MFrag {
+    /// Fragment `id`, mutably (it must exist).
+    pub fn frag_mut(&mut self, id: u64) -> &mut MFrag {
         self.frags.iter_mut().find(|f| f.id == id).unwrap()
     }
 
     /// The value a predicate or a query sees for `field` (a leaf, or the struct itself).
-    pub(crate) fn value(&self, row: &MRow, field: &str) -> Value {
+    pub fn value(&self, row: &MRow, field: &str) -> Value {
         if field == "st" {
             if !row.st_valid {
                 return Value::Null;
@@ -253,7 +311,7 @@ impl MState {
     }
 
     /// The scan a reader must return: live rows, fragments in order, rows by offset.
-    pub(crate) fn expected_scan(&self) -> Vec<ScanRow> {
+    pub fn expected_scan(&self) -> Vec<ScanRow> {
         let mut out = Vec::new();
         for frag in &self.frags {
             for (offset, row) in frag.rows.iter().enumerate() {
@@ -281,7 +339,7 @@ impl MState {
     }
 
     /// The `(reader, writer)` flag words the content needs.
-    pub(crate) fn expected_flags(&self) -> (u64, u64) {
+    pub fn expected_flags(&self) -> (u64, u64) {
         let mut reader = 0;
         if self.frags.iter().any(|f| f.live() < f.rows.len()) {
             reader |= flags::FLAG_DELETION_FILES;
@@ -304,7 +362,7 @@ impl MState {
     }
 
     /// Spilling on, and the budget: the table config as the placement rule reads it.
-    pub(crate) fn spill(&self) -> (bool, usize) {
+    pub fn spill(&self) -> (bool, usize) {
         let on = self
             .config
             .get(SPILL_KEY)
@@ -319,15 +377,21 @@ impl MState {
 
 /// A model predicate (SQL three-valued logic, no casts: literals have the field's type).
 #[derive(Debug, Clone)]
-pub(crate) enum MPred {
+pub enum MPred {
+    /// `field op literal`.
     Cmp(&'static str, SpecOp, Value),
+    /// `field IN (..)`.
     In(&'static str, Vec<Value>),
+    /// `field IS NULL`.
     IsNull(&'static str),
+    /// `field IS NOT NULL`.
     IsNotNull(&'static str),
+    /// Every part TRUE.
     And(Vec<MPred>),
 }
 
-pub(crate) fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+/// Orders two scalars of one type.
+pub fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
     match (a, b) {
         (Value::Int64(x), Value::Int64(y)) => x.partial_cmp(y),
         (Value::Int32(x), Value::Int32(y)) => x.partial_cmp(y),
@@ -339,7 +403,7 @@ pub(crate) fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
 
 impl MPred {
     /// `Some(true)` TRUE, `Some(false)` FALSE, `None` UNKNOWN.
-    pub(crate) fn eval(&self, state: &MState, row: &MRow) -> Option<bool> {
+    pub fn eval(&self, state: &MState, row: &MRow) -> Option<bool> {
         use std::cmp::Ordering::*;
         match self {
             MPred::IsNull(f) => Some(state.value(row, f).is_null()),
@@ -382,7 +446,7 @@ impl MPred {
     }
 
     /// The model's flat filter: live rows where the predicate is TRUE, as (fragment, offset).
-    pub(crate) fn filter(&self, state: &MState) -> Vec<(u64, u64)> {
+    pub fn filter(&self, state: &MState) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
         for frag in &state.frags {
             for (offset, row) in frag.rows.iter().enumerate() {
@@ -397,7 +461,8 @@ impl MPred {
         out
     }
 
-    pub(crate) fn to_spec(&self) -> PredicateSpec {
+    /// The predicate in `case.toml` form.
+    pub fn to_spec(&self) -> PredicateSpec {
         let leaf = |field: &str, op: SpecOp, value: Option<Cell>| PredicateSpec::Leaf {
             field: field.to_string(),
             op,
@@ -421,7 +486,7 @@ impl MPred {
 
 /// A predicate over `field` (of type `ty`) drawn from `seed`, with literals from the value
 /// domain. Vectors and structs only take the null tests.
-pub(crate) fn predicate(field: &'static str, ty: Ty, seed: u64) -> MPred {
+pub fn predicate(field: &'static str, ty: Ty, seed: u64) -> MPred {
     if matches!(ty, Ty::Vec2 | Ty::Struct) {
         return if seed % 2 == 0 {
             MPred::IsNull(field)

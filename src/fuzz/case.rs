@@ -1,0 +1,336 @@
+//! A concretized history (and, with `--damage`, one corruption of its newest version) as a
+//! [`Case`]: the struct a `case.toml` parses to.
+//!
+//! Invariant: the case holds the history's steps unchanged, a query per index at every version
+//! the index exists (a predicate or a query vector drawn from the history's query seed), and
+//! requirement ids picked by the operations it uses (only ids the index knows). A damage seed
+//! is resolved against the model's newest version like every other seed, so it always names
+//! something that exists; whether the damage is refusable is the reference's word
+//! ([`reference_refusal`]), never the generator's.
+
+use std::collections::BTreeSet;
+
+use lance_reference::error::CodedError;
+use lance_reference::flags;
+
+use super::builder::{Built, concretize, pick};
+use super::history::{History, Stream, mix};
+use super::model::{Arm, ITEMS, MENU, MState, Ty, predicate};
+use crate::case::step::{FlagWordSpec, SequenceSpec};
+use crate::case::{
+    Capability, Case, Corruption, ExpectErrorSpec, Level, QuerySpec, RequirementIndex, Step,
+};
+use crate::{reader, scenario, store};
+
+/// Which damage to apply, as selectors resolved against the newest version's model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DamageSeed {
+    /// Selects the corruption kind among those that apply.
+    pub kind: u16,
+    /// Selects the fragment, overlay or field it acts on.
+    pub target: u16,
+    /// Selects a value (an offset, a version, a byte count).
+    pub value: u16,
+}
+
+/// The corruption `seed` stands for at the newest version of `built` (`None` when no kind
+/// applies, e.g. an empty table for a fragment-level kind and no other kind left).
+pub fn damage(built: &Built, seed: DamageSeed) -> Option<Corruption> {
+    let s = built.versions.last()?;
+    let t = u64::from(seed.target);
+    let v = u64::from(seed.value);
+    let mut kinds: Vec<Corruption> = vec![
+        Corruption::SetFlag {
+            word: FlagWordSpec::Reader,
+            bit: flags::FLAG_UNKNOWN,
+        },
+        Corruption::TruncateManifest {
+            keep: 1 + (v % 64) as usize,
+        },
+        Corruption::BadManifestLength,
+        Corruption::MixedManifestNames,
+    ];
+    let frags: Vec<u64> = s.frags.iter().map(|f| f.id).collect();
+    if let Some(id) = pick(&frags, t) {
+        let f = s.frag(id)?;
+        kinds.push(Corruption::TruncateBaseColumn {
+            fragment: id,
+            field: "id".into(),
+        });
+        kinds.push(Corruption::DeletionPastEnd {
+            fragment: id,
+            offset: f.rows.len() as u32 + (v % 3) as u32,
+        });
+        if f.live() < f.rows.len() {
+            kinds.push(Corruption::SetNumDeletedRows {
+                fragment: id,
+                count: (f.rows.len() - f.live()) as u64 + 1 + v % 2,
+            });
+        }
+        if s.stable && f.arms[0] == Arm::Inline {
+            kinds.push(Corruption::MalformedLineage {
+                fragment: id,
+                sequence: SequenceSpec::RowIds,
+                problem: lance_conformance_problem(v),
+            });
+        }
+        if let Some(seq) = [
+            SequenceSpec::RowIds,
+            SequenceSpec::CreatedAt,
+            SequenceSpec::LastUpdatedAt,
+        ]
+        .into_iter()
+        .zip(f.arms)
+        .find(|(_, a)| *a == Arm::Column)
+        .map(|(q, _)| q)
+        {
+            kinds.push(Corruption::DropLineageColumn {
+                fragment: id,
+                sequence: seq,
+            });
+        }
+    }
+    if s.frags.iter().any(|f| !f.overlays.is_empty()) {
+        kinds.push(Corruption::ClearFlag {
+            word: FlagWordSpec::Reader,
+            bit: flags::FLAG_UNSTABLE_DATA_OVERLAY_FILES,
+        });
+    }
+    // (fragment, overlay position, a live field of it) for every overlay with live fields.
+    let overlays: Vec<(u64, usize, Option<&'static str>)> = s
+        .frags
+        .iter()
+        .flat_map(|f| {
+            f.overlays.iter().enumerate().map(move |(p, o)| {
+                let field = o
+                    .fields
+                    .iter()
+                    .find(|fg| s.live(**fg))
+                    .map(|(name, _)| *name);
+                (f.id, p, field)
+            })
+        })
+        .collect();
+    if let Some((fragment, overlay, field)) = pick(&overlays, t / 7) {
+        let rows = s.frag(fragment).map_or(0, |f| f.rows.len() as u32);
+        kinds.extend([
+            Corruption::SetCommittedVersion {
+                fragment,
+                overlay,
+                committed_version: if v % 2 == 0 { 0 } else { s.version + 1 + v % 5 },
+            },
+            Corruption::MalformedRoaring { fragment, overlay },
+            Corruption::PathEscapesRoot { fragment, overlay },
+            Corruption::TruncateOverlayFile { fragment, overlay },
+            Corruption::DropOverlayDataFile { fragment, overlay },
+            Corruption::DropOverlayCoverage { fragment, overlay },
+        ]);
+        if let Some(field) = field {
+            kinds.extend([
+                Corruption::CoveragePastEnd {
+                    fragment,
+                    overlay,
+                    field: field.into(),
+                    offset: rows + (v % 3) as u32,
+                },
+                Corruption::DropOverlayValue {
+                    fragment,
+                    overlay,
+                    field: field.into(),
+                },
+                Corruption::DuplicateOverlayField { fragment, overlay },
+            ]);
+        }
+    }
+    let i = usize::from(seed.kind) % kinds.len();
+    Some(kinds.swap_remove(i))
+}
+
+/// A decoding rule of inline lineage to break, by selector.
+fn lance_conformance_problem(v: u64) -> crate::case::corruption::LineageProblem {
+    use crate::case::corruption::LineageProblem::*;
+    [
+        BitmapPadding,
+        UnsortedHoles,
+        BadArrayWidth,
+        LengthMismatch,
+        ReversedRange,
+        MissingKind,
+        HugeRange,
+    ][(v % 7) as usize]
+}
+
+/// The requirement ids a history's operations exercise.
+fn wanted(steps: &[Step]) -> Vec<&'static str> {
+    let mut wanted = vec!["OVL-PREC-1", "OVL-COV-1"];
+    let visit = |step: &Step, wanted: &mut Vec<&'static str>| match step {
+        Step::Overlay { .. } => wanted.extend(["OVL-LIN-1", "OVL-SHAPE-1", "OVL-SHAPE-2"]),
+        Step::Delete { .. } => wanted.extend(["OVL-DEL-1"]),
+        Step::BuildIndex { .. } => wanted.extend(["OVL-IDX-2", "OVL-QRY-1"]),
+        Step::CompactOverlays { .. } => wanted.extend(["OVL-MERGE-1"]),
+        Step::Fold { .. } => wanted.extend(["OVL-FOLD-1"]),
+        Step::RewriteRows { .. } => wanted.extend(["OVL-RWR-1", "LIN-PLACE-2"]),
+        Step::CommitRetry { .. } => wanted.extend(["OVL-VER-2"]),
+        _ => {}
+    };
+    for step in steps {
+        visit(step, &mut wanted);
+        if let Step::CommitRetry { write, conflict } = step {
+            visit(write, &mut wanted);
+            visit(conflict, &mut wanted);
+        }
+    }
+    wanted
+}
+
+/// The queries of a history: one per index, at every version it exists.
+fn queries(built: &Built) -> Vec<QuerySpec> {
+    let mut names: Vec<(String, &'static str, bool)> = Vec::new();
+    for m in &built.versions {
+        for ix in &m.indices {
+            if !names.iter().any(|(n, _, _)| n == &ix.name) {
+                names.push((ix.name.clone(), ix.field, ix.vector));
+            }
+        }
+    }
+    let has = |m: &MState, name: &str| m.indices.iter().any(|i| i.name == name);
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(n, (name, field, vector))| {
+            let r = mix(built.query_seed ^ n as u64);
+            let ty = MENU
+                .iter()
+                .find(|f| f.name == field)
+                .map_or(Ty::I64, |f| f.ty);
+            let at = built
+                .versions
+                .iter()
+                .filter(|m| has(m, &name))
+                .map(|m| m.version)
+                .collect();
+            QuerySpec {
+                name: format!("{name}: {field}"),
+                index: name,
+                predicate: (!vector).then(|| predicate(field, ty, r).to_spec()),
+                vector: vector.then(|| vec![ITEMS[(r % 4) as usize], ITEMS[(r / 4 % 4) as usize]]),
+                k: vector.then_some(1 + (r / 16 % 4) as usize),
+                at,
+            }
+        })
+        .collect()
+}
+
+/// `built` as a case named `id`, damaged by `corruption` when given (its `expect_error` is
+/// left for [`reference_refusal`] to fill in).
+pub fn to_case(
+    built: &Built,
+    corruption: Option<Corruption>,
+    id: &str,
+    index: &RequirementIndex,
+) -> Case {
+    let mut steps = built.steps.clone();
+    let damaged = corruption.is_some();
+    if let Some(c) = corruption {
+        steps.push(Step::Corrupt(c));
+    }
+    let mut requirements: Vec<String> = Vec::new();
+    for id in wanted(&built.steps) {
+        if index.levels.contains_key(id) && !requirements.iter().any(|r| r == id) {
+            requirements.push(id.to_string());
+        }
+    }
+    let mut requires = BTreeSet::from([Capability::Overlays]);
+    if built.versions.last().is_some_and(|m| m.stable) {
+        requires.insert(Capability::StableRowIds);
+    }
+    let binding = requirements
+        .iter()
+        .any(|r| index.levels.get(r).is_some_and(|l| l.starts_with("MUST")));
+    Case {
+        id: id.into(),
+        title: "A random history".into(),
+        requirements,
+        level: if binding { Level::Must } else { Level::Should },
+        tags: vec!["fuzz".into()],
+        requires: requires.into_iter().collect(),
+        description: "Generated by `lance-conformance fuzz`.\n".into(),
+        expect_error: damaged.then(|| ExpectErrorSpec {
+            class: String::new(),
+            code: None,
+            unless_implemented: None,
+        }),
+        queries: queries(built),
+        steps,
+    }
+}
+
+/// How the reference refuses a damaged case's newest version: `Some((class, code))`, or
+/// `None` when it reads the version (the damage is not one a reader must refuse there).
+pub fn reference_refusal(case: &Case) -> Result<Option<(String, String)>, String> {
+    let execution = scenario::execute(&case.steps).map_err(|e| format!("execute: {e}"))?;
+    let read = store::write_and_read_back(None, &execution).map_err(|e| format!("store: {e}"))?;
+    let Some(damaged) = read.corrupted else {
+        return Ok(None);
+    };
+    let refused = |e: &dyn CodedError| Some((e.class().as_str().to_string(), e.code().to_string()));
+    Ok(match &damaged.read {
+        Err(e) => refused(&**e),
+        Ok(snapshot) => match reader::read(snapshot) {
+            Err(e) => refused(&e),
+            Ok(_) => None,
+        },
+    })
+}
+
+/// One trial of the fuzz loop: a history, and with `--damage` the damage of its newest
+/// version.
+#[derive(Debug, Clone)]
+pub struct Trial {
+    /// The history.
+    pub history: History,
+    /// The damage, if any.
+    pub damage: Option<DamageSeed>,
+}
+
+impl Trial {
+    /// Trial `index` of `seed`: [`History::draw`], and a damage seed from the same stream when
+    /// `damaged`.
+    pub fn draw(seed: u64, index: u64, max_ops: usize, damaged: bool) -> Trial {
+        let history = History::draw(seed, index, max_ops);
+        let damage = damaged.then(|| {
+            let mut s = Stream::new(seed ^ 0x00da_4a6e, index);
+            DamageSeed {
+                kind: s.bits() as u16,
+                target: s.bits() as u16,
+                value: s.bits() as u16,
+            }
+        });
+        Trial { history, damage }
+    }
+
+    /// The trial as a case named `id`; `Ok(None)` when its damage applies to nothing, or the
+    /// reference reads the damaged version (then there is nothing a reader must refuse).
+    pub fn case(&self, id: &str, index: &RequirementIndex) -> Result<Option<Case>, String> {
+        let built = concretize(&self.history);
+        let corruption = match self.damage {
+            None => None,
+            Some(seed) => match damage(&built, seed) {
+                Some(c) => Some(c),
+                None => return Ok(None),
+            },
+        };
+        let mut case = to_case(&built, corruption, id, index);
+        if case.expect_error.is_some() {
+            let Some((class, code)) = reference_refusal(&case)? else {
+                return Ok(None);
+            };
+            case.expect_error = Some(ExpectErrorSpec {
+                class,
+                code: Some(code),
+                unless_implemented: None,
+            });
+        }
+        Ok(Some(case))
+    }
+}

@@ -1,0 +1,360 @@
+//! Differential testing of any reader: random histories, written by the reference, read by the
+//! reader under test, judged by the runner, and a disagreement shrunk to a `case.toml`.
+//!
+//! Invariant: history `i` of seed `S` is always the same case ([`history::History::draw`],
+//! [`case::to_case`]); it is written and its expected answers computed by the same code that
+//! generates the corpus ([`crate::build::case`]), and judged by the same runner that runs
+//! the corpus ([`crate::runner::execute::run_case`]), so verdicts, capabilities and refusal
+//! profiles are the runner's, never a second implementation. A time budget only decides when
+//! to stop, never what is generated.
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`history`] | a history as seeds, drawn from a seed |
+//! | [`model`] | the model a history is resolved against |
+//! | [`builder`] | seeds → steps of the case vocabulary |
+//! | [`mod@case`] | a history (and its damage) as a [`crate::case::Case`] |
+//! | [`mod@judge`] | one case written to a scratch directory and judged |
+//! | [`shrink`] | a disagreement made small |
+//! | [`command`] | the `fuzz` subcommand: the loop, progress and summary |
+
+pub mod builder;
+pub mod case;
+pub mod command;
+pub mod history;
+pub mod judge;
+pub mod model;
+pub mod shrink;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::case::{Case, RequirementIndex};
+use crate::runner::{CheckResult, ConformanceReader, Description, Refusal};
+use case::Trial;
+use judge::{Scratch, Signature, judge};
+
+/// What to fuzz and how long.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The seed: trial `i` of a seed is always the same.
+    pub seed: u64,
+    /// Stop after this many trials.
+    pub cases: Option<u64>,
+    /// Stop at this instant (checked between trials; it never changes what is generated).
+    pub deadline: Option<Instant>,
+    /// The most operation seeds in one history.
+    pub max_ops: usize,
+    /// Damage every other trial's newest version with one corruption kind of the corpus.
+    pub damage: bool,
+    /// The most candidates judged while shrinking one disagreement.
+    pub shrink_budget: usize,
+    /// Where shrunk cases are written (`<out>/<id>/case.toml`); none: not written.
+    pub out: Option<PathBuf>,
+    /// Signatures ([`Signature::line`]) already known: reported, but not new.
+    pub known: BTreeSet<String>,
+    /// Print a progress line on stderr every this many trials (0: never).
+    pub progress_every: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            seed: 0,
+            cases: Some(100),
+            deadline: None,
+            max_ops: 12,
+            damage: false,
+            shrink_budget: 200,
+            out: None,
+            known: BTreeSet::new(),
+            progress_every: 0,
+        }
+    }
+}
+
+/// One distinct disagreement, shrunk.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    /// What failed.
+    pub signature: Signature,
+    /// Whether the signature is in the known list.
+    pub known: bool,
+    /// The first trial that showed it.
+    pub index: u64,
+    /// How many trials showed it.
+    pub occurrences: u64,
+    /// The shrunk case, with a title and a description saying what differed.
+    pub case: Case,
+    /// The failing check of the shrunk case.
+    pub check: CheckResult,
+    /// Steps of the original and of the shrunk case.
+    pub steps: (usize, usize),
+    /// Candidates judged while shrinking.
+    pub attempts: usize,
+    /// Where the case was written.
+    pub file: Option<PathBuf>,
+}
+
+/// What a fuzz run did.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Trials judged.
+    pub cases: u64,
+    /// Of them, damaged.
+    pub damaged: u64,
+    /// Trials skipped: damage that applied to nothing, or that the reference reads.
+    pub skipped: u64,
+    /// Trials with at least one disagreement (a trial can show several distinct ones).
+    pub disagreeing: u64,
+    /// Distinct disagreements, in the order found.
+    pub findings: Vec<Finding>,
+    /// Steps of every judged trial, summed.
+    pub steps: u64,
+}
+
+impl Summary {
+    /// Distinct disagreements not in the known list.
+    pub fn new_findings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| !f.known)
+    }
+
+    /// The closing line.
+    pub fn line(&self, seed: u64) -> String {
+        let new = self.new_findings().count();
+        format!(
+            "fuzz: seed {seed}: {} case(s) ({} damaged, {} skipped), {} disagreeing, {} distinct disagreement(s) ({new} new, {} known)",
+            self.cases,
+            self.damaged,
+            self.skipped,
+            self.disagreeing,
+            self.findings.len(),
+            self.findings.len() - new,
+        )
+    }
+}
+
+/// Why a fuzz run could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum FuzzError {
+    /// The reader did not describe itself.
+    #[error("the reader did not start: {0}")]
+    Start(String),
+    /// A trial could not be built (a generator bug, with the trial that shows it).
+    #[error("trial {index} of seed {seed} could not be built: {problem}")]
+    Build {
+        /// The seed.
+        seed: u64,
+        /// The trial.
+        index: u64,
+        /// What went wrong.
+        problem: String,
+    },
+    /// Writing a case or the scratch directory failed.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Describes the reader.
+pub fn describe(reader: &mut dyn ConformanceReader) -> Result<Description, FuzzError> {
+    reader.describe().map_err(|r| {
+        FuzzError::Start(match r {
+            Refusal::Broken(m) | Refusal::Unsupported(m) | Refusal::Skipped(m) => m,
+            Refusal::Error(e) => e.message,
+        })
+    })
+}
+
+/// Runs trials `0, 1, ...` of `options.seed` against `reader` until the case count or the
+/// deadline, shrinking the first trial of every distinct disagreement.
+pub fn run(
+    reader: &mut dyn ConformanceReader,
+    index: &RequirementIndex,
+    options: &Options,
+) -> Result<Summary, FuzzError> {
+    let description = describe(reader)?;
+    let declared = description.capabilities.clone();
+    let mut scratch = Scratch::new().map_err(FuzzError::Io)?;
+    let mut summary = Summary::default();
+    let mut i = 0u64;
+    loop {
+        if options.cases.is_some_and(|n| i >= n)
+            || options.deadline.is_some_and(|d| Instant::now() >= d)
+        {
+            break;
+        }
+        let damaged = options.damage && i % 2 == 1;
+        let trial = Trial::draw(options.seed, i, options.max_ops, damaged);
+        let id = format!("fuzz-s{}-{i}", options.seed);
+        let build = |problem| FuzzError::Build {
+            seed: options.seed,
+            index: i,
+            problem,
+        };
+        let Some(case) = trial.case(&id, index).map_err(build)? else {
+            summary.skipped += 1;
+            i += 1;
+            continue;
+        };
+        let judged = judge(reader, &declared, &case, index, &mut scratch).map_err(build)?;
+        summary.cases += 1;
+        summary.damaged += u64::from(damaged);
+        summary.steps += case.steps.len() as u64;
+        if judged.first_failure().is_some() {
+            summary.disagreeing += 1;
+        }
+        // Every distinct disagreement of the trial: counted, or shrunk when it is new.
+        let mut seen: Vec<&Signature> = Vec::new();
+        for signature in &judged.signatures {
+            if seen.contains(&signature) {
+                continue;
+            }
+            seen.push(signature);
+            if let Some(f) = summary
+                .findings
+                .iter_mut()
+                .find(|f| f.signature == *signature)
+            {
+                f.occurrences += 1;
+                continue;
+            }
+            let finding = shrunk(
+                reader,
+                &declared,
+                index,
+                options,
+                &description,
+                (i, &trial, &case),
+                signature.clone(),
+                &mut scratch,
+            )?;
+            summary.findings.push(finding);
+        }
+        i += 1;
+        if options.progress_every > 0 && i % options.progress_every == 0 {
+            eprintln!(
+                "fuzz: {i} trial(s), {} judged, {} disagreeing, {} distinct",
+                summary.cases,
+                summary.disagreeing,
+                summary.findings.len()
+            );
+        }
+    }
+    Ok(summary)
+}
+
+/// Shrinks trial `i` (which failed with `signature`) and writes it as a case.
+#[allow(clippy::too_many_arguments)]
+fn shrunk(
+    reader: &mut dyn ConformanceReader,
+    declared: &BTreeSet<String>,
+    index: &RequirementIndex,
+    options: &Options,
+    description: &Description,
+    (i, trial, case): (u64, &Trial, &Case),
+    signature: Signature,
+    scratch: &mut Scratch,
+) -> Result<Finding, FuzzError> {
+    // One trial can show several distinct disagreements: each gets a case of its own.
+    let mut id = format!("{}-{}", case.id, signature.check_slug());
+    id.truncate(80);
+    let id = id.trim_end_matches('-').to_string();
+    let deadline = options.deadline;
+    let mut reproduces = |t: &Trial| match t.case(&id, index) {
+        // Past the deadline no candidate is judged: the run stops with what it has.
+        _ if deadline.is_some_and(|d| Instant::now() >= d) => false,
+        Ok(Some(c)) => judge(reader, declared, &c, index, scratch)
+            .map(|j| j.fails_with(&signature))
+            .unwrap_or(false),
+        _ => false,
+    };
+    // A known disagreement is reported as found: shrinking it again would only cost time.
+    let known = options.known.contains(&signature.line());
+    let budget = if known { 0 } else { options.shrink_budget };
+    let result = shrink::shrink(trial.clone(), budget, &mut reproduces);
+    let io = |e: String| FuzzError::Io(e);
+    // The shrunk trial reproduced when it was kept; judge it once more for its check.
+    let mut small = result
+        .trial
+        .case(&id, index)
+        .map_err(io)?
+        .unwrap_or_else(|| case.clone());
+    let judged = judge(reader, declared, &small, index, scratch).map_err(io)?;
+    let check = judged
+        .failing_with(&signature)
+        .or(judged.first_failure().map(|(c, _)| c))
+        .cloned()
+        .unwrap_or_else(|| CheckResult {
+            name: signature.check.clone(),
+            verdict: crate::runner::Verdict::Fail,
+            level: small.level,
+            kind: None,
+            message: Some("(did not reproduce when judged again)".into()),
+        });
+    describe_finding(
+        &mut small,
+        &check,
+        description,
+        options.seed,
+        i,
+        case.steps.len(),
+    );
+    let file = match &options.out {
+        Some(out) => Some(write_case(&small, &out.join(&small.id)).map_err(io)?),
+        None => None,
+    };
+    Ok(Finding {
+        signature,
+        known,
+        index: i,
+        occurrences: 1,
+        steps: (case.steps.len(), small.steps.len()),
+        case: small,
+        check,
+        attempts: result.attempts,
+        file,
+    })
+}
+
+/// Gives a shrunk case its title and a description saying what differed.
+fn describe_finding(
+    case: &mut Case,
+    check: &CheckResult,
+    description: &Description,
+    seed: u64,
+    index: u64,
+    original_steps: usize,
+) {
+    let who = format!(
+        "{} {}",
+        description.implementation.name, description.implementation.version
+    );
+    let kind = check.kind.map_or("fail", |k| k.as_str());
+    case.title = format!("fuzz: {who}: {kind} at {}", check.name);
+    let mut message = check.message.clone().unwrap_or_default();
+    if message.len() > 4000 {
+        let mut cut = 4000;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+        message.push_str(" ...");
+    }
+    case.description = format!(
+        "Found by `lance-conformance fuzz --seed {seed}` (trial {index}) and shrunk from {original_steps} to {} step(s).\n\
+         {who} disagreed with the reference at check `{}` ({kind}, {}):\n{message}\n",
+        case.steps.len(),
+        check.name,
+        check.level.as_str(),
+    );
+}
+
+/// Writes `case` as `<dir>/case.toml`.
+pub fn write_case(case: &Case, dir: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let file = dir.join("case.toml");
+    let text = toml::to_string(case).map_err(|e| format!("{}: {e}", file.display()))?;
+    std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(file)
+}

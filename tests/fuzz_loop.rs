@@ -1,0 +1,148 @@
+//! The fuzz loop (`lance-conformance fuzz`) against the built-in reference, which must never
+//! disagree with itself, and against a reference with an injected resolution bug, which it
+//! must find and shrink to a case of a few steps.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use lance_conformance::case::{Case, RequirementIndex};
+use lance_conformance::expected;
+use lance_conformance::fuzz::{self, Options};
+use lance_conformance::runner::protocol::{
+    ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ScanRequest, ScanResult, VersionRef,
+};
+use lance_conformance::runner::reference::{read_checked, read_error};
+use lance_conformance::runner::{Answer, ConformanceReader, Description, ReferenceReader, Refusal};
+use lance_reference::model::FieldId;
+
+fn index() -> RequirementIndex {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    RequirementIndex::load(&root.join("spec/requirements.toml")).unwrap()
+}
+
+#[test]
+fn a_fixed_seed_run_against_the_reference_finds_nothing() {
+    let mut reader = ReferenceReader::new();
+    let options = Options {
+        seed: 20261201,
+        cases: Some(60),
+        damage: true,
+        ..Options::default()
+    };
+    let summary = fuzz::run(&mut reader, &index(), &options).unwrap();
+    assert_eq!(summary.cases + summary.skipped, 60);
+    assert!(summary.damaged >= 20, "{summary:?}");
+    assert!(
+        summary.findings.is_empty(),
+        "the reference disagrees with itself: {:?}",
+        summary
+            .findings
+            .iter()
+            .map(|f| (f.signature.line(), f.check.message.clone()))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn the_same_seed_draws_the_same_cases() {
+    let index = index();
+    for i in 0..8 {
+        let a = fuzz::case::Trial::draw(5, i, 12, i % 2 == 1)
+            .case("x", &index)
+            .unwrap();
+        let b = fuzz::case::Trial::draw(5, i, 12, i % 2 == 1)
+            .case("x", &index)
+            .unwrap();
+        assert_eq!(a, b, "trial {i}");
+    }
+}
+
+/// The reference with a resolution bug: the oldest overlay of a fragment wins instead of the
+/// newest (the overlay list read in reverse, every `committed_version` made equal, so
+/// precedence falls to list position).
+struct OldestOverlayWins(ReferenceReader);
+
+impl ConformanceReader for OldestOverlayWins {
+    fn describe(&mut self) -> Answer<Description> {
+        self.0.describe()
+    }
+    fn open(&mut self, at: &VersionRef) -> Answer<OpenResult> {
+        self.0.open(at)
+    }
+    fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
+        let at = &request.at;
+        let mut s = read_checked(Path::new(&at.dataset), at.version).map_err(Refusal::Error)?;
+        for f in &mut s.fragments {
+            f.overlays.reverse();
+            let oldest = f.overlays.iter().map(|o| o.committed_version).min();
+            for o in &mut f.overlays {
+                o.committed_version = oldest.unwrap_or(o.committed_version);
+            }
+        }
+        let fields: Vec<FieldId> = match &request.columns {
+            None => s.schema.top_level().map(|f| f.id).collect(),
+            Some(names) => names
+                .iter()
+                .filter_map(|n| s.schema.top_level().find(|f| f.name == *n).map(|f| f.id))
+                .collect(),
+        };
+        let rows = lance_reference::scan::scan(&s, Some(&fields))
+            .map_err(|e| Refusal::Error(read_error(&e)))?;
+        Ok(ScanResult {
+            columns: expected::columns(&s.schema, &fields),
+            rows: rows
+                .iter()
+                .map(|r| expected::row(&s.schema, &fields, r))
+                .collect(),
+        })
+    }
+    fn lineage(
+        &mut self,
+        at: &VersionRef,
+        fragment: u64,
+    ) -> Answer<lance_conformance::expected::FragmentLineage> {
+        self.0.lineage(at, fragment)
+    }
+    fn exclusion(&mut self, at: &VersionRef) -> Answer<ExclusionResult> {
+        self.0.exclusion(at)
+    }
+    fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> Answer<QueryAnswer> {
+        self.0.query(at, query)
+    }
+}
+
+#[test]
+fn an_injected_resolution_bug_is_found_and_shrunk_to_a_few_steps() {
+    let out = tempfile::tempdir().unwrap();
+    let mut reader = OldestOverlayWins(ReferenceReader::new());
+    let options = Options {
+        seed: 3,
+        cases: Some(40),
+        out: Some(out.path().to_path_buf()),
+        ..Options::default()
+    };
+    let summary = fuzz::run(&mut reader, &index(), &options).unwrap();
+    let scan = summary
+        .findings
+        .iter()
+        .find(|f| f.signature.line() == "wrong-value v# scan")
+        .unwrap_or_else(|| panic!("not found: {summary:?}"));
+    assert!(
+        scan.steps.1 <= 4,
+        "shrunk to {} steps: {:#?}",
+        scan.steps.1,
+        scan.case.steps
+    );
+    assert!(scan.steps.1 < scan.steps.0 || scan.steps.0 <= 4);
+    // The written case loads, validates, and says what differed.
+    let file = scan.file.as_ref().unwrap();
+    let loaded = Case::load(file).unwrap();
+    loaded.validate(&index()).unwrap();
+    assert_eq!(loaded, scan.case);
+    assert!(
+        loaded.description.contains("wrong-value"),
+        "{}",
+        loaded.description
+    );
+    assert!(loaded.title.contains("scan"), "{}", loaded.title);
+}
