@@ -85,6 +85,9 @@ writer_only=(
   encode_manifest schema_to_proto index_uuid encode_data_file index_layout deletion_layout
   encode_manifest_file frame manifest_name version_hint
   write_deletion_file write_arrow_offsets write_arrow_int32_offsets lance_file_type
+  # Only `lance-conformance explain` calls these (one cell's resolution trail); the corpus
+  # run never does, so a mutant there is never caught (16 of resolve.rs's 17 missed).
+  explain row_offset '<impl fmt::Display for Explanation>::fmt'
 )
 exclude_re="(^| )(in|replace|delete) ($(IFS='|'; echo "${writer_only[*]}"))( |$)"
 
