@@ -381,6 +381,19 @@ pub enum LineageProblem {
     HugeRange,
 }
 
+impl LineageProblem {
+    /// Every rule, in declaration order.
+    pub const ALL: [LineageProblem; 7] = [
+        LineageProblem::BitmapPadding,
+        LineageProblem::UnsortedHoles,
+        LineageProblem::BadArrayWidth,
+        LineageProblem::LengthMismatch,
+        LineageProblem::ReversedRange,
+        LineageProblem::MissingKind,
+        LineageProblem::HugeRange,
+    ];
+}
+
 /// Where a corruption acts, which decides who applies it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DamageKind {

@@ -16,6 +16,7 @@ use lance_reference::flags;
 use super::builder::{Built, concretize, pick};
 use super::history::{History, Stream, mix};
 use super::model::{Arm, ITEMS, MENU, MState, Ty, predicate};
+use crate::case::corruption::LineageProblem;
 use crate::case::step::{FlagWordSpec, SequenceSpec};
 use crate::case::{
     Capability, Case, Corruption, ExpectErrorSpec, Level, QuerySpec, RequirementIndex, Step,
@@ -71,7 +72,7 @@ pub fn damage(built: &Built, seed: DamageSeed) -> Option<Corruption> {
             kinds.push(Corruption::MalformedLineage {
                 fragment: id,
                 sequence: SequenceSpec::RowIds,
-                problem: lance_conformance_problem(v),
+                problem: LineageProblem::ALL[(v % LineageProblem::ALL.len() as u64) as usize],
             });
         }
         if let Some(seq) = [
@@ -144,20 +145,6 @@ pub fn damage(built: &Built, seed: DamageSeed) -> Option<Corruption> {
     }
     let i = usize::from(seed.kind) % kinds.len();
     Some(kinds.swap_remove(i))
-}
-
-/// A decoding rule of inline lineage to break, by selector.
-fn lance_conformance_problem(v: u64) -> crate::case::corruption::LineageProblem {
-    use crate::case::corruption::LineageProblem::*;
-    [
-        BitmapPadding,
-        UnsortedHoles,
-        BadArrayWidth,
-        LengthMismatch,
-        ReversedRange,
-        MissingKind,
-        HugeRange,
-    ][(v % 7) as usize]
 }
 
 /// The requirement ids a history's operations exercise.

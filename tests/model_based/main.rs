@@ -77,9 +77,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use lance_conformance::case::names::field_id;
-use lance_conformance::case::{
-    Case, Level, Op as SpecOp, PredicateSpec, QuerySpec, RequirementIndex, Step,
-};
+use lance_conformance::case::{Case, RequirementIndex, Step};
 use lance_conformance::scenario;
 use lance_reference::flags;
 use lance_reference::lineage::{INLINE_MAX_BYTES_KEY, SPILL_KEY};
