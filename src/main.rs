@@ -28,7 +28,7 @@ enum Command {
     /// Turn several JSON results of `run` into one static HTML page: cases by implementation,
     /// verdicts coloured, reasons expandable, requirement ids linked to the spec.
     Report(lance_conformance::runner::command::ReportArgs),
-    /// Serve the reference reader over the testee protocol on stdin/stdout.
+    /// Serve the reference reader and writer over the testee protocol on stdin/stdout.
     Testee(lance_conformance::runner::command::TesteeArgs),
     /// Print the reference's decision trail for a corpus case: a version's layout, one cell,
     /// or one query.
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => return ExitCode::from(runner::run(&args)),
-        Command::Testee(args) => return ExitCode::from(runner::testee(&args)),
+        Command::Testee(args) => return ExitCode::from(lance_conformance::testee::command(&args)),
         Command::Report(args) => return ExitCode::from(runner::report(&args)),
         Command::Explain(args) => return ExitCode::from(runner::explain(&args)),
         Command::Validate(args) => {

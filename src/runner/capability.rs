@@ -37,6 +37,27 @@ pub const VOCABULARY: [&str; 12] = [
     ERROR_CODES,
 ];
 
+/// The writer words: the steps of the case vocabulary a writer commits (`write:<step>`). A
+/// writer run sends a case only to a writer that declares every word its steps need
+/// ([`super::writer::needs`]).
+pub const WRITE_WORDS: [&str; 15] = [
+    "write:create",
+    "write:append",
+    "write:overlay",
+    "write:sparse-overlay",
+    "write:delete",
+    "write:btree-index",
+    "write:vector-index",
+    "write:compact-overlays",
+    "write:fold",
+    "write:rewrite-rows",
+    "write:update-rows",
+    "write:commit-retry",
+    "write:set-config",
+    "write:add-fields",
+    "write:drop-fields",
+];
+
 /// The protocol word of a case capability (its `case.toml` spelling).
 pub fn word(capability: Capability) -> &'static str {
     match capability {

@@ -1,4 +1,5 @@
-//! The `run`, `testee` and `explain` subcommands: arguments and exit codes.
+//! The `run`, `report` and `explain` subcommands, and the arguments of `testee`: arguments and
+//! exit codes.
 //!
 //! Invariant: `run` exits 0 when the report passes, 1 when it does not (a conformance
 //! failure), and 2 when the runner cannot judge (unusable corpus or checksums, bad
@@ -35,6 +36,15 @@ pub struct RunArgs {
     /// reference reader, in process.
     #[arg(long, value_name = "CMD ARGS")]
     pub reader_cmd: Option<String>,
+    /// Run this command (with `sh -c`) as the writer under test instead of judging a reader:
+    /// for each case it replays the steps in a fresh directory through `write`, `prepare` and
+    /// `commit` (spec/conformance.md §7), and the kit judges every version it commits.
+    #[arg(long, value_name = "CMD ARGS", conflicts_with = "reader_cmd")]
+    pub writer_cmd: Option<String>,
+    /// Where the writer's datasets go, one directory per case (default: a fresh directory
+    /// under the system's temporary directory, removed after the run). Kept when given.
+    #[arg(long, value_name = "DIR", requires = "writer_cmd")]
+    pub scratch: Option<PathBuf>,
     /// Seconds one request may take before the testee is killed (process readers).
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub timeout: f64,
@@ -128,6 +138,37 @@ fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
             eprint!("\r\x1b[2K[{}/{n}] {id}", i + 1);
         }));
     }
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return Err(RunnerError::Input(
+            "--timeout must be a positive number".into(),
+        ));
+    }
+    let report = if let Some(cmd) = &args.writer_cmd {
+        let mut process = ProcessReader::new(ProcessOptions {
+            command: cmd.clone(),
+            timeout: Duration::from_secs_f64(args.timeout),
+        });
+        let (scratch, temporary) = match &args.scratch {
+            Some(dir) => (dir.clone(), false),
+            None => (
+                std::env::temp_dir()
+                    .join(format!("lance-conformance-writer-{}", std::process::id())),
+                true,
+            ),
+        };
+        let report = super::writer::run_writer_suite(&mut process, options, &scratch);
+        if temporary {
+            let _ = std::fs::remove_dir_all(&scratch);
+        }
+        report?
+    } else {
+        read_run(args, options)?
+    };
+    finish(args, kept.as_ref(), &report, interactive)
+}
+
+/// The reader run: the built-in reference, or a testee process.
+fn read_run(args: &RunArgs, mut options: Options) -> Result<super::Report, RunnerError> {
     let mut reference;
     let mut process;
     let reader: &mut dyn ConformanceReader = match &args.reader_cmd {
@@ -140,11 +181,6 @@ fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
             &mut reference
         }
         Some(cmd) => {
-            if !(args.timeout.is_finite() && args.timeout > 0.0) {
-                return Err(RunnerError::Input(
-                    "--timeout must be a positive number".into(),
-                ));
-            }
             process = ProcessReader::new(ProcessOptions {
                 command: cmd.clone(),
                 timeout: Duration::from_secs_f64(args.timeout),
@@ -152,7 +188,17 @@ fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
             &mut process
         }
     };
-    let report = super::run_suite(reader, options)?;
+    super::run_suite(reader, options)
+}
+
+/// Writes the report where asked, updates the known-failure file, prints; whether the run
+/// passed.
+fn finish(
+    args: &RunArgs,
+    kept: Option<&KnownFailures>,
+    report: &super::Report,
+    interactive: bool,
+) -> Result<bool, RunnerError> {
     if interactive {
         eprint!("\r\x1b[2K");
     }
@@ -161,13 +207,13 @@ fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
             .map_err(|e| RunnerError::Input(format!("{}: {e}", path.display())))
     };
     if let Some(p) = &args.json_file {
-        write(p, output::json(&report))?;
+        write(p, output::json(report))?;
     }
     if let Some(p) = &args.junit_file {
-        write(p, output::junit(&report))?;
+        write(p, output::junit(report))?;
     }
     if let (true, Some(p)) = (args.update_known_failures, &args.known_failures) {
-        let text = super::known_failures::rewrite(kept.as_ref(), &report);
+        let text = super::known_failures::rewrite(kept, report);
         write(p, text)?;
         eprintln!(
             "lance-conformance run: wrote {} ({} line(s) removed, {} added)",
@@ -184,9 +230,9 @@ fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
         Detail::Normal
     };
     match args.format {
-        Format::Human => print!("{}", output::human(&report, detail)),
-        Format::Json => print!("{}", output::json(&report)),
-        Format::Junit => print!("{}", output::junit(&report)),
+        Format::Human => print!("{}", output::human(report, detail)),
+        Format::Json => print!("{}", output::json(report)),
+        Format::Junit => print!("{}", output::junit(report)),
     }
     Ok(report.passed())
 }
@@ -230,23 +276,6 @@ pub struct TesteeArgs {
     /// Declare only these capabilities (comma-separated); default: all.
     #[arg(long, value_delimiter = ',')]
     pub capabilities: Option<Vec<String>>,
-}
-
-/// Serves the reference reader over the protocol on stdin/stdout; returns the exit code.
-pub fn testee(args: &TesteeArgs) -> u8 {
-    let mut reader = match &args.capabilities {
-        None => ReferenceReader::new(),
-        Some(list) => ReferenceReader::with_capabilities(list.iter().cloned().collect()),
-    };
-    let stdin = std::io::stdin().lock();
-    let stdout = std::io::stdout().lock();
-    match super::serve::serve(&mut reader, stdin, stdout) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("lance-conformance testee: {e}");
-            2
-        }
-    }
 }
 
 /// Arguments of `explain`.

@@ -713,6 +713,27 @@ fn plan_verdict(
     (Verdict::Pass, Some(format!("plan: {path}{text}")))
 }
 
+/// The checks of one readable version (§4: open, scans, lineage, exclusion, queries) of the
+/// directory `dataset`, against `reader`, each at `level`; and whether the reader broke.
+pub fn version_checks(
+    reader: &mut dyn ConformanceReader,
+    declared: &BTreeSet<String>,
+    level: Level,
+    dataset: &str,
+    case: &CaseDir,
+    v: &ExpectedVersion,
+) -> (Vec<CheckResult>, bool) {
+    let mut checks = Checks {
+        reader,
+        declared,
+        level,
+        out: Vec::new(),
+        broken: false,
+    };
+    version(&mut checks, dataset, case, v);
+    (checks.out, checks.broken)
+}
+
 fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersion) {
     let at = VersionRef {
         dataset: dataset.to_string(),
@@ -885,11 +906,11 @@ fn query_request_with(
 ) -> Result<QueryRequest, String> {
     let predicate = match (&spec.predicate, schema) {
         (None, _) => None,
-        (Some(p), Some(schema)) => Some(typed(schema, p)?),
+        (Some(p), Some(schema)) => Some(typed_predicate(schema, p)?),
         (Some(p), None) => {
             let snapshot = read_checked(dataset, version)
                 .map_err(|e| format!("reading the schema of v{version}: {}", e.message))?;
-            Some(typed(&snapshot.schema, p)?)
+            Some(typed_predicate(&snapshot.schema, p)?)
         }
     };
     let vector = spec.vector.as_ref().map(|v| {
@@ -906,18 +927,23 @@ fn query_request_with(
     })
 }
 
-fn typed(schema: &lance_reference::model::Schema, p: &PredicateSpec) -> Result<Predicate, String> {
+/// The protocol form of a case predicate: every literal tagged with its field's type in
+/// `schema`.
+pub fn typed_predicate(
+    schema: &lance_reference::model::Schema,
+    p: &PredicateSpec,
+) -> Result<Predicate, String> {
     Ok(match p {
         PredicateSpec::And { and } => Predicate::And {
             and: and
                 .iter()
-                .map(|p| typed(schema, p))
+                .map(|p| typed_predicate(schema, p))
                 .collect::<Result<_, _>>()?,
         },
         PredicateSpec::Or { or } => Predicate::Or {
             or: or
                 .iter()
-                .map(|p| typed(schema, p))
+                .map(|p| typed_predicate(schema, p))
                 .collect::<Result<_, _>>()?,
         },
         PredicateSpec::Leaf { field, op, value } => {

@@ -11,6 +11,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`conformance_reader`] | the trait a reader under test implements |
+//! | [`conformance_writer`] | the trait a writer under test implements |
 //! | [`protocol`] | the JSON-lines messages |
 //! | [`capability`] | capability words and what each check needs |
 //! | [`needs`] | what a version needs of a reader, from its content (refusal profiles) |
@@ -18,6 +19,8 @@
 //! | [`process`] | a reader in another process (timeouts, restarts, process groups) |
 //! | [`serve`] | serving a reader over the protocol (`lance-conformance testee`) |
 //! | [`execute`] | one case's checks |
+//! | [`writer`] | one case's checks of a writer: its steps replayed, each version judged |
+//! | [`write_step`] | the wire form of a step (`write`, `prepare`) |
 //! | [`compare`] | answer vs `expected/` |
 //! | [`filter`] | selecting cases |
 //! | [`known_failures`] | known-failure files |
@@ -32,6 +35,7 @@ pub mod capability;
 pub mod command;
 pub mod compare;
 pub mod conformance_reader;
+pub mod conformance_writer;
 pub mod execute;
 pub mod explain;
 pub mod filter;
@@ -45,11 +49,14 @@ pub mod reference;
 pub mod report;
 pub mod serve;
 pub mod walk;
+pub mod write_step;
+pub mod writer;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 pub use conformance_reader::{Answer, ConformanceReader, Description, Refusal};
+pub use conformance_writer::ConformanceWriter;
 pub use filter::Filters;
 pub use known_failures::KnownFailures;
 pub use reference::ReferenceReader;

@@ -91,7 +91,8 @@ pub fn human(report: &Report, detail: Detail) -> String {
     let i = &report.implementation;
     let _ = writeln!(
         out,
-        "reader: {} {}{}",
+        "{}: {} {}{}",
+        report.role.as_str(),
         i.name,
         i.version,
         i.language

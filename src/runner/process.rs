@@ -22,9 +22,11 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 
 use super::conformance_reader::{Answer, ConformanceReader, Description, Refusal};
+use super::conformance_writer::ConformanceWriter;
 use super::protocol::{
-    Command as Cmd, ExclusionResult, OpenResult, PROTOCOL_VERSION, QueryAnswer, QueryRequest,
-    Request, Response, ScanRequest, ScanResult, StartResult, VersionRef,
+    Command as Cmd, ExclusionResult, OpenResult, PROTOCOL_VERSION, PrepareResult, QueryAnswer,
+    QueryRequest, Request, Response, ScanRequest, ScanResult, StartResult, VersionRef,
+    WriteRequest, WriteResult,
 };
 use crate::expected::FragmentLineage;
 
@@ -408,6 +410,30 @@ impl ConformanceReader for ProcessReader {
                 query: query.clone(),
             },
             "query",
+        )
+    }
+}
+
+impl ConformanceWriter for ProcessReader {
+    fn describe(&mut self) -> Answer<Description> {
+        ConformanceReader::describe(self)
+    }
+
+    fn write(&mut self, request: &WriteRequest) -> Answer<WriteResult> {
+        self.call(Cmd::Write(request.clone()), "write")
+    }
+
+    fn prepare(&mut self, request: &WriteRequest) -> Answer<PrepareResult> {
+        self.call(Cmd::Prepare(request.clone()), "prepare")
+    }
+
+    fn commit(&mut self, dataset: &str, transaction: &str) -> Answer<WriteResult> {
+        self.call(
+            Cmd::Commit {
+                dataset: dataset.to_string(),
+                transaction: transaction.to_string(),
+            },
+            "commit",
         )
     }
 }

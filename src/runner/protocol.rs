@@ -47,8 +47,50 @@ pub enum Command {
         /// The query.
         query: QueryRequest,
     },
+    /// Commit one step of the case vocabulary to a dataset directory (writers, §7 of
+    /// `spec/conformance.md`).
+    Write(WriteRequest),
+    /// Prepare a commit of one step on the dataset's newest version, without committing it: the
+    /// first half of a retried commit.
+    Prepare(WriteRequest),
+    /// Commit a prepared step on whatever version is newest now.
+    Commit {
+        /// Absolute path of the dataset directory.
+        dataset: String,
+        /// The token `prepare` returned.
+        transaction: String,
+    },
     /// The last request: the testee answers and exits.
     Stop,
+}
+
+/// A write or a prepare: one step, to commit on top of `read_version`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteRequest {
+    /// Absolute path of the dataset directory (empty or absent for `create`).
+    pub dataset: String,
+    /// The dataset's newest version, which the commit builds on (0 for `create`).
+    pub read_version: u64,
+    /// The step, in the case vocabulary with every cell and literal tagged
+    /// ([`super::write_step`]).
+    pub step: serde_json::Value,
+}
+
+/// `write`'s and `commit`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteResult {
+    /// The version the commit created.
+    pub version: u64,
+}
+
+/// `prepare`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrepareResult {
+    /// An opaque token for `commit`.
+    pub transaction: String,
 }
 
 /// A request line: `{"seq": N, "cmd": ..., ...}`.

@@ -95,11 +95,19 @@ pub enum FailureKind {
     Inconclusive,
     /// A query answered rightly, but on the flat path where the case expects the index.
     IndexNotUsed,
+    /// A writer refused a step the case commits.
+    RefusedWrite,
+    /// A writer committed a step the case says must be refused, or left a version behind
+    /// while refusing it.
+    CommittedRefused,
+    /// A version a writer committed breaks a rule `validate` checks (alone or against the
+    /// version before it), or the kit's reader refuses it.
+    BrokeRule,
 }
 
 impl FailureKind {
     /// Every kind, in declaration order.
-    pub const ALL: [FailureKind; 9] = [
+    pub const ALL: [FailureKind; 12] = [
         FailureKind::WrongValue,
         FailureKind::RefusedReadable,
         FailureKind::AcceptedDamage,
@@ -109,6 +117,9 @@ impl FailureKind {
         FailureKind::Crash,
         FailureKind::Inconclusive,
         FailureKind::IndexNotUsed,
+        FailureKind::RefusedWrite,
+        FailureKind::CommittedRefused,
+        FailureKind::BrokeRule,
     ];
 
     /// The word used in known-failure files and JSON (`accepted-damage`).
@@ -123,6 +134,9 @@ impl FailureKind {
             FailureKind::Crash => "crash",
             FailureKind::Inconclusive => "inconclusive",
             FailureKind::IndexNotUsed => "index-not-used",
+            FailureKind::RefusedWrite => "refused-write",
+            FailureKind::CommittedRefused => "committed-refused",
+            FailureKind::BrokeRule => "broke-rule",
         }
     }
 
@@ -143,6 +157,9 @@ impl FailureKind {
             FailureKind::Crash => "crash",
             FailureKind::Inconclusive => "inconclusive",
             FailureKind::IndexNotUsed => "index not used",
+            FailureKind::RefusedWrite => "refused a step the case commits",
+            FailureKind::CommittedRefused => "committed a step that must be refused",
+            FailureKind::BrokeRule => "wrote a version that breaks a rule",
         }
     }
 }
@@ -346,7 +363,10 @@ pub struct Report {
     /// gates were on, which the handshake cannot tell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
-    /// The reader.
+    /// Whether a reader or a writer was judged (absent in JSON for a reader).
+    #[serde(default, skip_serializing_if = "Role::is_reader")]
+    pub role: Role,
+    /// The reader (or writer).
     pub implementation: Implementation,
     /// Its declared capabilities.
     pub capabilities: Vec<String>,
@@ -356,6 +376,32 @@ pub struct Report {
     pub summary: Summary,
     /// What to change in the known-failure file (or to list in one).
     pub known_failures: KnownFailureUpdate,
+}
+
+/// What a run judged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A reader, against the stored datasets (`run`, `run --reader-cmd`).
+    #[default]
+    Reader,
+    /// A writer, replaying each case's steps (`run --writer-cmd`).
+    Writer,
+}
+
+impl Role {
+    /// Whether this is [`Role::Reader`].
+    pub fn is_reader(&self) -> bool {
+        *self == Role::Reader
+    }
+
+    /// The word (`reader`, `writer`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Reader => "reader",
+            Role::Writer => "writer",
+        }
+    }
 }
 
 /// How an entry matches a failing case: as listed, or not.
@@ -464,6 +510,7 @@ impl Report {
         }
         Report {
             label: None,
+            role: Role::Reader,
             implementation,
             capabilities,
             cases,

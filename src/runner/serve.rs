@@ -1,14 +1,18 @@
-//! Serving a [`ConformanceReader`] over the process protocol: the testee side, and the
-//! protocol's reference implementation (`lance-conformance testee` serves the reference).
+//! Serving a [`ConformanceReader`] (and, optionally, a [`ConformanceWriter`]) over the process
+//! protocol: the testee side, and the protocol's reference implementation (`lance-conformance
+//! testee` serves the reference reader and writer).
 //!
 //! Invariant: one response line per request line, in order, carrying the request's `seq`
 //! and exactly one of `result`, `error`, `unsupported`, `skipped` or `errored`; a line that
 //! is not a request gets an `errored` response (seq 0 when none can be read) and serving goes
-//! on; `stop` is answered and ends serving, and so does the end of input.
+//! on; `stop` is answered and ends serving, and so does the end of input. Without a writer,
+//! `write`, `prepare` and `commit` are `unsupported`. The handshake declares the reader's and
+//! the writer's capabilities together.
 
 use std::io::{BufRead, Write};
 
 use super::conformance_reader::{ConformanceReader, Refusal};
+use super::conformance_writer::ConformanceWriter;
 use super::protocol::{Command, Errored, PROTOCOL_VERSION, Reason, Request, Response, StartResult};
 
 fn empty(seq: u64) -> Response {
@@ -55,8 +59,13 @@ fn respond<T: serde::Serialize>(seq: u64, answer: Result<T, Refusal>) -> Respons
     r
 }
 
-/// Answers one request; `None` for `stop` means "answer, then end".
-pub fn answer(reader: &mut dyn ConformanceReader, request: Request) -> (Response, bool) {
+/// Answers one request; `true` with the response means "answer, then end" (`stop`).
+pub fn answer(
+    reader: &mut dyn ConformanceReader,
+    mut writer: Option<&mut dyn ConformanceWriter>,
+    request: Request,
+) -> (Response, bool) {
+    let no_writer = || Refusal::Unsupported("this testee does not write".into());
     let seq = request.seq;
     let response = match request.command {
         Command::Start { protocol } => {
@@ -68,12 +77,20 @@ pub fn answer(reader: &mut dyn ConformanceReader, request: Request) -> (Response
                     ))),
                 )
             } else {
+                let written = match writer.as_deref_mut() {
+                    Some(w) => w.describe().map(|d| d.capabilities),
+                    None => Ok(Default::default()),
+                };
                 respond(
                     seq,
-                    reader.describe().map(|d| StartResult {
-                        protocol: PROTOCOL_VERSION,
-                        implementation: d.implementation,
-                        capabilities: d.capabilities.into_iter().collect(),
+                    reader.describe().and_then(|d| {
+                        let mut capabilities = d.capabilities;
+                        capabilities.extend(written?);
+                        Ok(StartResult {
+                            protocol: PROTOCOL_VERSION,
+                            implementation: d.implementation,
+                            capabilities: capabilities.into_iter().collect(),
+                        })
                     }),
                 )
             }
@@ -83,6 +100,21 @@ pub fn answer(reader: &mut dyn ConformanceReader, request: Request) -> (Response
         Command::Lineage { at, fragment } => respond(seq, reader.lineage(&at, fragment)),
         Command::Exclusion(at) => respond(seq, reader.exclusion(&at)),
         Command::Query { at, query } => respond(seq, reader.query(&at, &query)),
+        Command::Write(request) => respond(
+            seq,
+            writer.map_or_else(|| Err(no_writer()), |w| w.write(&request)),
+        ),
+        Command::Prepare(request) => respond(
+            seq,
+            writer.map_or_else(|| Err(no_writer()), |w| w.prepare(&request)),
+        ),
+        Command::Commit {
+            dataset,
+            transaction,
+        } => respond(
+            seq,
+            writer.map_or_else(|| Err(no_writer()), |w| w.commit(&dataset, &transaction)),
+        ),
         Command::Stop => return (respond(seq, Ok(serde_json::json!({}))), true),
     };
     (response, false)
@@ -91,6 +123,7 @@ pub fn answer(reader: &mut dyn ConformanceReader, request: Request) -> (Response
 /// Serves `reader` on `input` / `output` until `stop` or the end of input.
 pub fn serve(
     reader: &mut dyn ConformanceReader,
+    mut writer: Option<&mut dyn ConformanceWriter>,
     input: impl BufRead,
     mut output: impl Write,
 ) -> std::io::Result<()> {
@@ -100,7 +133,13 @@ pub fn serve(
             continue;
         }
         let (response, stop) = match serde_json::from_str::<Request>(&line) {
-            Ok(request) => answer(reader, request),
+            Ok(request) => answer(
+                reader,
+                writer
+                    .as_mut()
+                    .map(|w| &mut **w as &mut dyn ConformanceWriter),
+                request,
+            ),
             Err(e) => {
                 let seq = serde_json::from_str::<serde_json::Value>(&line)
                     .ok()

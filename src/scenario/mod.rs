@@ -125,18 +125,7 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
     let mut corruptions = Vec::new();
     let mut reencodings = Vec::new();
     for (i, step) in steps.iter().enumerate() {
-        let tag = |f: Failure| match f {
-            Failure::Problem(problem) => ScenarioError::Step {
-                step: i,
-                op: step.op(),
-                problem,
-            },
-            Failure::Reference(error) => ScenarioError::Reference {
-                step: i,
-                op: step.op(),
-                error: Box::new(error),
-            },
-        };
+        let tag = tag_failure(i, step);
         let before = run.versions.len();
         let note = match step {
             Step::Corrupt(c) => {
@@ -147,7 +136,7 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
                 "applied to the written dataset".to_string()
             }
             Step::Reencode(r) if corruptions.is_empty() => {
-                let current = run.current().map_err(tag)?;
+                let current = run.current().map_err(&tag)?;
                 let (plan, note) = edits::plan(current, r).map_err(|p| tag(Failure::Problem(p)))?;
                 reencodings.push((current.version, plan));
                 note
@@ -156,7 +145,7 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
                 if !corruptions.is_empty() {
                     return Err(tag(Failure::Problem("steps after `corrupt`".into())));
                 }
-                run.step(i, other).map_err(tag)?
+                run.step(i, other).map_err(&tag)?
             }
         };
         records.push(StepRecord {
@@ -176,7 +165,133 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
     })
 }
 
+/// The commit `write` (an `overlay` or `append`) prepares on `read`, before it knows the version
+/// it will land at. Appended fragments carry a placeholder id until [`Run::land`].
+fn prepare(read: &Snapshot, i: usize, write: &Step) -> Outcome<PendingCommit> {
+    Ok(match write {
+        Step::Overlay { .. } => build::overlay_commit(read, write, &format!("s{i}w"))?,
+        Step::Append {
+            rows,
+            generate_rows,
+        } => PendingCommit {
+            overlays: Vec::new(),
+            // The id is a placeholder: fragment ids are assigned when the commit lands.
+            appended: vec![build::appended(
+                &read.schema,
+                u64::MAX,
+                &format!("s{i}w.lance"),
+                &rows_of(&read.schema, rows, *generate_rows)?,
+            )?],
+        },
+        _ => {
+            return Err("`write` must be an `overlay` or `append` step"
+                .to_string()
+                .into());
+        }
+    })
+}
+
+/// Continues a history that was read back from a dataset directory: `versions` are every
+/// committed version, oldest first (empty before `create`), and `step` is one commit. `label`
+/// names the files the step writes and must differ for every commit of the history (the
+/// reference's writer uses the version it commits). Returns the new version. Fragment and
+/// field ids continue above the highest ever used, so none is reused.
+pub fn continue_history(
+    versions: Vec<Snapshot>,
+    label: usize,
+    step: &Step,
+) -> Result<Snapshot, ScenarioError> {
+    let mut run = Run::resume(versions);
+    let tag = tag_failure(label, step);
+    if matches!(
+        step,
+        Step::Corrupt(_)
+            | Step::Reencode(_)
+            | Step::CommitRetry { .. }
+            | Step::ExpectRefusal { .. }
+    ) {
+        return Err(tag(Failure::Problem(format!(
+            "`{}` is not one commit",
+            step.op()
+        ))));
+    }
+    let before = run.versions.len();
+    run.step(label, step).map_err(&tag)?;
+    if run.versions.len() != before + 1 {
+        return Err(tag(Failure::Problem(
+            "the step committed no version".into(),
+        )));
+    }
+    run.versions
+        .pop()
+        .ok_or_else(|| tag(Failure::Problem("the step committed no version".into())))
+}
+
+/// The second half of a retried commit: `write` (an `overlay` or `append`) was prepared on
+/// version `read_version` of the history `versions`, other commits landed since, and it now
+/// commits on the newest version, re-stamped ([OVL-VER-2], [LIN-STAMP-3]). Returns the new
+/// version.
+pub fn retry_on_newest(
+    versions: Vec<Snapshot>,
+    read_version: u64,
+    label: usize,
+    write: &Step,
+) -> Result<Snapshot, ScenarioError> {
+    let mut run = Run::resume(versions);
+    let tag = tag_failure(label, write);
+    let read = read_version
+        .checked_sub(1)
+        .and_then(|k| run.versions.get(usize::try_from(k).ok()?))
+        .cloned()
+        .ok_or_else(|| {
+            tag(Failure::Problem(format!(
+                "read version {read_version} is not a committed version"
+            )))
+        })?;
+    let pending = prepare(&read, label, write).map_err(&tag)?;
+    run.land(label, pending).map_err(&tag)?;
+    run.versions
+        .pop()
+        .ok_or_else(|| tag(Failure::Problem("the retry committed no version".into())))
+}
+
+/// Tags a failure of `step` (at position or label `i`).
+fn tag_failure(i: usize, step: &Step) -> impl Fn(Failure) -> ScenarioError + '_ {
+    move |f: Failure| match f {
+        Failure::Problem(problem) => ScenarioError::Step {
+            step: i,
+            op: step.op(),
+            problem,
+        },
+        Failure::Reference(error) => ScenarioError::Reference {
+            step: i,
+            op: step.op(),
+            error: Box::new(error),
+        },
+    }
+}
+
 impl Run {
+    /// A run continuing `versions`: ids continue above the highest ever used.
+    fn resume(versions: Vec<Snapshot>) -> Run {
+        let next_fragment_id = versions
+            .iter()
+            .flat_map(|v| v.fragments.iter().map(|f| f.id + 1))
+            .max()
+            .unwrap_or(0);
+        let next_field_id = versions
+            .iter()
+            .flat_map(|v| v.schema.fields().iter().map(|f| f.id + 1))
+            .max()
+            .unwrap_or(0)
+            .max(0);
+        Run {
+            versions,
+            next_fragment_id,
+            next_field_id,
+        }
+    }
+
     fn current(&self) -> Outcome<&Snapshot> {
         self.versions
             .last()
@@ -201,6 +316,20 @@ impl Run {
         snapshot.validate()?;
         self.versions.push(snapshot);
         Ok(())
+    }
+
+    /// Commits a commit prepared on an older version ([`prepare`]) on the newest one: appended
+    /// fragments get their ids now, and everything commit-assigned is re-stamped ([`restamp`]).
+    fn land(&mut self, i: usize, mut pending: PendingCommit) -> Outcome<()> {
+        for a in &mut pending.appended {
+            a.fragment.id = self.alloc_fragment();
+            a.fragment
+                .files
+                .iter_mut()
+                .for_each(|f| f.path = format!("f{}-s{i}w.lance", a.fragment.id));
+        }
+        let newest = self.current()?.clone();
+        self.commit(restamp(&pending, &newest)?)
     }
 
     fn step(&mut self, i: usize, step: &Step) -> Outcome<String> {
@@ -375,27 +504,7 @@ impl Run {
             } => self.rewrite(i, fragments, *rows_per_fragment),
             Step::CommitRetry { write, conflict } => {
                 let read = self.current()?.clone();
-                let mut pending = match write.as_ref() {
-                    Step::Overlay { .. } => build::overlay_commit(&read, write, &format!("s{i}w"))?,
-                    Step::Append {
-                        rows,
-                        generate_rows,
-                    } => PendingCommit {
-                        overlays: Vec::new(),
-                        // The id is a placeholder: fragment ids are assigned when the commit lands.
-                        appended: vec![build::appended(
-                            &read.schema,
-                            u64::MAX,
-                            &format!("s{i}w.lance"),
-                            &rows_of(&read.schema, rows, *generate_rows)?,
-                        )?],
-                    },
-                    _ => {
-                        return Err("`write` must be an `overlay` or `append` step"
-                            .to_string()
-                            .into());
-                    }
-                };
+                let pending = prepare(&read, i, write)?;
                 if matches!(
                     conflict.as_ref(),
                     Step::Corrupt(_)
@@ -407,15 +516,7 @@ impl Run {
                 }
                 let attempted = self.next_version();
                 self.step(i, conflict)?;
-                for a in &mut pending.appended {
-                    a.fragment.id = self.alloc_fragment();
-                    a.fragment
-                        .files
-                        .iter_mut()
-                        .for_each(|f| f.path = format!("f{}-s{i}w.lance", a.fragment.id));
-                }
-                let newest = self.current()?.clone();
-                self.commit(restamp(&pending, &newest)?)?;
+                self.land(i, pending)?;
                 Ok(format!(
                     "{} lost the race for version {attempted} to {}, re-stamped at version {}",
                     write.op(),

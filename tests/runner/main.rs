@@ -1,8 +1,10 @@
 //! The runner's integration tests, in one binary so that a change to the library relinks one
 //! test executable instead of three: the protocol over a real process (`process`), every
 //! message checked against the JSON Schemas (`protocol_schemas`), and the in-process suite
-//! against the reference and against readers with injected misbehaviour (`suite`).
+//! against the reference and against readers with injected misbehaviour (`suite`), and the
+//! writer run against the reference writer and misbehaving writers (`writer`).
 
 mod process;
 mod protocol_schemas;
 mod suite;
+mod writer;

@@ -170,6 +170,9 @@ fn every_reference_resolves_and_every_command_has_its_schemas() {
         "lineage",
         "exclusion",
         "query",
+        "write",
+        "prepare",
+        "commit",
         "stop",
     ] {
         assert!(
@@ -177,7 +180,17 @@ fn every_reference_resolves_and_every_command_has_its_schemas() {
             "{cmd}"
         );
     }
-    for cmd in ["start", "open", "scan", "lineage", "exclusion", "query"] {
+    for cmd in [
+        "start",
+        "open",
+        "scan",
+        "lineage",
+        "exclusion",
+        "query",
+        "write",
+        "prepare",
+        "commit",
+    ] {
         assert!(s.files.contains_key(&format!("result-{cmd}.json")), "{cmd}");
     }
     fn refs(v: &Value, out: &mut Vec<String>) {
@@ -201,8 +214,9 @@ fn every_reference_resolves_and_every_command_has_its_schemas() {
     }
 }
 
-#[test]
-fn a_full_run_exchanges_only_messages_the_schemas_allow() {
+/// Runs `run <args> <flag> "<recording testee>"` and checks every message exchanged against the
+/// schemas; returns how often each `cmd/member` occurred.
+fn recorded_run(flag: &str, args: &[&str]) -> BTreeMap<String, usize> {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pids");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -213,7 +227,9 @@ fn a_full_run_exchanges_only_messages_the_schemas_allow() {
         pidfile.display()
     );
     let out = Command::new(bin)
-        .args(["run", "--reader-cmd", &cmd])
+        .arg("run")
+        .args(args)
+        .args([flag, &cmd])
         .current_dir(&root)
         .output()
         .unwrap();
@@ -233,7 +249,8 @@ fn a_full_run_exchanges_only_messages_the_schemas_allow() {
         if dir == "> " {
             s.check("request.json", &v).unwrap();
             let cmd = v["cmd"].as_str().unwrap().to_string();
-            s.check(&format!("request-{cmd}.json"), &v).unwrap();
+            s.check(&format!("request-{cmd}.json"), &v)
+                .unwrap_or_else(|e| panic!("{cmd}: {e}\n{v}"));
             pending = Some(cmd);
         } else {
             s.check("response.json", &v).unwrap();
@@ -246,6 +263,12 @@ fn a_full_run_exchanges_only_messages_the_schemas_allow() {
             *seen.entry(format!("{cmd}/{kind}")).or_default() += 1;
         }
     }
+    seen
+}
+
+#[test]
+fn a_full_run_exchanges_only_messages_the_schemas_allow() {
+    let seen = recorded_run("--reader-cmd", &[]);
     // The run exercised every command, and refusals as well as results.
     for key in [
         "start/result",
@@ -255,6 +278,39 @@ fn a_full_run_exchanges_only_messages_the_schemas_allow() {
         "lineage/result",
         "exclusion/result",
         "query/result",
+        "stop/result",
+    ] {
+        assert!(seen.contains_key(key), "no {key} in {seen:?}");
+    }
+}
+
+#[test]
+fn a_writer_run_exchanges_only_messages_the_schemas_allow() {
+    // Cases with a retried commit, a refused merge, a delete by predicate, sparse overlays,
+    // float cells and an index build: every writer command, results and refusals.
+    let seen = recorded_run(
+        "--writer-cmd",
+        &[
+            "--case",
+            "retry-overlay",
+            "--case",
+            "retry-append",
+            "--case",
+            "merge-refuses-non-contiguous",
+            "--case",
+            "rewrite-overlays-deletions",
+            "--case",
+            "sparse-per-field",
+            "--case",
+            "vector-topk-rescore-ties",
+        ],
+    );
+    for key in [
+        "start/result",
+        "write/result",
+        "write/error",
+        "prepare/result",
+        "commit/result",
         "stop/result",
     ] {
         assert!(seen.contains_key(key), "no {key} in {seen:?}");

@@ -1,0 +1,691 @@
+//! Judging a writer: each case's steps replayed by the writer in a fresh directory, and every
+//! version it commits judged by the kit.
+//!
+//! Invariant: the writer's answers are never taken on trust. After each commit the kit reads the
+//! new version from disk with the reference reader and compares what it reads with the case's
+//! `expected/`, by the same checks a reader gets ([`super::execute::version_checks`]: open,
+//! scans, lineage placement, exclusion sets, queries), except that a spilled sequence's file
+//! name is the writer's choice, so lineage is compared by placement only; and `validate`
+//! ([`crate::validate`]) judges the version alone and the commit against the one before it. A
+//! step the case says must be refused has to be answered with `error` and leave no new version.
+//! A case is sent only when every step is one a conforming writer can be asked for
+//! ([`plan`]) and the writer declares every `write:` word its steps need; otherwise it is
+//! `unsupported` as a whole, and so is a case the writer answers `unsupported` midway (a case
+//! half written is not judged). Steps after a `corrupt` are not the writer's, and `reencode`
+//! (an equivalent form some other writer chose) is left out: the version it re-encodes is
+//! judged as the writer wrote it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use lance_reference::model::Schema;
+
+use super::conformance_reader::{ConformanceReader, Refusal};
+use super::conformance_writer::ConformanceWriter;
+use super::execute::{self, Expected};
+use super::protocol::{
+    ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ScanRequest, ScanResult, VersionRef,
+    WriteRequest,
+};
+use super::reference::{ReferenceReader, read_checked};
+use super::report::{CaseResult, CheckResult, FailureKind, Report, Role, Verdict};
+use super::write_step::to_wire;
+use super::{Options, RunnerError, load_corpus, load_requirements};
+use crate::case::step::Shape;
+use crate::case::{Case, IndexKindSpec, Level, Step};
+use crate::corpus::{CaseDir, UNDAMAGED_DIR};
+use crate::expected::{ExpectedVersion, FragmentLineage, Location};
+
+/// One thing the runner asks of a writer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action<'a> {
+    /// Commit `step` as version `version`.
+    Write {
+        /// The step.
+        step: &'a Step,
+        /// The version it must create.
+        version: u64,
+    },
+    /// Prepare `write` on version `version - 1`, let `conflict` commit `version`, then commit
+    /// `write`, which must land as `version + 1`.
+    Retry {
+        /// The retried commit.
+        write: &'a Step,
+        /// The commit that wins the race.
+        conflict: &'a Step,
+        /// The version `conflict` creates.
+        version: u64,
+    },
+    /// `attempt` must be refused, leaving the newest version at `at`.
+    Refuse {
+        /// The step.
+        attempt: &'a Step,
+        /// The newest version before and after.
+        at: u64,
+    },
+}
+
+/// What a writer run does with a case: the actions, and the `write:` words they need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan<'a> {
+    /// In order.
+    pub actions: Vec<Action<'a>>,
+    /// Every word the actions need.
+    pub needs: BTreeSet<&'static str>,
+}
+
+/// The writer run of `case`, or why the case is not one a conforming writer can replay (a step
+/// that stands for a non-conforming or an older writer, or for a change no operation makes).
+pub fn plan(case: &Case) -> Result<Plan<'_>, String> {
+    let mut out = Plan {
+        actions: Vec::new(),
+        needs: BTreeSet::new(),
+    };
+    let mut version = 0;
+    for step in &case.steps {
+        match step {
+            Step::Corrupt(_) => break,
+            Step::Reencode(_) => continue,
+            Step::CommitRetry { write, conflict } => {
+                out.needs.insert("write:commit-retry");
+                needs(write, &mut out.needs)?;
+                needs(conflict, &mut out.needs)?;
+                out.actions.push(Action::Retry {
+                    write,
+                    conflict,
+                    version: version + 1,
+                });
+                version += 2;
+            }
+            Step::ExpectRefusal { attempt, .. } => {
+                needs(attempt, &mut out.needs)?;
+                out.actions.push(Action::Refuse {
+                    attempt,
+                    at: version,
+                });
+            }
+            other => {
+                needs(other, &mut out.needs)?;
+                version += 1;
+                out.actions.push(Action::Write {
+                    step: other,
+                    version,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Adds the `write:` words one ordinary step needs; an error names a step no conforming
+/// writer is asked for.
+pub fn needs(step: &Step, words: &mut BTreeSet<&'static str>) -> Result<(), String> {
+    let index = |kind: &IndexKindSpec| match kind {
+        IndexKindSpec::Btree => "write:btree-index",
+        IndexKindSpec::Vector => "write:vector-index",
+    };
+    let word = match step {
+        Step::Create { indices, .. } => {
+            words.extend(indices.iter().map(|i| index(&i.kind)));
+            "write:create"
+        }
+        Step::Append { .. } => "write:append",
+        Step::Overlay {
+            shape,
+            cells,
+            tombstone,
+            relabel,
+            overlays,
+            ..
+        } => {
+            let non_conforming = !tombstone.is_empty()
+                || !relabel.is_empty()
+                || overlays
+                    .iter()
+                    .any(|o| !o.tombstone.is_empty() || !o.relabel.is_empty());
+            if non_conforming {
+                return Err(
+                    "an overlay with tombstoned or relabelled positions stands for another writer's form"
+                        .into(),
+                );
+            }
+            let sparse =
+                |shape: Option<Shape>, cells: Option<&crate::case::step::Cells>| match shape {
+                    Some(Shape::Sparse) => true,
+                    Some(Shape::Auto) => cells.is_some_and(|c| {
+                        let mut sets = c.values().map(|by| by.keys().collect::<Vec<_>>());
+                        let first = sets.next();
+                        sets.any(|s| Some(s) != first)
+                    }),
+                    _ => false,
+                };
+            if sparse(*shape, cells.as_ref())
+                || overlays
+                    .iter()
+                    .any(|o| sparse(Some(o.shape), Some(&o.cells)))
+            {
+                words.insert("write:sparse-overlay");
+            }
+            "write:overlay"
+        }
+        Step::Delete { .. } => "write:delete",
+        Step::BuildIndex { kind, .. } => index(kind),
+        Step::CompactOverlays { .. } => "write:compact-overlays",
+        Step::Fold { .. } => "write:fold",
+        Step::RewriteRows { .. } => "write:rewrite-rows",
+        Step::UpdateRows { .. } => "write:update-rows",
+        Step::SetConfig { .. } => "write:set-config",
+        Step::AddFields { .. } => "write:add-fields",
+        Step::DropFields { .. } => "write:drop-fields",
+        Step::CommitRetry { .. } | Step::ExpectRefusal { .. } => {
+            return Err(format!("`{}` inside `{}`", step.op(), step.op()));
+        }
+        Step::Corrupt(_)
+        | Step::Reencode(_)
+        | Step::ReorderOverlays { .. }
+        | Step::ReserveRowIds { .. }
+        | Step::ClearLineage { .. }
+        | Step::ClearIndexCoverage { .. }
+        | Step::AddSystemColumn { .. } => {
+            return Err(format!(
+                "`{}` stands for a change no conforming writer is asked to make",
+                step.op()
+            ));
+        }
+    };
+    words.insert(word);
+    Ok(())
+}
+
+/// The placement of a lineage sequence with its file name left out: the name is the writer's
+/// choice, where it lives is not.
+fn placement_only(l: &Location) -> Location {
+    match l {
+        Location::Column { .. } => Location::Column {
+            file: "(a data file of the writer's naming)".into(),
+        },
+        other => other.clone(),
+    }
+}
+
+fn lineage_placement_only(f: &FragmentLineage) -> FragmentLineage {
+    FragmentLineage {
+        fragment: f.fragment,
+        physical_rows: f.physical_rows,
+        row_ids: placement_only(&f.row_ids),
+        created_at: placement_only(&f.created_at),
+        last_updated_at: placement_only(&f.last_updated_at),
+    }
+}
+
+/// The kit's reader over what a writer wrote: the reference, with lineage answered by
+/// placement only.
+struct KitReader(ReferenceReader);
+
+impl ConformanceReader for KitReader {
+    fn describe(&mut self) -> super::Answer<super::Description> {
+        self.0.describe()
+    }
+    fn open(&mut self, at: &VersionRef) -> super::Answer<OpenResult> {
+        self.0.open(at)
+    }
+    fn scan(&mut self, request: &ScanRequest) -> super::Answer<ScanResult> {
+        self.0.scan(request)
+    }
+    fn lineage(&mut self, at: &VersionRef, fragment: u64) -> super::Answer<FragmentLineage> {
+        self.0
+            .lineage(at, fragment)
+            .map(|f| lineage_placement_only(&f))
+    }
+    fn exclusion(&mut self, at: &VersionRef) -> super::Answer<ExclusionResult> {
+        self.0.exclusion(at)
+    }
+    fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> super::Answer<QueryAnswer> {
+        self.0.query(at, query)
+    }
+}
+
+/// One case's writer run in progress.
+struct Replay<'a> {
+    writer: &'a mut dyn ConformanceWriter,
+    kit: KitReader,
+    case: &'a CaseDir,
+    /// The expected result of every version, the damaged one's twin included.
+    expected: BTreeMap<u64, &'a ExpectedVersion>,
+    /// Where the writer writes.
+    dir: String,
+    level: Level,
+    out: Vec<CheckResult>,
+    /// Set when the case cannot go on (a refusal, a crash, an unsupported step).
+    stopped: bool,
+    /// Set when the writer answered `unsupported` or `skipped`: the case is not judged.
+    declined: Option<CheckResult>,
+}
+
+impl Replay<'_> {
+    fn push(&mut self, name: String, verdict: Verdict, kind: Option<FailureKind>, msg: String) {
+        let kind = match verdict {
+            Verdict::Error => Some(kind.unwrap_or(FailureKind::Crash)),
+            Verdict::Fail | Verdict::Inconclusive => kind,
+            _ => None,
+        };
+        self.out.push(CheckResult {
+            name,
+            verdict,
+            level: self.level,
+            kind,
+            message: (!msg.is_empty()).then_some(msg),
+        });
+    }
+
+    /// The schema of version `version` of the stored case (its undamaged twin for a negative
+    /// case's damaged version): what the step's cells are typed by.
+    fn schema(&self, version: u64) -> Result<Schema, String> {
+        let twin = self.case.dir.join(UNDAMAGED_DIR);
+        let root = if twin.is_dir() {
+            twin
+        } else {
+            self.case.dir.join("dataset")
+        };
+        read_checked(&root, version)
+            .map(|s| s.schema)
+            .map_err(|e| format!("the stored case's v{version}: {}", e.message))
+    }
+
+    fn request(&mut self, name: &str, step: &Step, version: u64) -> Option<WriteRequest> {
+        let wire = self
+            .schema(version)
+            .and_then(|schema| to_wire(step, &schema));
+        match wire {
+            Ok(step) => Some(WriteRequest {
+                dataset: self.dir.clone(),
+                read_version: newest(Path::new(&self.dir)),
+                step,
+            }),
+            Err(m) => {
+                self.push(
+                    name.to_string(),
+                    Verdict::Error,
+                    Some(FailureKind::Crash),
+                    format!("runner: {m}"),
+                );
+                self.stopped = true;
+                None
+            }
+        }
+    }
+
+    /// Records a write's answer; true when it committed `version`.
+    fn committed(
+        &mut self,
+        name: String,
+        answer: Result<super::protocol::WriteResult, Refusal>,
+        version: u64,
+    ) -> bool {
+        match answer {
+            Ok(r) if r.version == version => {
+                self.push(name, Verdict::Pass, None, String::new());
+                true
+            }
+            Ok(r) => {
+                self.push(
+                    name,
+                    Verdict::Fail,
+                    Some(FailureKind::WrongValue),
+                    format!(
+                        "committed version {} where the case commits {version}",
+                        r.version
+                    ),
+                );
+                self.stopped = true;
+                false
+            }
+            Err(r) => {
+                self.refusal(name, r);
+                false
+            }
+        }
+    }
+
+    /// Records a refusal of a step the case commits; the case stops there.
+    fn refusal(&mut self, name: String, r: Refusal) {
+        self.stopped = true;
+        match r {
+            Refusal::Error(e) => self.push(
+                name,
+                Verdict::Fail,
+                Some(FailureKind::RefusedWrite),
+                format!(
+                    "refused: {}/{}: {}",
+                    e.class,
+                    e.code.as_deref().unwrap_or("-"),
+                    e.message
+                ),
+            ),
+            Refusal::Unsupported(reason) | Refusal::Skipped(reason) => {
+                self.declined = Some(CheckResult {
+                    name,
+                    verdict: Verdict::Unsupported,
+                    level: self.level,
+                    kind: None,
+                    message: Some(reason),
+                });
+            }
+            Refusal::Broken(m) => self.push(name, Verdict::Error, Some(FailureKind::Crash), m),
+        }
+    }
+
+    /// Judges version `version` as the writer left it: `validate`, then the reads.
+    fn judge(&mut self, version: u64) {
+        let name = format!("v{version} rules");
+        match crate::validate::validate(Path::new(&self.dir), Some(version)) {
+            Ok(report) if report.findings.is_empty() => {
+                self.push(name, Verdict::Pass, None, String::new())
+            }
+            Ok(report) => {
+                let lines: Vec<String> = report
+                    .findings
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "[{}] {}/{} {} {}: {}",
+                            f.requirements.join(", "),
+                            f.class.as_str(),
+                            f.code,
+                            f.file,
+                            f.field,
+                            f.message
+                        )
+                    })
+                    .collect();
+                self.push(
+                    name,
+                    Verdict::Fail,
+                    Some(FailureKind::BrokeRule),
+                    lines.join("\n"),
+                );
+            }
+            Err(e) => self.push(name, Verdict::Error, None, format!("validate: {e}")),
+        }
+        let Some(expected) = self.expected.get(&version).copied() else {
+            self.push(
+                format!("v{version} scan"),
+                Verdict::Error,
+                Some(FailureKind::Crash),
+                "the case has no expected result for this version (corpus problem)".into(),
+            );
+            self.stopped = true;
+            return;
+        };
+        let mut expected = expected.clone();
+        expected.fragments = expected
+            .fragments
+            .iter()
+            .map(lineage_placement_only)
+            .collect();
+        let declared = ReferenceReader::capabilities();
+        let (checks, _) = execute::version_checks(
+            &mut self.kit,
+            &declared,
+            self.level,
+            &self.dir,
+            self.case,
+            &expected,
+        );
+        for mut c in checks {
+            // The kit's reader refusing what was written is the writer's failure.
+            if c.kind == Some(FailureKind::RefusedReadable) {
+                c.kind = Some(FailureKind::BrokeRule);
+                c.message = c
+                    .message
+                    .map(|m| format!("the kit's reader refuses the written version: {m}"));
+            }
+            self.out.push(c);
+        }
+    }
+
+    fn write(&mut self, step: &Step, version: u64) {
+        let name = format!("v{version} write ({})", step.op());
+        let Some(request) = self.request(&name, step, version) else {
+            return;
+        };
+        let answer = self.writer.write(&request);
+        if self.committed(name, answer, version) {
+            self.judge(version);
+        }
+    }
+
+    fn retry(&mut self, write: &Step, conflict: &Step, version: u64) {
+        let name = format!("v{} prepare ({})", version + 1, write.op());
+        let Some(request) = self.request(&name, write, version + 1) else {
+            return;
+        };
+        let token = match self.writer.prepare(&request) {
+            Ok(p) => p.transaction,
+            Err(r) => return self.refusal(name, r),
+        };
+        if newest(Path::new(&self.dir)) != version - 1 {
+            self.push(
+                name,
+                Verdict::Fail,
+                Some(FailureKind::CommittedRefused),
+                format!(
+                    "prepare committed: the newest version is {}, not {}",
+                    newest(Path::new(&self.dir)),
+                    version - 1
+                ),
+            );
+            self.stopped = true;
+            return;
+        }
+        self.push(name, Verdict::Pass, None, String::new());
+        self.write(conflict, version);
+        if self.stopped {
+            return;
+        }
+        let name = format!("v{} commit ({}, retried)", version + 1, write.op());
+        let answer = self.writer.commit(&self.dir, &token);
+        if self.committed(name, answer, version + 1) {
+            self.judge(version + 1);
+        }
+    }
+
+    fn refuse(&mut self, attempt: &Step, at: u64) {
+        let name = format!("v{at} refuses ({})", attempt.op());
+        let Some(request) = self.request(&name, attempt, at) else {
+            return;
+        };
+        let answer = self.writer.write(&request);
+        let left = newest(Path::new(&self.dir));
+        match answer {
+            Err(Refusal::Error(e)) if left == at => self.push(
+                name,
+                Verdict::Pass,
+                None,
+                format!(
+                    "refused: {}/{}: {}",
+                    e.class,
+                    e.code.as_deref().unwrap_or("-"),
+                    e.message
+                ),
+            ),
+            Err(Refusal::Error(e)) => {
+                self.push(
+                    name,
+                    Verdict::Fail,
+                    Some(FailureKind::CommittedRefused),
+                    format!(
+                        "refused ({}: {}) but left version {left} behind",
+                        e.class, e.message
+                    ),
+                );
+                self.stopped = true;
+            }
+            Ok(r) => {
+                self.push(
+                    name,
+                    Verdict::Fail,
+                    Some(FailureKind::CommittedRefused),
+                    format!("committed it as version {}", r.version),
+                );
+                self.stopped = true;
+            }
+            Err(r) => self.refusal(name, r),
+        }
+    }
+}
+
+/// The newest version in `dir` (0 when there is none, or the directory cannot be listed).
+fn newest(dir: &Path) -> u64 {
+    lance_reference_io::Dataset::open(dir)
+        .ok()
+        .and_then(|d| d.latest_version())
+        .unwrap_or(0)
+}
+
+/// Replays `case` through `writer` in `dir` (created afresh) and judges every version.
+pub fn run_case(
+    writer: &mut dyn ConformanceWriter,
+    declared: &BTreeSet<String>,
+    case: &CaseDir,
+    expected: &Expected,
+    dir: &Path,
+) -> Vec<CheckResult> {
+    let unsupported = |message: String| {
+        vec![CheckResult {
+            name: "write".into(),
+            verdict: Verdict::Unsupported,
+            level: case.case.level,
+            kind: None,
+            message: Some(message),
+        }]
+    };
+    let plan = match plan(&case.case) {
+        Ok(p) => p,
+        Err(why) => return unsupported(format!("not a writer case: {why}")),
+    };
+    let lacking: Vec<&str> = plan
+        .needs
+        .iter()
+        .copied()
+        .filter(|w| !declared.contains(*w))
+        .collect();
+    if !lacking.is_empty() {
+        return unsupported(format!("needs {}", lacking.join(", ")));
+    }
+    let fail = |message: String| {
+        vec![CheckResult {
+            name: "write".into(),
+            verdict: Verdict::Error,
+            level: case.case.level,
+            kind: Some(FailureKind::Crash),
+            message: Some(message),
+        }]
+    };
+    if dir.exists() {
+        if let Err(e) = std::fs::remove_dir_all(dir) {
+            return fail(format!("runner: cannot clear {}: {e}", dir.display()));
+        }
+    }
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return fail(format!("runner: cannot create {}: {e}", dir.display()));
+    }
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut by_version: BTreeMap<u64, &ExpectedVersion> =
+        expected.versions.iter().map(|v| (v.version, v)).collect();
+    if let Some(twin) = &expected.undamaged {
+        by_version.insert(twin.version, twin);
+    }
+    let mut replay = Replay {
+        writer,
+        kit: KitReader(ReferenceReader::new()),
+        case,
+        expected: by_version,
+        dir: absolute.display().to_string(),
+        level: case.case.level,
+        out: Vec::new(),
+        stopped: false,
+        declined: None,
+    };
+    for action in &plan.actions {
+        if replay.stopped {
+            break;
+        }
+        match action {
+            Action::Write { step, version } => replay.write(step, *version),
+            Action::Retry {
+                write,
+                conflict,
+                version,
+            } => replay.retry(write, conflict, *version),
+            Action::Refuse { attempt, at } => replay.refuse(attempt, *at),
+        }
+    }
+    match replay.declined.take() {
+        // A case half written is not judged; what failed before the writer declined still
+        // counts.
+        Some(declined) => {
+            let mut out: Vec<CheckResult> = replay
+                .out
+                .into_iter()
+                .filter(|c| c.verdict != Verdict::Pass)
+                .collect();
+            out.push(declined);
+            out
+        }
+        None => replay.out,
+    }
+}
+
+/// Runs the selected cases through `writer`, each in a fresh directory under `scratch`, and
+/// reports. The corpus is verified first.
+pub fn run_writer_suite(
+    writer: &mut dyn ConformanceWriter,
+    mut options: Options,
+    scratch: &Path,
+) -> Result<Report, RunnerError> {
+    let all = load_corpus(&options)?;
+    load_requirements(&options)?;
+    let unmatched = options.filters.unmatched(&all);
+    if !unmatched.is_empty() {
+        return Err(RunnerError::Input(format!(
+            "filters matching no case: {}",
+            unmatched.join(", ")
+        )));
+    }
+    let selected: Vec<&CaseDir> = all.iter().filter(|c| options.filters.selects(c)).collect();
+    let description = writer.describe().map_err(|r| {
+        RunnerError::Start(match r {
+            Refusal::Broken(m) | Refusal::Unsupported(m) | Refusal::Skipped(m) => m,
+            Refusal::Error(e) => e.message,
+        })
+    })?;
+    let mut cases = std::mem::take(&mut options.extra);
+    for (i, c) in selected.iter().enumerate() {
+        if let Some(progress) = options.progress.as_mut() {
+            progress(i, selected.len(), &c.case.id);
+        }
+        let expected = execute::load_expected(&c.dir).map_err(RunnerError::Input)?;
+        let dir: PathBuf = scratch.join(&c.area).join(&c.case.id);
+        let checks = run_case(writer, &description.capabilities, c, &expected, &dir);
+        cases.push(CaseResult::new(
+            &c.case.id,
+            &c.area,
+            c.case.level,
+            c.case.requirements.clone(),
+            c.case.tags.clone(),
+            checks,
+        ));
+    }
+    let ids: BTreeSet<String> = all.iter().map(|c| c.case.id.clone()).collect();
+    let mut report = Report::new(
+        description.implementation,
+        description.capabilities.into_iter().collect(),
+        cases,
+        options.known_failures.as_ref(),
+        &ids,
+    );
+    report.label = options.label.clone();
+    report.role = Role::Writer;
+    Ok(report)
+}
