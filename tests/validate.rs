@@ -163,6 +163,28 @@ fn an_overlay_commit_must_bump_the_covered_rows() {
 }
 
 #[test]
+fn an_overlay_commit_that_also_deletes_must_still_bump_the_covered_rows() {
+    // covers: OVL-LIN-1
+    let with_delete = |bumped: bool| {
+        let mut versions = worked_example::versions().unwrap();
+        versions.truncate(3);
+        let live: Vec<u32> = (0..versions[2].fragments[0].physical_rows as u32)
+            .filter(|o| !versions[2].fragments[0].deletions.contains(*o))
+            .collect();
+        versions[2].fragments[0].deletions.insert(live[0]);
+        if !bumped {
+            versions[2].fragments[0].lineage.last_updated_at =
+                versions[1].fragments[0].lineage.last_updated_at.clone();
+        }
+        set_commit_flags(&mut versions[2]);
+        versions
+    };
+    assert_eq!(found(&with_delete(true)), Vec::<String>::new());
+    let ids = found(&with_delete(false));
+    assert!(ids.contains(&"OVL-LIN-1".to_string()), "{ids:?}");
+}
+
+#[test]
 fn a_fold_must_not_change_a_resolved_cell() {
     // covers: OVL-FOLD-1
     let mut versions = worked_example::versions().unwrap();

@@ -248,10 +248,13 @@ impl Commit<'_> {
                 );
             }
         }
-        if fp.deletions != fc.deletions || fp.files != fc.files {
+        if fp.files != fc.files {
             return; // lineage of a fragment rewritten in the same commit: not judged here
         }
+        // Rows deleted in the same commit keep their physical offsets, so the stamping is
+        // judged as without the delete.
         let mut expected = fp.clone();
+        expected.deletions = fc.deletions.clone();
         let stable = self.cur.stable_row_ids;
         if stamp_overlays(&mut expected, added.to_vec(), self.version(), stable).is_err() {
             return; // coverage past the end: the reader refused this version already
