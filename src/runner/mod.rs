@@ -12,6 +12,7 @@
 //! |---|---|
 //! | [`conformance_reader`] | the trait a reader under test implements |
 //! | [`conformance_writer`] | the trait a writer under test implements |
+//! | [`arrow_reader`] | a reader answering with Arrow record batches, converted once |
 //! | [`protocol`] | the JSON-lines messages |
 //! | [`capability`] | capability words and what each check needs |
 //! | [`needs`] | what a version needs of a reader, from its content (refusal profiles) |
@@ -31,6 +32,7 @@
 //! | [`explain`] | the decision trail of a corpus case |
 //! | [`command`] | the `run`, `testee` and `explain` subcommands |
 
+pub mod arrow_reader;
 pub mod capability;
 pub mod command;
 pub mod compare;

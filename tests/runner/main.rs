@@ -2,8 +2,10 @@
 //! test executable instead of three: the protocol over a real process (`process`), every
 //! message checked against the JSON Schemas (`protocol_schemas`), and the in-process suite
 //! against the reference and against readers with injected misbehaviour (`suite`), and the
-//! writer run against the reference writer and misbehaving writers (`writer`).
+//! writer run against the reference writer and misbehaving writers (`writer`), and a reader
+//! answering in Arrow record batches (`arrow`).
 
+mod arrow;
 mod process;
 mod protocol_schemas;
 mod suite;

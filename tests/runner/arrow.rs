@@ -1,0 +1,282 @@
+//! A Rust reader that answers in Arrow plugs in through `runner::arrow_reader::Arrow` with no
+//! conversion of its own: the reference, made to answer with record batches, passes the whole
+//! corpus that way, and batches that break the seam's contract are the reader's breakage.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use arrow_array::types::Float32Type;
+use arrow_array::{
+    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int32Array,
+    Int64Array, RecordBatch, StringArray, StructArray, UInt32Array, UInt64Array,
+};
+use arrow_buffer::NullBuffer;
+use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields, Schema as ArrowSchema};
+use lance_conformance::expected::tagged::{untag, untag_field};
+use lance_conformance::expected::{FragmentLineage, Hit};
+use lance_conformance::runner::arrow_reader::{Arrow, ArrowQueryAnswer, ArrowReader, scan_result};
+use lance_conformance::runner::protocol::{
+    ExclusionResult, OpenResult, QueryRequest, ScanRequest, VersionRef,
+};
+use lance_conformance::runner::reference::read_checked;
+use lance_conformance::runner::{
+    Answer, ConformanceReader, Description, Options, ReferenceReader, Refusal, run_suite,
+};
+use lance_reference::model::{DataType, FieldId, Schema, Value};
+
+/// The reference, answering with record batches built from its model values.
+struct ReferenceInArrow(ReferenceReader);
+
+fn arrow_type(schema: &Schema, id: FieldId) -> ArrowType {
+    let field = schema.field(id).unwrap();
+    match field.data_type {
+        DataType::Bool => ArrowType::Boolean,
+        DataType::Int32 => ArrowType::Int32,
+        DataType::Int64 => ArrowType::Int64,
+        DataType::UInt64 => ArrowType::UInt64,
+        DataType::Float32 => ArrowType::Float32,
+        DataType::Float64 => ArrowType::Float64,
+        DataType::Utf8 => ArrowType::Utf8,
+        DataType::FixedSizeList { dimension } => ArrowType::FixedSizeList(
+            Arc::new(ArrowField::new("item", ArrowType::Float32, true)),
+            dimension as i32,
+        ),
+        DataType::Struct => ArrowType::Struct(children(schema, id)),
+    }
+}
+
+fn children(schema: &Schema, id: FieldId) -> Fields {
+    schema
+        .children(id)
+        .map(|c| ArrowField::new(&c.name, arrow_type(schema, c.id), true))
+        .collect()
+}
+
+/// The Arrow array of field `id` holding `values` (one per row).
+fn array(schema: &Schema, id: FieldId, values: &[Value]) -> ArrayRef {
+    let field = schema.field(id).unwrap();
+    macro_rules! prim {
+        ($arr:ty, $variant:ident) => {
+            Arc::new(<$arr>::from(
+                values
+                    .iter()
+                    .map(|v| match v {
+                        Value::$variant(x) => Some(x.clone()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>(),
+            )) as ArrayRef
+        };
+    }
+    match field.data_type {
+        DataType::Bool => prim!(BooleanArray, Bool),
+        DataType::Int32 => prim!(Int32Array, Int32),
+        DataType::Int64 => prim!(Int64Array, Int64),
+        DataType::UInt64 => prim!(UInt64Array, UInt64),
+        DataType::Float32 => prim!(Float32Array, Float32),
+        DataType::Float64 => prim!(Float64Array, Float64),
+        DataType::Utf8 => prim!(StringArray, Utf8),
+        DataType::FixedSizeList { dimension } => {
+            Arc::new(FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+                values.iter().map(|v| match v {
+                    Value::Vector(items) => Some(items.clone()),
+                    _ => None,
+                }),
+                dimension as i32,
+            ))
+        }
+        DataType::Struct => {
+            let kids: Vec<FieldId> = schema.children(id).map(|c| c.id).collect();
+            let arrays = kids
+                .iter()
+                .enumerate()
+                .map(|(k, child)| {
+                    let column: Vec<Value> = values
+                        .iter()
+                        .map(|v| match v {
+                            Value::Struct(c) => c.get(k).cloned().unwrap_or(Value::Null),
+                            _ => Value::Null,
+                        })
+                        .collect();
+                    array(schema, *child, &column)
+                })
+                .collect();
+            let valid: Vec<bool> = values.iter().map(|v| !v.is_null()).collect();
+            Arc::new(
+                StructArray::try_new(children(schema, id), arrays, Some(NullBuffer::from(valid)))
+                    .unwrap(),
+            )
+        }
+    }
+}
+
+fn hit_batch(hits: &[Hit]) -> RecordBatch {
+    let mut columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "fragment",
+            Arc::new(UInt64Array::from(
+                hits.iter().map(|h| h.fragment).collect::<Vec<_>>(),
+            )),
+        ),
+        // Offsets as UInt32, as row addresses hold them.
+        (
+            "offset",
+            Arc::new(UInt32Array::from(
+                hits.iter().map(|h| h.offset as u32).collect::<Vec<_>>(),
+            )),
+        ),
+    ];
+    if hits.iter().any(|h| h.distance.is_some()) {
+        let d: Vec<Option<f32>> = hits
+            .iter()
+            .map(|h| match h.distance.as_ref().map(|t| untag(t).unwrap()) {
+                Some(Value::Float32(x)) => Some(x),
+                _ => None,
+            })
+            .collect();
+        columns.push(("distance", Arc::new(Float32Array::from(d))));
+    }
+    RecordBatch::try_from_iter(columns).unwrap()
+}
+
+impl ArrowReader for ReferenceInArrow {
+    fn describe(&mut self) -> Answer<Description> {
+        self.0.describe()
+    }
+    fn open(&mut self, at: &VersionRef) -> Answer<OpenResult> {
+        self.0.open(at)
+    }
+    fn scan(&mut self, request: &ScanRequest) -> Answer<Vec<RecordBatch>> {
+        let scan = self.0.scan(request)?;
+        let schema = read_checked(std::path::Path::new(&request.at.dataset), request.at.version)
+            .map_err(Refusal::Error)?
+            .schema;
+        let lineage = |f: fn(&lance_conformance::expected::Row) -> &lance_conformance::expected::tagged::Tagged| -> ArrayRef {
+            Arc::new(UInt64Array::from(
+                scan.rows
+                    .iter()
+                    .map(|r| match untag(f(r)).unwrap() {
+                        Value::UInt64(x) => Some(x),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>(),
+            ))
+        };
+        let mut fields = vec![
+            ArrowField::new("fragment", ArrowType::UInt64, false),
+            ArrowField::new("offset", ArrowType::UInt64, false),
+            ArrowField::new("_rowid", ArrowType::UInt64, true),
+            ArrowField::new("_row_created_at_version", ArrowType::UInt64, true),
+            ArrowField::new("_row_last_updated_at_version", ArrowType::UInt64, true),
+        ];
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from(
+                scan.rows.iter().map(|r| r.fragment).collect::<Vec<_>>(),
+            )),
+            Arc::new(UInt64Array::from(
+                scan.rows.iter().map(|r| r.offset).collect::<Vec<_>>(),
+            )),
+            lineage(|r| &r.row_id),
+            lineage(|r| &r.created_at),
+            lineage(|r| &r.last_updated_at),
+        ];
+        for (k, c) in scan.columns.iter().enumerate() {
+            let id = schema.top_level().find(|f| f.name == c.name).unwrap().id;
+            let values: Vec<Value> = scan
+                .rows
+                .iter()
+                .map(|r| untag_field(&schema, id, &r.values[k]).unwrap())
+                .collect();
+            fields.push(ArrowField::new(&c.name, arrow_type(&schema, id), true));
+            columns.push(array(&schema, id, &values));
+        }
+        let batch = RecordBatch::try_new(Arc::new(ArrowSchema::new(fields)), columns).unwrap();
+        // Two batches where there are rows enough, so the seam joins batches.
+        let half = batch.num_rows() / 2;
+        Ok(vec![batch.slice(0, half), batch.slice(half, batch.num_rows() - half)])
+    }
+    fn lineage(&mut self, at: &VersionRef, fragment: u64) -> Answer<FragmentLineage> {
+        self.0.lineage(at, fragment)
+    }
+    fn exclusion(&mut self, at: &VersionRef) -> Answer<ExclusionResult> {
+        self.0.exclusion(at)
+    }
+    fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> Answer<ArrowQueryAnswer> {
+        let a = self.0.query(at, query)?;
+        Ok(ArrowQueryAnswer {
+            kind: a.kind,
+            final_rows: hit_batch(&a.final_rows),
+            reconciliation: a.reconciliation.map(|r| {
+                [
+                    hit_batch(&r.candidates),
+                    hit_batch(&r.excluded),
+                    hit_batch(&r.reevaluated),
+                    hit_batch(&r.rematched),
+                ]
+            }),
+            plan: a.plan,
+        })
+    }
+}
+
+fn corpus() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-cases")
+}
+
+#[test]
+fn the_reference_answering_in_arrow_passes_every_case() {
+    let mut reader = Arrow(ReferenceInArrow(ReferenceReader::new()));
+    let report = run_suite(&mut reader, Options::new(corpus())).unwrap();
+    let failing: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.outcome.fails_run())
+        .map(|c| format!("{}: {:?}", c.id, c.primary_failure()))
+        .collect();
+    assert!(failing.is_empty(), "{failing:#?}");
+    assert!(report.summary.passed >= 170, "{:?}", report.summary);
+}
+
+#[test]
+fn batches_that_break_the_contract_are_the_readers_breakage() {
+    let at = VersionRef {
+        dataset: "/d".into(),
+        version: 1,
+    };
+    let request = ScanRequest {
+        at,
+        columns: None,
+    };
+    // Lineage columns in the wrong order.
+    let wrong_order = RecordBatch::try_from_iter([
+        ("offset", Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef),
+        ("fragment", Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef),
+    ])
+    .unwrap();
+    // A signed offset, and a column type with no case type.
+    let one = |name: &str, a: ArrayRef| {
+        RecordBatch::try_from_iter([
+            ("fragment", Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef),
+            ("offset", Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef),
+            ("_rowid", Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef),
+            ("_row_created_at_version", Arc::new(UInt64Array::from(vec![1u64])) as ArrayRef),
+            ("_row_last_updated_at_version", Arc::new(UInt64Array::from(vec![1u64])) as ArrayRef),
+            (name, a),
+        ])
+        .unwrap()
+    };
+    let unsigned_only = one("x", Arc::new(UInt32Array::from(vec![1u32])));
+    for batch in [wrong_order, unsigned_only] {
+        match scan_result(&request, &[batch]) {
+            Err(Refusal::Broken(m)) => assert!(m.starts_with("arrow answer: "), "{m}"),
+            other => panic!("accepted: {other:?}"),
+        }
+    }
+    // A well-formed batch converts to tagged values.
+    let good = one("x", Arc::new(Int64Array::from(vec![Some(-3i64)])));
+    let scan = scan_result(&request, &[good]).unwrap();
+    assert_eq!(scan.columns[0].data_type, "int64");
+    assert_eq!(scan.rows[0].values[0].value, serde_json::json!("-3"));
+    assert_eq!(scan.rows[0].row_id.value, serde_json::json!("0"));
+    let _: &dyn ConformanceReader = &Arrow(ReferenceInArrow(ReferenceReader::new()));
+}
