@@ -58,6 +58,10 @@ except BaseException as e:  # noqa: BLE001 - a set-up problem: report it and exi
     sys.stderr.write(f"testee.py: cannot import pylance/pyarrow with {sys.executable}: {type(e).__name__}: {e}\n")
     sys.exit(2)
 
+# writer.py imports nothing from here; testee.py hands it its helpers (writer.set_helpers).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import writer  # noqa: E402
+
 PROTOCOL = 1
 LINEAGE_COLUMNS = ["_row_created_at_version", "_row_last_updated_at_version"]
 
@@ -320,6 +324,7 @@ def describe():
             capabilities.append(g["capability"])
             if g["capability"] == "overlays":
                 capabilities.append("sparse-overlays")
+    capabilities += writer.words(vt)
     return {
         "implementation": {
             "name": "pylance",
@@ -390,6 +395,7 @@ def uint(v):
 class Testee:
     def __init__(self):
         self.cached = None  # ((path, version), dataset)
+        self.writer = writer.Writer()
 
     def dataset(self, req):
         key = (req["dataset"], req["version"])
@@ -581,6 +587,12 @@ def handle(testee, req, described):
             }
         elif cmd in ("open", "scan", "lineage", "query"):
             result = getattr(testee, cmd)(req)
+        elif cmd in ("write", "prepare", "commit"):
+            if not any(w.startswith("write:") for w in described["capabilities"]):
+                return {"seq": seq, "unsupported": {"reason": f"pylance {described['implementation']['version']} is not set up as a writer (adapters/pylance/writer.py: 14.x only)"}}
+            member, result = writer.answer(testee.writer, cmd, req)
+            if member != "result":
+                return {"seq": seq, member: result}
         elif cmd == "stop":
             result = {}
         else:
@@ -601,6 +613,7 @@ def handle(testee, req, described):
 
 
 def main():
+    writer.set_helpers(lance_call=lance_call, Refused=Refused, Crashed=Crashed, sql=sql)
     if sys.argv[1:] == ["--describe"]:
         print(json.dumps(describe(), indent=2))
         return
