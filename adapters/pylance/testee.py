@@ -324,7 +324,7 @@ def describe():
             capabilities.append(g["capability"])
             if g["capability"] == "overlays":
                 capabilities.append("sparse-overlays")
-    capabilities += writer.words(vt)
+    capabilities += writer.words(vt, "overlays" in capabilities)
     return {
         "implementation": {
             "name": "pylance",

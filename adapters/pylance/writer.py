@@ -70,16 +70,19 @@ class WriteUnsupported(Exception):
     """Lance's API cannot make this step: an `unsupported` response."""
 
 
-def words(version_tuple):
+def words(version_tuple, overlays_understood):
     """The `write:` words this pylance implements (DataOverlay exists from 9.0.0 on, but the
-    adapter is measured and maintained for 14.0.2 only: older releases declare none)."""
+    adapter is measured and maintained for 14.x only: older releases declare none). The overlay
+    words need the overlay gate: with it unset, Lance still commits a DataOverlay (and sets
+    feature bit 64), but then neither reads nor writes that dataset again, so a history cannot
+    go on past its first overlay."""
     if version_tuple[:1] != (14,) or not hasattr(Op, "DataOverlay"):
         return []
+    overlay = ["write:overlay", "write:sparse-overlay"] if overlays_understood else []
     return [
         "write:create",
         "write:append",
-        "write:overlay",
-        "write:sparse-overlay",
+        *overlay,
         "write:delete",
         "write:btree-index",
         "write:vector-index",
