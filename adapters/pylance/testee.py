@@ -16,6 +16,10 @@ Everything is answered through pylance's public API:
              (explain_plan(True)) and whether the named index is in it (see plan_of), so the
              runner can fail a query that should have used the index and ran flat.
 
+For pylance 14.x the same process is also a writer (spec/conformance.md §7): `write`, `prepare`
+and `commit` are answered by writer.py, which declares the `write:` words it implements (the
+overlay words only when the overlay gate is on); adapters/pylance/run.sh --writer runs it.
+
 Capabilities are measured, not assumed. Which reader feature flags a Lance build understands
 depends on its release and, for unstable features, on environment variables that Lance reads
 itself (see GATES). At start the testee writes a tiny dataset with the installed pylance, sets
