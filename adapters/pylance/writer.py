@@ -13,7 +13,8 @@ Every step is one Lance commit made through pylance's public API:
 - build_index:   create_index_uncommitted ("BTREE"; "IVF_FLAT" with one partition and metric
                  l2, Lance's exact vector index) on the version the build reads (`built_from`),
                  committed with LanceOperation.CreateIndex;
-- rewrite_rows:  LanceDataset.optimize.compact_files, targeted with excluded_fragment_ids;
+- rewrite_rows:  lance.optimize.Compaction.plan with every other fragment excluded, its one
+                 task executed, committed as LanceOperation.Rewrite (see rewrite_rows);
 - update_rows:   LanceOperation.Update: the moved rows taken by address, written to one new
                  fragment that carries their row ids (RowIdSequence), and deleted where they were;
 - set_config:    LanceOperation.UpdateConfig;
