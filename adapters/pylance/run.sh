@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the conformance corpus against one pylance release through adapters/pylance/testee.py.
 #
-#   adapters/pylance/run.sh [--version V | --venv DIR] [--gates on|off] [--known-failures FILE]
-#                           [--] [more `lance-conformance run` arguments]
+#   adapters/pylance/run.sh [--version V | --venv DIR] [--gates on|off] [--writer]
+#                           [--known-failures FILE] [--] [more `lance-conformance run` arguments]
 #
 #   --version V     pylance V, in the venv $PYLANCE_VENVS/pylance-V (PYLANCE_VENVS defaults to
 #                   target/venvs, which git ignores), created with `pip install pylance==V
@@ -12,15 +12,20 @@
 #   --gates on|off  set (on) or clear (off) every LANCE_ENABLE_UNSTABLE_* variable that gates a
 #                   reader feature flag. Without it the environment decides. Lance tests whether
 #                   a gate is set, not its value, so "off" unsets them.
+#   --writer        judge pylance as a writer (spec/conformance.md §7): the same testee.py, started
+#                   with `run --writer-cmd`, replays every writer case through write, prepare and
+#                   commit (adapters/pylance/writer.py), and the kit judges each version it
+#                   commits. Its known failures are known-failures/writer-<version>[-gates-off].txt.
 #   --known-failures FILE
-#                   instead of adapters/pylance/known-failures/<version>[-gates-off].txt, the file
+#                   instead of adapters/pylance/known-failures/[writer-]<version>[-gates-off].txt, the file
 #                   picked from the version and whether its gates are on. A missing file is
 #                   reported and the run goes on with an empty list (the runner then prints
 #                   every entry to add), unless --update-known-failures is passed on to the
 #                   runner, which then writes the file.
 #
-# The run is labelled "pylance V, gates on|off" (or "pylance V" for a release without gates)
-# for the reports, unless a --label is passed on to the runner.
+# The run is labelled "pylance V, gates on|off" (or "pylance V" for a release without gates;
+# "pylance V writer, ..." with --writer) for the reports, unless a --label is passed on to the
+# runner.
 #
 # LANCE_CONFORMANCE (default: target/release/lance-conformance, built when missing) is the
 # runner binary. Exit status: the runner's (0 pass, 1 conformance failure, 2 runner error), and
@@ -50,6 +55,7 @@ version=""
 venv="${PYLANCE_VENV:-}"
 gates=""
 known=""
+role=reader
 while [ $# -gt 0 ]; do
     case "$1" in
         --version) [ $# -ge 2 ] || setup_error "--version needs a value"; version="$2"; shift 2 ;;
@@ -59,6 +65,7 @@ while [ $# -gt 0 ]; do
             case "$2" in on | off) gates="$2" ;; *) setup_error "--gates takes on or off, not '$2'" ;; esac
             shift 2 ;;
         --known-failures) [ $# -ge 2 ] || setup_error "--known-failures needs a file"; known="$2"; shift 2 ;;
+        --writer) role=writer; shift ;;
         -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
         --) shift; break ;;
         *) break ;;
@@ -108,10 +115,12 @@ fi
 echo "run.sh: pylance $installed ($venv), gates: $gate_state, capabilities: $capabilities" >&2
 
 # ---- the known failures
+prefix=""
+[ "$role" = writer ] && prefix="writer-"
 if [ -z "$known" ]; then
     case "$gate_state" in
-        on | none) known="$here/known-failures/$installed.txt" ;;
-        off) known="$here/known-failures/$installed-gates-off.txt" ;;
+        on | none) known="$here/known-failures/$prefix$installed.txt" ;;
+        off) known="$here/known-failures/$prefix$installed-gates-off.txt" ;;
         mixed) setup_error "pylance $installed has some gates set and some not; pass --gates on|off or --known-failures FILE" ;;
     esac
     if [ ! -f "$known" ] && ! has_arg --update-known-failures "$@"; then
@@ -134,13 +143,22 @@ fi
 
 # The handshake cannot say which gates were on, so the run is labelled for the reports.
 label=()
+name="pylance $installed"
+[ "$role" = writer ] && name="pylance $installed writer"
 if ! has_arg --label "$@"; then
     case "$gate_state" in
-        none) label=(--label "pylance $installed") ;;
-        *) label=(--label "pylance $installed, gates $gate_state") ;;
+        none) label=(--label "$name") ;;
+        *) label=(--label "$name, gates $gate_state") ;;
     esac
 fi
 
-reader_cmd="$(printf '%q %q' "$python" "$here/testee.py")"
-exec "$runner" run --reader-cmd "$reader_cmd" --known-failures "$known" "${label[@]}" "$@"
+testee_cmd="$(printf '%q %q' "$python" "$here/testee.py")"
+if [ "$role" = writer ]; then
+    case ",$capabilities," in
+        *,write:create,*) ;;
+        *) setup_error "pylance $installed declares no write: capability (adapters/pylance/writer.py writes with 14.x only)" ;;
+    esac
+    exec "$runner" run --writer-cmd "$testee_cmd" --known-failures "$known" "${label[@]}" "$@"
+fi
+exec "$runner" run --reader-cmd "$testee_cmd" --known-failures "$known" "${label[@]}" "$@"
 

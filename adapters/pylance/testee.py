@@ -16,6 +16,10 @@ Everything is answered through pylance's public API:
              (explain_plan(True)) and whether the named index is in it (see plan_of), so the
              runner can fail a query that should have used the index and ran flat.
 
+For pylance 14.x the same process is also a writer (spec/conformance.md §7): `write`, `prepare`
+and `commit` are answered by writer.py, which declares the `write:` words it implements (the
+overlay words only when the overlay gate is on); adapters/pylance/run.sh --writer runs it.
+
 Capabilities are measured, not assumed. Which reader feature flags a Lance build understands
 depends on its release and, for unstable features, on environment variables that Lance reads
 itself (see GATES). At start the testee writes a tiny dataset with the installed pylance, sets
@@ -57,6 +61,10 @@ try:
 except BaseException as e:  # noqa: BLE001 - a set-up problem: report it and exit 2
     sys.stderr.write(f"testee.py: cannot import pylance/pyarrow with {sys.executable}: {type(e).__name__}: {e}\n")
     sys.exit(2)
+
+# writer.py imports nothing from here; testee.py hands it its helpers (writer.set_helpers).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import writer  # noqa: E402
 
 PROTOCOL = 1
 LINEAGE_COLUMNS = ["_row_created_at_version", "_row_last_updated_at_version"]
@@ -320,6 +328,7 @@ def describe():
             capabilities.append(g["capability"])
             if g["capability"] == "overlays":
                 capabilities.append("sparse-overlays")
+    capabilities += writer.words(vt, "overlays" in capabilities)
     return {
         "implementation": {
             "name": "pylance",
@@ -390,6 +399,7 @@ def uint(v):
 class Testee:
     def __init__(self):
         self.cached = None  # ((path, version), dataset)
+        self.writer = writer.Writer()
 
     def dataset(self, req):
         key = (req["dataset"], req["version"])
@@ -581,6 +591,12 @@ def handle(testee, req, described):
             }
         elif cmd in ("open", "scan", "lineage", "query"):
             result = getattr(testee, cmd)(req)
+        elif cmd in ("write", "prepare", "commit"):
+            if not any(w.startswith("write:") for w in described["capabilities"]):
+                return {"seq": seq, "unsupported": {"reason": f"pylance {described['implementation']['version']} is not set up as a writer (adapters/pylance/writer.py: 14.x only)"}}
+            member, result = writer.answer(testee.writer, cmd, req)
+            if member != "result":
+                return {"seq": seq, member: result}
         elif cmd == "stop":
             result = {}
         else:
@@ -601,6 +617,7 @@ def handle(testee, req, described):
 
 
 def main():
+    writer.set_helpers(lance_call=lance_call, Refused=Refused, Crashed=Crashed, sql=sql)
     if sys.argv[1:] == ["--describe"]:
         print(json.dumps(describe(), indent=2))
         return
