@@ -15,17 +15,15 @@
 //! `distance` (`Float32`).
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    Float32Type, Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type,
-};
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
 use serde_json::{Map, Value as Json};
 
 use super::conformance_reader::{Answer, ConformanceReader, Description, Refusal};
 use super::protocol::{
-    ExclusionResult, OpenResult, QueryAnswer, QueryPlan, QueryRequest, Reconciliation,
-    ScanRequest, ScanResult, VersionRef,
+    ExclusionResult, OpenResult, QueryAnswer, QueryPlan, QueryRequest, Reconciliation, ScanRequest,
+    ScanResult, VersionRef,
 };
 use crate::expected::tagged::{Tagged, f32_text, f64_text};
 use crate::expected::{Column, FragmentLineage, Hit, QueryKind, Row};
@@ -107,12 +105,18 @@ fn tagged(array: &dyn Array, row: usize) -> Result<Tagged, Refusal> {
         match array.data_type() {
             DataType::Boolean => Json::Bool(array.as_boolean().value(row)),
             DataType::Int32 => Json::from(array.as_primitive::<Int32Type>().value(row)),
-            DataType::Int64 => Json::String(array.as_primitive::<Int64Type>().value(row).to_string()),
+            DataType::Int64 => {
+                Json::String(array.as_primitive::<Int64Type>().value(row).to_string())
+            }
             DataType::UInt64 => {
                 Json::String(array.as_primitive::<UInt64Type>().value(row).to_string())
             }
-            DataType::Float32 => Json::String(f32_text(array.as_primitive::<Float32Type>().value(row))),
-            DataType::Float64 => Json::String(f64_text(array.as_primitive::<Float64Type>().value(row))),
+            DataType::Float32 => {
+                Json::String(f32_text(array.as_primitive::<Float32Type>().value(row)))
+            }
+            DataType::Float64 => {
+                Json::String(f64_text(array.as_primitive::<Float64Type>().value(row)))
+            }
             DataType::Utf8 => Json::String(array.as_string::<i32>().value(row).to_string()),
             DataType::LargeUtf8 => Json::String(array.as_string::<i64>().value(row).to_string()),
             DataType::FixedSizeList(..) => {
@@ -171,7 +175,10 @@ fn position(array: &dyn Array, name: &str, row: usize) -> Result<u64, Refusal> {
 /// A lineage column (`_rowid`, ...) at `row`, tagged `uint64`.
 fn lineage_value(array: &dyn Array, name: &str, row: usize) -> Result<Tagged, Refusal> {
     if array.data_type() != &DataType::UInt64 {
-        return Err(broken(format!("{name} is {}, not UInt64", array.data_type())));
+        return Err(broken(format!(
+            "{name} is {}, not UInt64",
+            array.data_type()
+        )));
     }
     tagged(array, row)
 }
@@ -199,7 +206,11 @@ pub fn scan_result(request: &ScanRequest, batches: &[RecordBatch]) -> Answer<Sca
         let mut these = Vec::new();
         for f in schema.fields().iter().skip(FIXED.len()) {
             let data_type = case_type(f.data_type()).ok_or_else(|| {
-                broken(format!("column {:?} is {}, which has no case type", f.name(), f.data_type()))
+                broken(format!(
+                    "column {:?} is {}, which has no case type",
+                    f.name(),
+                    f.data_type()
+                ))
             })?;
             these.push(Column {
                 name: f.name().clone(),
@@ -209,7 +220,9 @@ pub fn scan_result(request: &ScanRequest, batches: &[RecordBatch]) -> Answer<Sca
         if let Some(requested) = &request.columns {
             let got: Vec<&String> = these.iter().map(|c| &c.name).collect();
             if got.iter().copied().ne(requested.iter()) {
-                return Err(broken(format!("columns {got:?}, but {requested:?} were asked for")));
+                return Err(broken(format!(
+                    "columns {got:?}, but {requested:?} were asked for"
+                )));
             }
         }
         match &columns {
@@ -253,7 +266,10 @@ pub fn hits(batch: &RecordBatch) -> Answer<Vec<Hit>> {
     let offset = column(batch, "offset")?;
     let distance = batch.column_by_name("distance");
     if let Some(d) = distance.filter(|d| d.data_type() != &DataType::Float32) {
-        return Err(broken(format!("distance is {}, not Float32", d.data_type())));
+        return Err(broken(format!(
+            "distance is {}, not Float32",
+            d.data_type()
+        )));
     }
     (0..batch.num_rows())
         .map(|row| {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use arrow_array::types::Float32Type;
 use arrow_array::{
-    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int32Array,
-    Int64Array, RecordBatch, StringArray, StructArray, UInt32Array, UInt64Array,
+    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int32Array, Int64Array,
+    RecordBatch, StringArray, StructArray, UInt32Array, UInt64Array,
 };
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields, Schema as ArrowSchema};
@@ -76,15 +76,15 @@ fn array(schema: &Schema, id: FieldId, values: &[Value]) -> ArrayRef {
         DataType::Float32 => prim!(Float32Array, Float32),
         DataType::Float64 => prim!(Float64Array, Float64),
         DataType::Utf8 => prim!(StringArray, Utf8),
-        DataType::FixedSizeList { dimension } => {
-            Arc::new(FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+        DataType::FixedSizeList { dimension } => Arc::new(
+            FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
                 values.iter().map(|v| match v {
                     Value::Vector(items) => Some(items.clone()),
                     _ => None,
                 }),
                 dimension as i32,
-            ))
-        }
+            ),
+        ),
         DataType::Struct => {
             let kids: Vec<FieldId> = schema.children(id).map(|c| c.id).collect();
             let arrays = kids
@@ -148,10 +148,16 @@ impl ArrowReader for ReferenceInArrow {
     }
     fn scan(&mut self, request: &ScanRequest) -> Answer<Vec<RecordBatch>> {
         let scan = self.0.scan(request)?;
-        let schema = read_checked(std::path::Path::new(&request.at.dataset), request.at.version)
-            .map_err(Refusal::Error)?
-            .schema;
-        let lineage = |f: fn(&lance_conformance::expected::Row) -> &lance_conformance::expected::tagged::Tagged| -> ArrayRef {
+        let schema = read_checked(
+            std::path::Path::new(&request.at.dataset),
+            request.at.version,
+        )
+        .map_err(Refusal::Error)?
+        .schema;
+        let lineage = |f: fn(
+            &lance_conformance::expected::Row,
+        ) -> &lance_conformance::expected::tagged::Tagged|
+         -> ArrayRef {
             Arc::new(UInt64Array::from(
                 scan.rows
                     .iter()
@@ -193,7 +199,10 @@ impl ArrowReader for ReferenceInArrow {
         let batch = RecordBatch::try_new(Arc::new(ArrowSchema::new(fields)), columns).unwrap();
         // Two batches where there are rows enough, so the seam joins batches.
         let half = batch.num_rows() / 2;
-        Ok(vec![batch.slice(0, half), batch.slice(half, batch.num_rows() - half)])
+        Ok(vec![
+            batch.slice(0, half),
+            batch.slice(half, batch.num_rows() - half),
+        ])
     }
     fn lineage(&mut self, at: &VersionRef, fragment: u64) -> Answer<FragmentLineage> {
         self.0.lineage(at, fragment)
@@ -243,24 +252,42 @@ fn batches_that_break_the_contract_are_the_readers_breakage() {
         dataset: "/d".into(),
         version: 1,
     };
-    let request = ScanRequest {
-        at,
-        columns: None,
-    };
+    let request = ScanRequest { at, columns: None };
     // Lineage columns in the wrong order.
     let wrong_order = RecordBatch::try_from_iter([
-        ("offset", Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef),
-        ("fragment", Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef),
+        (
+            "offset",
+            Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef,
+        ),
+        (
+            "fragment",
+            Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef,
+        ),
     ])
     .unwrap();
     // A signed offset, and a column type with no case type.
     let one = |name: &str, a: ArrayRef| {
         RecordBatch::try_from_iter([
-            ("fragment", Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef),
-            ("offset", Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef),
-            ("_rowid", Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef),
-            ("_row_created_at_version", Arc::new(UInt64Array::from(vec![1u64])) as ArrayRef),
-            ("_row_last_updated_at_version", Arc::new(UInt64Array::from(vec![1u64])) as ArrayRef),
+            (
+                "fragment",
+                Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef,
+            ),
+            (
+                "offset",
+                Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef,
+            ),
+            (
+                "_rowid",
+                Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef,
+            ),
+            (
+                "_row_created_at_version",
+                Arc::new(UInt64Array::from(vec![1u64])) as ArrayRef,
+            ),
+            (
+                "_row_last_updated_at_version",
+                Arc::new(UInt64Array::from(vec![1u64])) as ArrayRef,
+            ),
             (name, a),
         ])
         .unwrap()
