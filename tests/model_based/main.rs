@@ -161,6 +161,12 @@ fn exported_histories_load_as_cases_and_replay_identically() {
         let loaded = Case::load(&file).unwrap();
         loaded.validate(&index).unwrap();
         assert_eq!(loaded.steps, built.steps, "history {i}: steps survive TOML");
+        assert!(
+            !case.description.contains("not computed"),
+            "history {i}: {}",
+            case.description
+        );
+        assert_eq!(loaded.requires, case.requires, "history {i}");
         let a = scenario::execute(&built.steps).unwrap();
         let b = scenario::execute(&loaded.steps).unwrap();
         assert_eq!(a.versions.len(), b.versions.len());
