@@ -1,7 +1,7 @@
 //! Building a case: its steps executed by the scenario engine, its dataset written and read
 //! back by the store, and its expected results computed from the read-back versions.
 //!
-//! Invariant: [`case`] is the one place a case's generated files are produced, and [`write`]
+//! Invariant: [`case`] is the one place a case's generated files are produced, and [`write()`]
 //! the one place they are written into a case directory, so the generator, `generate
 //! --check`, the fuzz loop and the snapshot and traceability tests all see the same bytes and
 //! the same read-back versions. The runner never calls it: it judges a reader
