@@ -1,9 +1,10 @@
 //! Building a case: its steps executed by the scenario engine, its dataset written and read
 //! back by the store, and its expected results computed from the read-back versions.
 //!
-//! Invariant: [`case`] is the one place a case's generated files are produced, so the
-//! generator, `generate --check` and the snapshot and traceability tests all see the same
-//! bytes and the same read-back versions. The runner never calls it: it judges a reader
+//! Invariant: [`case`] is the one place a case's generated files are produced, and [`write()`]
+//! the one place they are written into a case directory, so the generator, `generate
+//! --check`, the fuzz loop and the snapshot and traceability tests all see the same bytes and
+//! the same read-back versions. The runner never calls it: it judges a reader
 //! against the files stored in the corpus.
 
 use std::collections::BTreeMap;
@@ -56,6 +57,36 @@ pub enum BuildError {
         /// The error.
         error: Box<ExpectedFailure>,
     },
+    /// A generated file could not be written.
+    #[error("case {id}: writing {path}: {error}")]
+    Write {
+        /// Case id.
+        id: String,
+        /// The file or directory.
+        path: String,
+        /// The error.
+        error: std::io::Error,
+    },
+}
+
+/// Builds `case` ([`case()`]) into the case directory `dir`: the store writes `dataset/` (and a
+/// negative case's `undamaged/`), and every other generated file (`expected/`) is written
+/// below `dir`. Generated directories left from an earlier build are not cleared.
+pub fn write(case: &Case, dir: &Path) -> Result<Built, BuildError> {
+    let built = self::case(case, Some(&dir.join("dataset")))?;
+    let failed = |path: &Path, error| BuildError::Write {
+        id: case.id.clone(),
+        path: path.display().to_string(),
+        error,
+    };
+    for (rel, bytes) in &built.files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| failed(parent, e))?;
+        }
+        std::fs::write(&path, bytes).map_err(|e| failed(&path, e))?;
+    }
+    Ok(built)
 }
 
 /// Runs `case`, writes its dataset into `dataset_dir` (when given; a negative case's undamaged

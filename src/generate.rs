@@ -130,16 +130,7 @@ fn write_case(c: &CaseDir, dir: &Path) -> Result<()> {
             std::fs::remove_dir_all(&p).with_context(|| format!("removing {}", p.display()))?;
         }
     }
-    let dataset = dir.join("dataset");
-    let built = build::case(&c.case, Some(&dataset))?;
-    for (rel, bytes) in &built.files {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
-        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-    }
+    build::write(&c.case, dir)?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use lance_conformance::case::{Case, RequirementIndex};
 use lance_conformance::expected;
+use lance_conformance::fuzz::history::{ConfigSeed, History, OpSeed, OverlaySeed};
 use lance_conformance::fuzz::{self, Options};
 use lance_conformance::runner::protocol::{
     ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ScanRequest, ScanResult, VersionRef,
@@ -145,4 +146,120 @@ fn an_injected_resolution_bug_is_found_and_shrunk_to_a_few_steps() {
         loaded.description
     );
     assert!(loaded.title.contains("scan"), "{}", loaded.title);
+    // It requires what its content needs: overlays at least, for an overlay precedence bug.
+    let mut scratch = fuzz::judge::Scratch::new().unwrap();
+    let needs = fuzz::judge::requires(&loaded, &mut scratch).unwrap();
+    assert_eq!(loaded.requires, needs);
+    assert!(
+        needs.contains(&lance_conformance::case::Capability::Overlays),
+        "{needs:?}"
+    );
+}
+
+/// A history: the `create` commit's rows and indices, then `ops`, with no config change.
+fn history(
+    schema: u8,
+    stable: bool,
+    rows: usize,
+    indices: Vec<(u16, bool)>,
+    ops: Vec<OpSeed>,
+) -> History {
+    History {
+        schema,
+        stable,
+        config: ConfigSeed {
+            spill: 0,
+            budget: 0,
+            note: 0,
+        },
+        rows: (0..rows).map(|i| [i as u8 + 1; 8]).collect(),
+        indices,
+        ops,
+        query_seed: 7,
+    }
+}
+
+/// `h` as the case the fuzz loop writes, with the `requires` its written content needs.
+fn written(h: History) -> Case {
+    let trial = fuzz::case::Trial {
+        history: h,
+        damage: None,
+    };
+    let mut case = trial.case("requires", &index()).unwrap().unwrap();
+    let mut scratch = fuzz::judge::Scratch::new().unwrap();
+    case.requires = fuzz::judge::requires(&case, &mut scratch).unwrap();
+    case
+}
+
+#[test]
+fn a_fuzz_written_case_requires_what_its_content_needs() {
+    use lance_conformance::case::{Capability as C, Shape, Step};
+    // A sparse overlay, then a deletion, on a table with stable row ids, a struct and a BTree.
+    let sparse = OverlaySeed {
+        frag: 0,
+        shape: 1,
+        cells: vec![(0, 0, 3), (1, 1, 4)],
+        tombstone: 0,
+        reverse: false,
+    };
+    let case = written(history(
+        1 | 16,
+        true,
+        3,
+        vec![(0, false)],
+        vec![
+            OpSeed::Overlay(vec![sparse]),
+            OpSeed::Delete {
+                frag: 0,
+                offsets: vec![1],
+            },
+        ],
+    ));
+    let sparse_step = |s: &Step| match s {
+        Step::Overlay {
+            shape, overlays, ..
+        } => *shape == Some(Shape::Sparse) || overlays.iter().any(|o| o.shape == Shape::Sparse),
+        _ => false,
+    };
+    assert!(case.steps.iter().any(sparse_step), "{:#?}", case.steps);
+    assert!(case.steps.iter().any(|s| matches!(s, Step::Delete { .. })));
+    assert!(
+        matches!(&case.steps[0], Step::Create { indices, .. } if indices.len() == 1),
+        "{:#?}",
+        case.steps[0]
+    );
+    assert_eq!(
+        case.requires,
+        [
+            C::Overlays,
+            C::SparseOverlays,
+            C::StableRowIds,
+            C::Deletions,
+            C::NestedFields,
+            C::Exclusion
+        ]
+        .into_iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect::<Vec<_>>()
+    );
+
+    // Appends only, without stable row ids, no struct, no index: the content needs nothing
+    // (not even overlays), so the case requires nothing.
+    let plain = written(history(
+        1,
+        false,
+        2,
+        Vec::new(),
+        vec![OpSeed::Append(vec![[9; 8]])],
+    ));
+    assert!(
+        plain
+            .steps
+            .iter()
+            .all(|s| matches!(s, Step::Create { .. } | Step::Append { .. })),
+        "{:#?}",
+        plain.steps
+    );
+    assert_eq!(plain.requires, Vec::<C>::new());
 }

@@ -13,7 +13,8 @@
 //!
 //! Coverage decides whether an overlay applies, never the nullness of its value. Tombstoned
 //! (`-2`) and other negative ids in an overlay's field list are never matched, and a struct
-//! field is a container: its validity comes from the base, its children resolve one by one.
+//! field is a container: its validity comes from the base (present when no base file holds
+//! it), its children resolve one by one.
 //!
 //! Every rule above is coded in this file and nowhere else: overlay order ([`precedence`]),
 //! which bitmap and value column apply to a field ([`coverage_of`], [`covered_values`]),
@@ -388,8 +389,9 @@ fn resolve_struct(
             out.push(None);
             continue;
         }
-        // With no base column for the struct itself, the struct is present (its children may
-        // still be NULL); otherwise the base's validity decides.
+        // With no base column for the struct itself (a struct added after the fragment was
+        // written), the struct is present and its children may still be NULL [OVL-NULL-6];
+        // otherwise the base's validity decides [OVL-SHAPE-5].
         let present = match validity {
             Some((file, column)) => {
                 !base_value(fragment, file, field, column, offset as u64)?.is_null()

@@ -283,6 +283,41 @@ fn struct_cell_keeps_base_validity_and_resolves_children() {
 }
 
 #[test]
+fn struct_without_base_is_present_with_children_resolved_one_by_one() {
+    // covers: OVL-NULL-6
+    // The struct s (2) and its children x (3) and y (4) were added after the fragment was
+    // written: no base file holds any of them. An overlay lists s and s.x, covering {1}.
+    let schema = Schema::new(vec![
+        Field::new(A, "a", DataType::Int64),
+        Field::new(B, "b", DataType::Utf8),
+        Field::new(2, "s", DataType::Struct),
+        Field::child(3, 2, "x", DataType::Int32),
+        Field::child(4, 2, "y", DataType::Utf8),
+    ])
+    .unwrap();
+    let mut f = base();
+    f.overlays.push(dense(
+        "o.lance",
+        vec![2, 3],
+        &[1],
+        vec![vec![Value::Struct(vec![])], vec![Value::Int32(7)]],
+        2,
+    ));
+    f.deletions.insert(5);
+    f.validate(&schema, 2).unwrap();
+    let s = resolve_column(&schema, &f, 2).unwrap();
+    let nulls = Some(Value::Struct(vec![Value::Null, Value::Null]));
+    assert_eq!(s[0], nulls, "present, never NULL, with NULL children");
+    assert_eq!(
+        s[1],
+        Some(Value::Struct(vec![Value::Int32(7), Value::Null])),
+        "the covered child takes the overlay's value"
+    );
+    assert_eq!(s[4], nulls);
+    assert_eq!(s[5], None, "a deleted row is not returned");
+}
+
+#[test]
 fn value_count_differing_from_coverage_is_rejected() {
     // covers: OVL-LAYOUT-4
     let mut f = base();

@@ -5,7 +5,8 @@
 //! model's state when the history is concretized ([`super::builder`]), so any sub-list of
 //! seeds (an op removed, a row dropped, a cell left out) is still a valid history. History `i`
 //! of seed `S` ([`History::draw`]) is a pure function of `(S, i)`: no wall clock, no hash-map
-//! order. The model-based test draws the same seed types through proptest strategies.
+//! order. This is the one generator of random histories: the model-based test draws its
+//! histories here too (behind a proptest strategy) and shrinks them with [`super::shrink`].
 
 /// The most operation seeds the model-based test draws in one history (a retry is one seed and
 /// two versions).
@@ -233,7 +234,7 @@ impl Stream {
         }
     }
 
-    /// One operation seed, with the model-based test's weights.
+    /// One operation seed.
     fn op(&mut self) -> OpSeed {
         match self.range(0, 25) {
             0..3 => self.append(),

@@ -2,17 +2,18 @@
 //! corpus case, then run against a reader by the runner.
 //!
 //! Invariant: the dataset, the expected answers and the verdicts are those of
-//! [`crate::build::case`] and [`crate::runner::execute::run_case`]; this module adds only
-//! where the files go and what counts as a disagreement (a check that fails, errors or is
+//! [`crate::build::write`] and [`crate::runner::execute::run_case`], and what a case
+//! `requires` is [`crate::runner::needs::of_case`] of the files written; this module adds
+//! only where the files go and what counts as a disagreement (a check that fails, errors or is
 //! inconclusive), named by a [`Signature`] that survives shrinking.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::case::{Case, RequirementIndex, Step};
+use crate::case::{Capability, Case, RequirementIndex, Step};
 use crate::corpus::CaseDir;
-use crate::runner::execute;
-use crate::runner::{CheckResult, ConformanceReader, FailureKind};
+use crate::runner::execute::{self, Expected};
+use crate::runner::{CheckResult, ConformanceReader, FailureKind, needs};
 
 /// What a disagreement is, independent of version numbers, fragment ids and projections: its
 /// failure kind, its check name with every number replaced by `#` and a projection list
@@ -101,6 +102,9 @@ pub struct Judged {
     pub checks: Vec<CheckResult>,
     /// Every failing check's signature, in check order.
     pub signatures: Vec<Signature>,
+    /// What the case's content needs and the checks it gates: its `requires`
+    /// ([`needs::of_case`] of the files judged).
+    pub requires: Vec<Capability>,
 }
 
 impl Judged {
@@ -166,6 +170,26 @@ pub fn judge(
     judged
 }
 
+/// What `case` `requires`: it is written into a fresh scratch directory, and
+/// [`needs::of_case`] reads the files (the directory is removed again).
+pub fn requires(case: &Case, scratch: &mut Scratch) -> Result<Vec<Capability>, String> {
+    let dir = scratch.fresh();
+    let requires = write(case, &dir).map(|expected| of_case(&dir, case, &expected));
+    // Best effort: a leftover directory is removed with the scratch root.
+    let _ = std::fs::remove_dir_all(&dir);
+    requires
+}
+
+/// Writes `case` into `dir` as the generator writes a corpus case, and reads its `expected/`.
+fn write(case: &Case, dir: &Path) -> Result<Expected, String> {
+    crate::build::write(case, dir).map_err(|e| e.to_string())?;
+    execute::load_expected(dir)
+}
+
+fn of_case(dir: &Path, case: &Case, expected: &Expected) -> Vec<Capability> {
+    needs::of_case(dir, case, expected).into_iter().collect()
+}
+
 fn judge_in(
     reader: &mut dyn ConformanceReader,
     declared: &BTreeSet<String>,
@@ -173,16 +197,7 @@ fn judge_in(
     index: &RequirementIndex,
     dir: &Path,
 ) -> Result<Judged, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let built = crate::build::case(case, Some(&dir.join("dataset"))).map_err(|e| e.to_string())?;
-    for (rel, bytes) in &built.files {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        }
-        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    let expected = execute::load_expected(dir)?;
+    let expected = write(case, dir)?;
     let (class_level, _) = execute::class_level(case, index);
     let case_dir = CaseDir {
         area: "fuzz".into(),
@@ -195,5 +210,9 @@ fn judge_in(
         .filter(|c| c.verdict.is_failure())
         .map(|c| Signature::of(case, c))
         .collect();
-    Ok(Judged { checks, signatures })
+    Ok(Judged {
+        checks,
+        signatures,
+        requires: of_case(dir, case, &expected),
+    })
 }

@@ -281,6 +281,7 @@ fn shrunk(
         .map_err(io)?
         .unwrap_or_else(|| case.clone());
     let judged = judge(reader, declared, &small, index, scratch).map_err(io)?;
+    small.requires = judged.requires.clone();
     let check = judged
         .failing_with(&signature)
         .or(judged.first_failure().map(|(c, _)| c))

@@ -5,8 +5,10 @@
 //! Invariant: the needs come from the manifest as stored, decoded without any validation (so
 //! a damaged version has needs too, as long as its manifest still decodes): a feature counts
 //! when its reader flag is set *or* when the content uses it, whichever the writer got wrong.
-//! Nothing is taken from `case.toml`; `requires` there is checked against this by the
-//! traceability test.
+//! Nothing is taken from a case's `requires`: [`of_case`] computes what it has to say, from
+//! the case's generated files (and its declared queries, for `vector-query`), and is the one
+//! place that rule lives: the traceability test checks the corpus's `case.toml` files against
+//! it, and `lance-conformance fuzz` writes it into the cases it shrinks.
 //!
 //! | capability | needed when |
 //! |---|---|
@@ -23,10 +25,12 @@ use std::path::Path;
 
 use lance_reference::model::DataType;
 use lance_reference::proto::lance::table as pb;
-use lance_reference_io::manifest_file::decode_manifest_file;
+use lance_reference_io::manifest_file::{ManifestFile, decode_manifest_file};
 use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
 
-use crate::case::Capability;
+use super::execute::Expected;
+use crate::case::{Capability, Case};
+use crate::corpus::UNDAMAGED_DIR;
 
 /// The data capabilities, in the order the spec lists them.
 pub const DATA_CAPABILITIES: [Capability; 7] = [
@@ -133,18 +137,69 @@ pub fn of_manifest(
 /// The data capabilities version `version` of the dataset at `root` needs, read from its
 /// manifest file (the V2 name first, then the V1 name); an error when neither decodes.
 pub fn of_version(root: &Path, version: u64) -> Result<BTreeSet<Capability>, String> {
+    let file = manifest_file(root, version)?;
+    Ok(of_manifest(&file.manifest, file.index_section.as_ref()))
+}
+
+/// Version `version` of the dataset at `root` as stored, decoded without validation (the V2
+/// name first, then the V1 name); an error when neither decodes.
+fn manifest_file(root: &Path, version: u64) -> Result<ManifestFile, String> {
     let mut problems = Vec::new();
     for name in [manifest_name(version), format!("{version}.manifest")] {
         let rel = format!("{VERSIONS_DIR}/{name}");
         match std::fs::read(root.join(&rel)) {
             Ok(bytes) => match decode_manifest_file(&bytes, &rel) {
-                Ok(file) => return Ok(of_manifest(&file.manifest, file.index_section.as_ref())),
+                Ok(file) => return Ok(file),
                 Err(e) => problems.push(e.to_string()),
             },
             Err(e) => problems.push(format!("{rel}: {e}")),
         }
     }
     Err(problems.join("; "))
+}
+
+/// What the case in `dir`, whose `expected/` files are `expected`, needs of a reader: the
+/// `requires` its `case.toml` declares (`spec/conformance.md` §3).
+///
+/// - The data capabilities: those of every version a reader is sent, by [`of_version`]: each
+///   version `expected/` answers for and the damaged version of a negative case, in `dataset/`
+///   and in the undamaged twin (`undamaged/`). A version whose manifest does not decode needs
+///   nothing.
+/// - `vector-query`, when the case declares a vector query: it gates those query checks.
+/// - `exclusion`, when some version `expected/` answers for holds both an overlay and an
+///   index: it gates that version's exclusion check and the reconciliation lists of its
+///   queries, which then show what the overlays exclude, or that they exclude nothing. The
+///   twin is only scanned, so it never counts here.
+pub fn of_case(dir: &Path, case: &Case, expected: &Expected) -> BTreeSet<Capability> {
+    let dataset = dir.join("dataset");
+    let twin = dir.join(UNDAMAGED_DIR);
+    let readable: Vec<u64> = expected.versions.iter().map(|v| v.version).collect();
+    let damaged = expected.error.as_ref().map(|e| e.version);
+    let mut out = BTreeSet::new();
+    for root in [&dataset, &twin] {
+        if !root.is_dir() {
+            continue;
+        }
+        for v in readable.iter().chain(&damaged) {
+            out.extend(of_version(root, *v).unwrap_or_default());
+        }
+    }
+    if case.queries.iter().any(|q| q.vector.is_some()) {
+        out.insert(Capability::VectorQuery);
+    }
+    let excludes = expected.versions.iter().any(|v| {
+        manifest_file(&dataset, v.version).is_ok_and(|file| {
+            file.manifest
+                .fragments
+                .iter()
+                .any(|f| !f.overlays.is_empty())
+                && file.index_section.is_some_and(|s| !s.indices.is_empty())
+        })
+    });
+    if excludes {
+        out.insert(Capability::Exclusion);
+    }
+    out
 }
 
 /// The capabilities of `needs` that `declared` lacks (a reader without `overlays` lacks

@@ -284,43 +284,17 @@ fn negative_cases_damage_only_the_newest_version() {
 }
 
 #[test]
-fn requires_names_exactly_the_data_capabilities_the_content_needs() {
+fn requires_names_exactly_what_the_content_needs() {
     // covers: OVL-FLAG-1, FLG-READ-1
-    use lance_conformance::runner::{capability, needs};
+    // The data capabilities of every version a reader is sent, and the check capabilities
+    // the case gates (`needs::of_case`, the rule `lance-conformance fuzz` writes too).
+    use lance_conformance::runner::execute::load_expected;
+    use lance_conformance::runner::needs;
     let mut problems = Vec::new();
     for c in cases() {
-        let mut content = BTreeSet::new();
-        for dir in ["dataset", "undamaged"] {
-            let root = c.dir.join(dir);
-            if !root.is_dir() {
-                continue;
-            }
-            for entry in std::fs::read_dir(c.dir.join("expected")).unwrap() {
-                let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-                let Some(v) = name
-                    .strip_prefix('v')
-                    .and_then(|r| r.strip_suffix(".json"))
-                    .and_then(|n| n.parse::<u64>().ok())
-                else {
-                    continue;
-                };
-                if let Ok(n) = needs::of_version(&root, v) {
-                    content.extend(n);
-                }
-            }
-            if let Some(e) = expected_error_version(&c.dir) {
-                if let Ok(n) = needs::of_version(&root, e) {
-                    content.extend(n);
-                }
-            }
-        }
-        let declared: BTreeSet<_> = c
-            .case
-            .requires
-            .iter()
-            .copied()
-            .filter(|r| capability::is_data(*r))
-            .collect();
+        let expected = load_expected(&c.dir).unwrap_or_else(|e| panic!("{}: {e}", c.case.id));
+        let content = needs::of_case(&c.dir, &c.case, &expected);
+        let declared: BTreeSet<_> = c.case.requires.iter().copied().collect();
         if declared != content {
             problems.push(format!(
                 "{}: requires {:?}, the content needs {:?}",
@@ -329,9 +303,4 @@ fn requires_names_exactly_the_data_capabilities_the_content_needs() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-fn expected_error_version(dir: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(dir.join("expected/error.json")).ok()?;
-    Some(expected::parse_error(&text).ok()?.version)
 }

@@ -1,6 +1,7 @@
 //! Exporting a failing history as a conformance case (`LANCE_CONFORMANCE_EXPORT_CASE`).
 
 use super::*;
+use lance_conformance::fuzz::judge::{Scratch, requires};
 
 // ---------------------------------------------------------------------------------------------
 // Export: a history as a conformance case.
@@ -13,7 +14,8 @@ pub(crate) fn requirement_index() -> RequirementIndex {
 
 /// `built` as a `case.toml` case: the fuzz command's own conversion
 /// ([`lance_conformance::fuzz::case::to_case`]: its steps, a query per index at every version it
-/// exists, requirement ids picked by the operations it uses), titled as this test's find.
+/// exists, requirement ids picked by the operations it uses, and the `requires` of the content
+/// written, [`lance_conformance::fuzz::judge::requires`]), titled as this test's find.
 pub(crate) fn export_case(built: &Built, why: &str) -> Case {
     let mut case = lance_conformance::fuzz::case::to_case(
         built,
@@ -25,6 +27,14 @@ pub(crate) fn export_case(built: &Built, why: &str) -> Case {
     case.tags = vec!["model-based".into()];
     case.description =
         format!("Exported by tests/model_based/. The reference broke this invariant:\n{why}\n");
+    let requires = Scratch::new().and_then(|mut scratch| requires(&case, &mut scratch));
+    match requires {
+        Ok(r) => case.requires = r,
+        // A history the reference cannot write has no content to need anything; say so.
+        Err(e) => case.description.push_str(&format!(
+            "(`requires` not computed: the case cannot be written: {e})\n"
+        )),
+    }
     case
 }
 
