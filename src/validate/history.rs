@@ -256,7 +256,15 @@ impl Commit<'_> {
         let mut expected = fp.clone();
         expected.deletions = fc.deletions.clone();
         let stable = self.cur.stable_row_ids;
-        if stamp_overlays(&mut expected, added.to_vec(), self.version(), stable).is_err() {
+        if stamp_overlays(
+            &mut expected,
+            added.to_vec(),
+            self.version(),
+            stable,
+            &self.cur.schema,
+        )
+        .is_err()
+        {
             return; // coverage past the end: the reader refused this version already
         }
         let stamped = expected.lineage.last_updated_at != fp.lineage.last_updated_at;

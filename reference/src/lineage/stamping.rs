@@ -20,8 +20,10 @@
 //! Stamping rules (with lineage on, i.e. stable row ids):
 //!
 //! - last-updated-at := version for every offset in the union of the new overlays' coverage
-//!   bitmaps over their live (non-negative) fields. Deleted offsets are stamped too: coverage
-//!   does not look at deletions. An offset at or past `physical_rows` is an error.
+//!   bitmaps over their live leaf fields: non-negative ids of the schema that are not structs.
+//!   A struct position's coverage changes no cell, so it stamps no row ([OVL-LIN-7]).
+//!   Deleted offsets are stamped too: coverage does not look at deletions. An offset at or
+//!   past `physical_rows`, in any non-negative position, is an error.
 //! - Rows without a recorded last-updated-at read as version 1, so an absent sequence is first
 //!   filled with 1. A spilled (`Column`) sequence is read from its hidden column and the result
 //!   is `Inline`; the lineage file is left as it is (its column is no longer read).
@@ -30,7 +32,9 @@
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
-use crate::model::{Fragment, LAST_UPDATED_AT_FIELD_ID, LineageSequence, Overlay, Snapshot};
+use crate::model::{
+    DataType, Fragment, LAST_UPDATED_AT_FIELD_ID, LineageSequence, Overlay, Schema, Snapshot,
+};
 
 use super::LineageError;
 use super::row_ids::RowIdSequence;
@@ -78,7 +82,7 @@ impl PendingCommit {
                     fragment: *fragment_id,
                     context: "pending overlay",
                 })?;
-            stamp_overlays(fragment, overlays.clone(), version, stable)?;
+            stamp_overlays(fragment, overlays.clone(), version, stable, &base.schema)?;
         }
         for appended in &self.appended {
             append_fragment(&mut next, appended.clone(), version);
@@ -95,13 +99,19 @@ pub fn restamp(pending: &PendingCommit, newest: &Snapshot) -> Result<Snapshot> {
 }
 
 /// Appends `new_overlays` to `fragment` with `committed_version = version`, and with lineage on
-/// stamps last-updated-at (see the module docs).
+/// stamps last-updated-at of the rows their leaf fields of `schema` cover (see the module docs).
 pub fn stamp_overlays(
     fragment: &mut Fragment,
     new_overlays: Vec<Overlay>,
     version: u64,
     stable_row_ids: bool,
+    schema: &Schema,
 ) -> Result<()> {
+    let leaf = |field| {
+        schema
+            .field(field)
+            .is_some_and(|f| f.data_type != DataType::Struct)
+    };
     let mut covered = RoaringBitmap::new();
     for (k, overlay) in new_overlays.iter().enumerate() {
         for (pos, &field) in overlay.file.fields.iter().enumerate() {
@@ -122,7 +132,9 @@ pub fn stamp_overlays(
                         .into());
                     }
                 }
-                covered |= bitmap;
+                if leaf(field) {
+                    covered |= bitmap;
+                }
             }
         }
     }
@@ -204,6 +216,33 @@ mod tests {
         }
     }
 
+    /// Leaf fields 1 and 2, and a struct 3 with a leaf child 4.
+    fn schema() -> Schema {
+        Schema::new(vec![
+            Field::new(1, "a", DataType::Int64),
+            Field::new(2, "b", DataType::Int64),
+            Field::new(3, "s", DataType::Struct),
+            Field::child(4, 3, "x", DataType::Int64),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn a_struct_position_stamps_no_row() {
+        // covers: OVL-LIN-7
+        let mut f = fragment(0, 4);
+        f.lineage.last_updated_at = LineageSequence::Inline(vec![1; 4]);
+        let sparse = overlay(
+            vec![3, 4],
+            Coverage::Sparse(vec![bitmap(&[0, 1, 2, 3]), bitmap(&[2])]),
+        );
+        stamp_overlays(&mut f, vec![sparse], 6, true, &schema()).unwrap();
+        assert_eq!(
+            f.lineage.last_updated_at,
+            LineageSequence::Inline(vec![1, 1, 6, 1])
+        );
+    }
+
     fn fragment(id: u64, rows: u64) -> Fragment {
         let col = (0..rows).map(|i| Value::Int64(i as i64)).collect();
         Fragment::new(id, "base.lance", vec![1], vec![col])
@@ -243,7 +282,7 @@ mod tests {
             vec![1, -2, 2],
             Coverage::Sparse(vec![bitmap(&[1]), bitmap(&[5]), bitmap(&[4])]),
         );
-        stamp_overlays(&mut f, vec![sparse], 7, true).unwrap();
+        stamp_overlays(&mut f, vec![sparse], 7, true, &schema()).unwrap();
         // offset 5 is covered only by a tombstoned position: not stamped; 4 is deleted: stamped.
         assert_eq!(
             f.lineage.last_updated_at,
@@ -262,6 +301,7 @@ mod tests {
             vec![overlay(vec![1], Coverage::Dense(bitmap(&[2])))],
             5,
             true,
+            &schema(),
         )
         .unwrap();
         assert_eq!(
@@ -274,6 +314,7 @@ mod tests {
             vec![overlay(vec![1], Coverage::Dense(bitmap(&[2])))],
             5,
             false,
+            &schema(),
         )
         .unwrap();
         assert_eq!(g.lineage.last_updated_at, LineageSequence::Absent);
@@ -295,6 +336,7 @@ mod tests {
             vec![overlay(vec![1], Coverage::Dense(bitmap(&[0])))],
             9,
             true,
+            &schema(),
         )
         .unwrap();
         assert_eq!(
@@ -311,6 +353,7 @@ mod tests {
             vec![overlay(vec![1], Coverage::Dense(bitmap(&[3])))],
             2,
             true,
+            &schema(),
         )
         .unwrap_err();
         assert_eq!(e.code(), "lineage_offset_out_of_range");
