@@ -379,7 +379,7 @@ fn json_output_has_the_schemas_keys() {
 
 #[test]
 fn a_rewrite_places_carried_lineage_by_the_config_in_force() {
-    // covers: LIN-PLACE-3
+    // covers: LIN-PLACE-3, LIN-CFG-1
     let spilling = |v3: &Snapshot| {
         let mut v3 = v3.clone();
         v3.config
@@ -405,5 +405,38 @@ fn a_rewrite_places_carried_lineage_by_the_config_in_force() {
         next
     });
     let ids = found(&versions);
+    assert!(ids.contains(&"LIN-CFG-1".to_string()), "{ids:?}");
+    // Inline output although its stored encoding is over the 0-byte budget in force.
+    let mut versions = with_fourth(|v3| {
+        let mut next = rewritten(v3);
+        next.config = spilling(v3).config;
+        next
+    });
+    versions[2].config = versions[3].config.clone();
+    let ids = found(&versions);
     assert!(ids.contains(&"LIN-PLACE-3".to_string()), "{ids:?}");
+}
+
+#[test]
+fn a_spill_the_writers_own_encoding_may_explain_is_not_a_finding() {
+    // covers: LIN-ENC-6
+    // Spilled output where the reference's encoding would fit the budget: a writer whose own
+    // encoding is longer spills rightly, and bytes cannot tell the two apart.
+    let mut versions = with_fourth(|v3| {
+        let mut v3 = v3.clone();
+        v3.config
+            .insert(lance_reference::lineage::SPILL_KEY.into(), "true".into());
+        v3.config.insert(
+            lance_reference::lineage::INLINE_MAX_BYTES_KEY.into(),
+            "0".into(),
+        );
+        let mut next = rewritten(&v3);
+        next.config.insert(
+            lance_reference::lineage::INLINE_MAX_BYTES_KEY.into(),
+            "1000".into(),
+        );
+        next
+    });
+    versions[2].config = versions[3].config.clone();
+    assert_eq!(found(&versions), Vec::<String>::new());
 }

@@ -40,7 +40,7 @@ pub const VOCABULARY: [&str; 12] = [
 /// The writer words: the steps of the case vocabulary a writer commits (`write:<step>`). A
 /// writer run sends a case only to a writer that declares every word its steps need
 /// ([`super::writer::needs`]).
-pub const WRITE_WORDS: [&str; 15] = [
+pub const WRITE_WORDS: [&str; 16] = [
     "write:create",
     "write:append",
     "write:overlay",
@@ -56,7 +56,14 @@ pub const WRITE_WORDS: [&str; 15] = [
     "write:set-config",
     "write:add-fields",
     "write:drop-fields",
+    REFERENCE_LINEAGE_ENCODING,
 ];
+
+/// A writer whose inline lineage encodings are the reference's (the encoder of
+/// `spec/row-lineage.md`). Where the table spills, the budget is compared with the writer's
+/// own encoding ([LIN-ENC-6]), which the kit can measure only for such a writer: it is judged
+/// on placement exactly, any other writer only where its bytes decide it.
+pub const REFERENCE_LINEAGE_ENCODING: &str = "write:reference-lineage-encoding";
 
 /// The protocol word of a case capability (its `case.toml` spelling).
 pub fn word(capability: Capability) -> &'static str {

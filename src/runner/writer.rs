@@ -5,7 +5,9 @@
 //! new version from disk with the reference reader and compares what it reads with the case's
 //! `expected/`, by the same checks a reader gets ([`super::execute::version_checks`]: open,
 //! scans, lineage placement, exclusion sets, queries), except that a spilled sequence's file
-//! name is the writer's choice, so lineage is compared by placement only; and `validate`
+//! name is the writer's choice, so lineage is compared by placement only (and, in a table that
+//! spills, by whether it is recorded at all, unless the writer declares the reference's
+//! encoding: inline or spilled then follows the writer's own encoding, [LIN-ENC-6]); and `validate`
 //! ([`crate::validate`]) judges the version alone and the commit against the one before it. A
 //! step the case says must be refused has to be answered with `error` and leave no new version.
 //! A case is sent only when every step is one a conforming writer can be asked for
@@ -18,8 +20,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use lance_reference::lineage::SpillConfig;
 use lance_reference::model::Schema;
 
+use super::capability::REFERENCE_LINEAGE_ENCODING;
 use super::conformance_reader::{ConformanceReader, Refusal};
 use super::conformance_writer::ConformanceWriter;
 use super::execute::{self, Expected};
@@ -197,30 +201,42 @@ pub fn needs(step: &Step, words: &mut BTreeSet<&'static str>) -> Result<(), Stri
     Ok(())
 }
 
-/// The placement of a lineage sequence with its file name left out: the name is the writer's
-/// choice, where it lives is not.
-fn placement_only(l: &Location) -> Location {
-    match l {
-        Location::Column { .. } => Location::Column {
+/// How much of a lineage sequence's placement the kit compares with `expected/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compared {
+    /// Absent, inline or spilled; not the file's name, which is the writer's choice.
+    Placement,
+    /// Only whether it is recorded: in a table that spills, inline or spilled follows the
+    /// writer's own encoding ([LIN-ENC-6]), which `vN rules` judges where bytes decide it.
+    Recorded,
+}
+
+fn compared(l: &Location, how: Compared) -> Location {
+    match (l, how) {
+        (Location::Absent, _) => Location::Absent,
+        (_, Compared::Recorded) => Location::Column {
+            file: "(recorded: inline or spilled, by the writer's own encoding)".into(),
+        },
+        (Location::Column { .. }, Compared::Placement) => Location::Column {
             file: "(a data file of the writer's naming)".into(),
         },
-        other => other.clone(),
+        (Location::Inline, Compared::Placement) => Location::Inline,
     }
 }
 
-fn lineage_placement_only(f: &FragmentLineage) -> FragmentLineage {
+fn lineage_compared(f: &FragmentLineage, how: Compared) -> FragmentLineage {
     FragmentLineage {
         fragment: f.fragment,
         physical_rows: f.physical_rows,
-        row_ids: placement_only(&f.row_ids),
-        created_at: placement_only(&f.created_at),
-        last_updated_at: placement_only(&f.last_updated_at),
+        row_ids: compared(&f.row_ids, how),
+        created_at: compared(&f.created_at, how),
+        last_updated_at: compared(&f.last_updated_at, how),
     }
 }
 
-/// The kit's reader over what a writer wrote: the reference, with lineage answered by
-/// placement only.
-struct KitReader(ReferenceReader);
+/// The kit's reader over what a writer wrote: the reference, with lineage answered as far as
+/// it is compared.
+struct KitReader(ReferenceReader, Compared);
 
 impl ConformanceReader for KitReader {
     fn describe(&mut self) -> super::Answer<super::Description> {
@@ -233,9 +249,10 @@ impl ConformanceReader for KitReader {
         self.0.scan(request)
     }
     fn lineage(&mut self, at: &VersionRef, fragment: u64) -> super::Answer<FragmentLineage> {
+        let how = self.1;
         self.0
             .lineage(at, fragment)
-            .map(|f| lineage_placement_only(&f))
+            .map(|f| lineage_compared(&f, how))
     }
     fn exclusion(&mut self, at: &VersionRef) -> super::Answer<ExclusionResult> {
         self.0.exclusion(at)
@@ -254,6 +271,8 @@ struct Replay<'a> {
     expected: BTreeMap<u64, &'a ExpectedVersion>,
     /// Where the writer writes.
     dir: String,
+    /// The writer declares [`REFERENCE_LINEAGE_ENCODING`].
+    reference_encoding: bool,
     level: Level,
     out: Vec<CheckResult>,
     /// Set when the case cannot go on (a refusal, a crash, an unsupported step).
@@ -417,11 +436,23 @@ impl Replay<'_> {
             self.stopped = true;
             return;
         };
+        // Where the table spills, placement is exact only for a writer whose encoding is the
+        // reference's.
+        let spills = read_checked(Path::new(&self.dir), version)
+            .ok()
+            .and_then(|s| SpillConfig::from_table_config(&s.config).ok())
+            .is_some_and(|c| c.enabled);
+        self.kit.1 = if spills && !self.reference_encoding {
+            Compared::Recorded
+        } else {
+            Compared::Placement
+        };
+        let how = self.kit.1;
         let mut expected = expected.clone();
         expected.fragments = expected
             .fragments
             .iter()
-            .map(lineage_placement_only)
+            .map(|f| lineage_compared(f, how))
             .collect();
         let declared = ReferenceReader::capabilities();
         let (checks, _) = execute::version_checks(
@@ -598,10 +629,11 @@ pub fn run_case(
     }
     let mut replay = Replay {
         writer,
-        kit: KitReader(ReferenceReader::new()),
+        kit: KitReader(ReferenceReader::new(), Compared::Placement),
         case,
         expected: by_version,
         dir: absolute.display().to_string(),
+        reference_encoding: declared.contains(REFERENCE_LINEAGE_ENCODING),
         level: case.case.level,
         out: Vec::new(),
         stopped: false,

@@ -29,8 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lance_reference::exclusion::exclusion_set;
 use lance_reference::lineage::{
-    Origin, Placement, RowDatasetVersionSequence, RowIdSequence, SequenceKind, SpillConfig,
-    placement, stamp_overlays,
+    Origin, Placement, SequenceKind, SpillConfig, placement, stamp_overlays,
 };
 use lance_reference::model::{
     CREATED_AT_FIELD_ID, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, LineageSequence, Overlay,
@@ -70,6 +69,7 @@ pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion) -> Judged {
         prev: &prev.snapshot,
         cur: &cur.snapshot,
         file: &cur.file,
+        inline_lengths: &cur.inline_lengths,
         findings: Vec::new(),
         kinds: BTreeSet::new(),
     };
@@ -90,6 +90,8 @@ struct Commit<'a> {
     prev: &'a Snapshot,
     cur: &'a Snapshot,
     file: &'a str,
+    /// The stored inline lineage lengths of `cur`'s fragments.
+    inline_lengths: &'a BTreeMap<u64, [Option<usize>; 3]>,
     findings: Vec<Finding>,
     kinds: BTreeSet<&'static str>,
 }
@@ -672,40 +674,46 @@ impl Commit<'_> {
         Carried::Unchanged
     }
 
-    /// A rewrite output's carried sequences: spilled iff over the budget in force.
+    /// A rewrite output's carried sequences: spilled iff the writer's own inline encoding is
+    /// over the budget in force ([LIN-PLACE-3], [LIN-ENC-6]). An inline sequence's length is
+    /// what the manifest stores, so it is judged exactly. A spilled one left no inline
+    /// encoding to measure: with spilling off it is wrong ([LIN-CFG-1]); with spilling on it is
+    /// right whenever the writer's encoding was longer than the budget, which bytes cannot
+    /// refute, so it is not judged (the writer run judges a writer that declares the
+    /// reference's encoding, `write:reference-lineage-encoding`, spec/conformance.md §7).
     fn carried_placement(&mut self, at: &str, fc: &Fragment) {
         let Ok(config) = SpillConfig::from_table_config(&self.cur.config) else {
             return;
         };
-        for (kind, field, name) in SEQUENCES {
-            let Some(vals) = values(fc, field) else {
+        let stored = self.inline_lengths.get(&fc.id).copied().unwrap_or_default();
+        for (k, (kind, field, name)) in SEQUENCES.into_iter().enumerate() {
+            if values(fc, field).is_none() {
                 continue;
-            };
-            let len = match kind {
-                SequenceKind::RowIds => RowIdSequence::from_values(&vals).encode().len(),
-                _ => RowDatasetVersionSequence::from_versions(&vals)
-                    .encode()
-                    .len(),
-            };
-            let want = placement(kind, Origin::CarriedOver, len, &config) == Placement::Spill;
-            let found = is_spilled(fc, kind);
-            if want != found {
-                let word = |s: bool| if s { "spilled" } else { "inline" };
-                self.push(
-                    format!("{at}.lineage"),
-                    HistoryError::Placement {
-                        fragment: fc.id,
-                        sequence: name,
-                        found: word(found),
-                        expected: word(want),
-                        requirement: if len == config.inline_max_bytes {
-                            "LIN-PLACE-4"
-                        } else {
-                            "LIN-PLACE-3"
-                        },
-                    },
-                );
             }
+            let word = |s: bool| if s { "spilled" } else { "inline" };
+            let (found, want, requirement) = match (is_spilled(fc, kind), stored[k]) {
+                (true, _) if !config.enabled => (true, false, "LIN-CFG-1"),
+                (true, _) => continue,
+                (false, Some(len)) => {
+                    let want =
+                        placement(kind, Origin::CarriedOver, len, &config) == Placement::Spill;
+                    if !want {
+                        continue;
+                    }
+                    (false, true, "LIN-PLACE-3")
+                }
+                (false, None) => continue,
+            };
+            self.push(
+                format!("{at}.lineage"),
+                HistoryError::Placement {
+                    fragment: fc.id,
+                    sequence: name,
+                    found: word(found),
+                    expected: word(want),
+                    requirement,
+                },
+            );
         }
     }
 

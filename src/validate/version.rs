@@ -12,6 +12,9 @@
 
 use lance_reference::flags::check_written_flags;
 use lance_reference::model::{Snapshot, TOMBSTONE_FIELD_ID};
+use std::collections::BTreeMap;
+
+use lance_reference_io::manifest_file::decode_manifest_file;
 use lance_reference_io::{Dataset, Layout};
 
 use super::finding::{Finding, HistoryError};
@@ -25,6 +28,45 @@ pub struct ReadVersion {
     pub layout: Layout,
     /// The manifest file, relative to the root.
     pub file: String,
+    /// Per fragment id, the byte length of each inline lineage arm as the writer encoded it
+    /// (row ids, created-at, last-updated-at; `None` when not inline): the length
+    /// [LIN-PLACE-3] compares with the budget ([LIN-ENC-6]).
+    pub inline_lengths: BTreeMap<u64, [Option<usize>; 3]>,
+}
+
+/// The stored inline lineage lengths of every fragment of the manifest `file` (empty when it
+/// cannot be read again, which the reader's acceptance of it rules out).
+fn inline_lengths(dataset: &Dataset, file: &str) -> BTreeMap<u64, [Option<usize>; 3]> {
+    use lance_reference::proto::lance::table::data_fragment::{
+        CreatedAtVersionSequence as Created, LastUpdatedAtVersionSequence as Updated,
+        RowIdSequence as RowIds,
+    };
+    let Ok(bytes) = std::fs::read(dataset.root().join(file)) else {
+        return BTreeMap::new();
+    };
+    let Ok(decoded) = decode_manifest_file(&bytes, file) else {
+        return BTreeMap::new();
+    };
+    decoded
+        .manifest
+        .fragments
+        .iter()
+        .map(|f| {
+            let row_ids = match &f.row_id_sequence {
+                Some(RowIds::InlineRowIds(b)) => Some(b.len()),
+                _ => None,
+            };
+            let created = match &f.created_at_version_sequence {
+                Some(Created::InlineCreatedAtVersions(b)) => Some(b.len()),
+                _ => None,
+            };
+            let updated = match &f.last_updated_at_version_sequence {
+                Some(Updated::InlineLastUpdatedAtVersions(b)) => Some(b.len()),
+                _ => None,
+            };
+            (f.id, [row_ids, created, updated])
+        })
+        .collect()
 }
 
 /// Reads and judges `version` of `dataset`: the version when the reader accepts it (possibly
@@ -35,11 +77,13 @@ pub fn check(dataset: &Dataset, version: u64) -> (Option<ReadVersion>, Vec<Findi
         Err(e) => (None, vec![Finding::refusal(version, &file, &e)]),
         Ok((snapshot, layout)) => {
             let findings = writer_rules(&snapshot, &file);
+            let inline_lengths = inline_lengths(dataset, &file);
             (
                 Some(ReadVersion {
                     snapshot,
                     layout,
                     file,
+                    inline_lengths,
                 }),
                 findings,
             )

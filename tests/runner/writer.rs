@@ -90,6 +90,8 @@ enum How {
     CommitAtPrepare,
     /// Declares no `write:` word.
     DeclareNothing,
+    /// Does not declare `write:reference-lineage-encoding`.
+    OwnEncoding,
 }
 
 impl ConformanceWriter for Misbehaving {
@@ -97,6 +99,9 @@ impl ConformanceWriter for Misbehaving {
         let mut d = self.inner.describe()?;
         if matches!(self.how, How::DeclareNothing) {
             d.capabilities.clear();
+        }
+        if matches!(self.how, How::OwnEncoding) {
+            d.capabilities.remove("write:reference-lineage-encoding");
         }
         Ok(d)
     }
@@ -265,4 +270,25 @@ fn every_step_the_corpus_sends_a_writer_reads_back_from_its_wire_form() {
         }
     }
     assert!(sent > 300, "only {sent} steps");
+}
+
+#[test]
+fn a_writer_with_an_encoding_of_its_own_is_judged_on_placement_where_bytes_decide_it() {
+    // The reference's placements, judged without the reference's encoding: still right.
+    let report = misbehaving(How::OwnEncoding);
+    let failing: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| c.outcome.fails_run())
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(failing.is_empty(), "{failing:?}");
+    // In a table that spills, `lineage` then compares whether a sequence is recorded.
+    let budget = report.cases.iter().find(|c| c.id == "budget-exact").unwrap();
+    let lineage = budget
+        .checks
+        .iter()
+        .find(|k| k.name == "v3 lineage")
+        .unwrap();
+    assert_eq!(lineage.verdict, lance_conformance::runner::Verdict::Pass);
 }
