@@ -284,7 +284,11 @@ fn a_writer_with_an_encoding_of_its_own_is_judged_on_placement_where_bytes_decid
         .collect();
     assert!(failing.is_empty(), "{failing:?}");
     // In a table that spills, `lineage` then compares whether a sequence is recorded.
-    let budget = report.cases.iter().find(|c| c.id == "budget-exact").unwrap();
+    let budget = report
+        .cases
+        .iter()
+        .find(|c| c.id == "budget-exact")
+        .unwrap();
     let lineage = budget
         .checks
         .iter()

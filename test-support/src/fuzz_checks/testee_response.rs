@@ -59,7 +59,11 @@ pub fn check(data: &[u8]) {
                 // The spelling is a fixed point, and it keeps every value exactly except a
                 // NaN's sign and payload, which the protocol does not carry: every NaN is
                 // spelled `NaN`, and NaNs compare equal (spec/conformance.md §4).
-                assert_eq!(tag_scalar(&again), spelled, "{value:?} spelled twice differs");
+                assert_eq!(
+                    tag_scalar(&again),
+                    spelled,
+                    "{value:?} spelled twice differs"
+                );
                 assert!(
                     again.identical(&value) || has_nan(&value),
                     "{value:?} re-tagged decodes as {again:?}"
