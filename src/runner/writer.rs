@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use lance_reference::lineage::SpillConfig;
 use lance_reference::model::Schema;
 
-use super::capability::REFERENCE_LINEAGE_ENCODING;
+use super::capability::{ERROR_CODES, REFERENCE_LINEAGE_ENCODING};
 use super::conformance_reader::{ConformanceReader, Refusal};
 use super::conformance_writer::ConformanceWriter;
 use super::execute::{self, Expected};
@@ -64,6 +64,8 @@ pub enum Action<'a> {
     Refuse {
         /// The step.
         attempt: &'a Step,
+        /// The reference's error code for the refusal.
+        code: &'a str,
         /// The newest version before and after.
         at: u64,
     },
@@ -101,10 +103,11 @@ pub fn plan(case: &Case) -> Result<Plan<'_>, String> {
                 });
                 version += 2;
             }
-            Step::ExpectRefusal { attempt, .. } => {
+            Step::ExpectRefusal { attempt, code } => {
                 needs(attempt, &mut out.needs)?;
                 out.actions.push(Action::Refuse {
                     attempt,
+                    code,
                     at: version,
                 });
             }
@@ -273,6 +276,8 @@ struct Replay<'a> {
     dir: String,
     /// The writer declares [`REFERENCE_LINEAGE_ENCODING`].
     reference_encoding: bool,
+    /// The writer declares `error-codes`.
+    error_codes: bool,
     level: Level,
     out: Vec<CheckResult>,
     /// Set when the case cannot go on (a refusal, a crash, an unsupported step).
@@ -521,7 +526,7 @@ impl Replay<'_> {
         }
     }
 
-    fn refuse(&mut self, attempt: &Step, at: u64) {
+    fn refuse(&mut self, attempt: &Step, code: &str, at: u64) {
         let name = format!("v{at} refuses ({})", attempt.op());
         let Some(request) = self.request(&name, attempt, at) else {
             return;
@@ -529,17 +534,40 @@ impl Replay<'_> {
         let answer = self.writer.write(&request);
         let left = newest(Path::new(&self.dir));
         match answer {
-            Err(Refusal::Error(e)) if left == at => self.push(
-                name,
-                Verdict::Pass,
-                None,
-                format!(
-                    "refused: {}/{}: {}",
-                    e.class,
-                    e.code.as_deref().unwrap_or("-"),
-                    e.message
-                ),
-            ),
+            Err(Refusal::Error(e)) if left == at => {
+                self.push(
+                    name,
+                    Verdict::Pass,
+                    None,
+                    format!(
+                        "refused: {}/{}: {}",
+                        e.class,
+                        e.code.as_deref().unwrap_or("-"),
+                        e.message
+                    ),
+                );
+                // The code is the reference's vocabulary: judged only for a writer that
+                // reports it, and at SHOULD, as for readers (§4).
+                let name = format!("v{at} refusal code ({code})");
+                let (verdict, kind, message) = if !self.error_codes {
+                    (Verdict::Unsupported, None, "needs error-codes".to_string())
+                } else if e.code.as_deref() == Some(code) {
+                    (Verdict::Pass, None, String::new())
+                } else {
+                    (
+                        Verdict::Fail,
+                        Some(FailureKind::WrongCode),
+                        format!(
+                            "refused with code {}",
+                            e.code.as_deref().unwrap_or("(none)")
+                        ),
+                    )
+                };
+                let level = self.level;
+                self.level = Level::Should;
+                self.push(name, verdict, kind, message);
+                self.level = level;
+            }
             Err(Refusal::Error(e)) => {
                 self.push(
                     name,
@@ -634,6 +662,7 @@ pub fn run_case(
         expected: by_version,
         dir: absolute.display().to_string(),
         reference_encoding: declared.contains(REFERENCE_LINEAGE_ENCODING),
+        error_codes: declared.contains(ERROR_CODES),
         level: case.case.level,
         out: Vec::new(),
         stopped: false,
@@ -650,7 +679,7 @@ pub fn run_case(
                 conflict,
                 version,
             } => replay.retry(write, conflict, *version),
-            Action::Refuse { attempt, at } => replay.refuse(attempt, *at),
+            Action::Refuse { attempt, code, at } => replay.refuse(attempt, code, *at),
         }
     }
     match replay.declined.take() {

@@ -255,7 +255,7 @@ fn every_step_the_corpus_sends_a_writer_reads_back_from_its_wire_form() {
                     steps.push((conflict, *version));
                     steps.push((write, *version + 1));
                 }
-                Action::Refuse { attempt, at } => steps.push((attempt, *at)),
+                Action::Refuse { attempt, at, .. } => steps.push((attempt, *at)),
             }
         }
         for (step, v) in steps {
