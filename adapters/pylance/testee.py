@@ -47,7 +47,6 @@ import math
 import os
 import re
 import shutil
-import struct
 import sys
 import tempfile
 import traceback
@@ -65,6 +64,7 @@ except BaseException as e:  # noqa: BLE001 - a set-up problem: report it and exi
 # writer.py imports nothing from here; testee.py hands it its helpers (writer.set_helpers).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import writer  # noqa: E402
+from manifest_bytes import with_varint_field  # noqa: E402
 
 PROTOCOL = 1
 LINEAGE_COLUMNS = ["_row_created_at_version", "_row_last_updated_at_version"]
@@ -209,60 +209,6 @@ def version_tuple(text):
     return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
 
 
-def _varint(b, i):
-    value = shift = 0
-    while True:
-        byte = b[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, i
-
-
-def _encode_varint(value):
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def with_reader_flags(manifest, flags):
-    """A manifest file's bytes with `reader_feature_flags` (Manifest field 9) set to `flags`.
-    The file ends with the Manifest message (u32 length prefix) and a 16-byte footer (u64
-    offset of that message, two u16 format versions, the magic "LANC")."""
-    if len(manifest) < 16 or manifest[-4:] != b"LANC":
-        raise ValueError("no LANC footer")
-    (pos,) = struct.unpack("<Q", manifest[-16:-8])
-    (length,) = struct.unpack("<I", manifest[pos:pos + 4])
-    if pos + 4 + length != len(manifest) - 16:
-        raise ValueError("the manifest message is not the last thing before the footer")
-    message = manifest[pos + 4:pos + 4 + length]
-    kept, i = [], 0
-    while i < len(message):
-        begin = i
-        key, i = _varint(message, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            _, i = _varint(message, i)
-        elif wire == 2:
-            n, i = _varint(message, i)
-            i += n
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        else:
-            raise ValueError(f"wire type {wire}")
-        if field != 9:
-            kept.append(message[begin:i])
-    new = b"".join(kept) + _encode_varint(9 << 3) + _encode_varint(flags)
-    return manifest[:pos] + struct.pack("<I", len(new)) + new + manifest[-16:]
-
-
 def probe_flags(bits):
     """{bit: True (read) | False (refused as unsupported) | None (no answer)} for a dataset the
     installed pylance writes, with each bit set in its reader flags."""
@@ -281,7 +227,7 @@ def probe_flags(bits):
                 with open(m, "rb") as f:
                     data = f.read()
                 with open(target, "wb") as f:
-                    f.write(with_reader_flags(data, bit))
+                    f.write(with_varint_field(data, 9, bit))  # reader_feature_flags
             try:
                 lance_call(lambda: lance.dataset(copy).to_table())
                 out[bit] = True

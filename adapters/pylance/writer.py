@@ -43,11 +43,11 @@ API is answered `unsupported`, with the reason.
 import json
 import os
 import re
-import struct as pystruct
 import uuid
 
 import lance
 import pyarrow as pa
+from manifest_bytes import with_varint_field
 from lance import LanceOperation as Op
 from lance.file import LanceFileWriter
 from lance.fragment import DataFile
@@ -297,71 +297,12 @@ def manifest_name(version):
     return f"{(1 << 64) - 1 - version:020d}.manifest"
 
 
-def _varint(b, i):
-    value = shift = 0
-    while True:
-        byte = b[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, i
-
-
-def _encode_varint(value):
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def with_manifest_version(manifest, version):
-    """A manifest file's bytes with Manifest field 3 (`version`) set to `version`, every other
-    byte kept. The Manifest message is the last thing before the 16-byte footer, so changing
-    its length moves nothing the footer or the index section point at."""
-    if len(manifest) < 16 or manifest[-4:] != b"LANC":
-        raise ValueError("no LANC footer")
-    (pos,) = pystruct.unpack("<Q", manifest[-16:-8])
-    (length,) = pystruct.unpack("<I", manifest[pos:pos + 4])
-    if pos + 4 + length != len(manifest) - 16:
-        raise ValueError("the manifest message is not the last thing before the footer")
-    message = manifest[pos + 4:pos + 4 + length]
-    out, i, seen = [], 0, False
-    while i < len(message):
-        begin = i
-        key, i = _varint(message, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            _, i = _varint(message, i)
-        elif wire == 2:
-            n, i = _varint(message, i)
-            i += n
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        else:
-            raise ValueError(f"wire type {wire}")
-        if field == 3 and wire == 0:
-            out.append(_encode_varint(3 << 3) + _encode_varint(version))
-            seen = True
-        else:
-            out.append(message[begin:i])
-    if not seen:
-        raise ValueError("the manifest has no version field")
-    new = b"".join(out)
-    return manifest[:pos] + pystruct.pack("<I", len(new)) + new + manifest[-16:]
-
-
 def squash_to_version_one(path, last):
     """Keeps Lance's manifest of version `last` as version 1 and removes versions 1..last-1."""
     versions = os.path.join(path, "_versions")
     with open(os.path.join(versions, manifest_name(last)), "rb") as f:
         data = f.read()
-    patched = with_manifest_version(data, 1)
+    patched = with_varint_field(data, 3, 1)  # Manifest.version
     for v in range(1, last + 1):
         os.remove(os.path.join(versions, manifest_name(v)))
     with open(os.path.join(versions, manifest_name(1)), "wb") as f:
