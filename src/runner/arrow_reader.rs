@@ -96,6 +96,12 @@ fn broken(what: String) -> Refusal {
 fn tagged(array: &dyn Array, row: usize) -> Result<Tagged, Refusal> {
     let data_type = case_type(array.data_type())
         .ok_or_else(|| broken(format!("type {} has no case type", array.data_type())))?;
+    tagged_as(array, row, data_type)
+}
+
+/// The value at `row` of `array`, whose case type (`case_type(array.data_type())`) the caller
+/// computed once for the column.
+fn tagged_as(array: &dyn Array, row: usize, data_type: String) -> Result<Tagged, Refusal> {
     if row >= array.len() {
         return Err(broken(format!("row {row} past the end ({})", array.len())));
     }
@@ -230,7 +236,7 @@ pub fn scan_result(request: &ScanRequest, batches: &[RecordBatch]) -> Answer<Sca
                 return Err(broken("batches of one scan have different columns".into()));
             }
             Some(_) => {}
-            None => columns = Some(these),
+            None => columns = Some(these.clone()),
         }
         let fixed: Vec<&ArrayRef> = FIXED
             .iter()
@@ -241,7 +247,8 @@ pub fn scan_result(request: &ScanRequest, batches: &[RecordBatch]) -> Answer<Sca
                 .columns()
                 .iter()
                 .skip(FIXED.len())
-                .map(|a| tagged(a.as_ref(), row))
+                .zip(&these)
+                .map(|(a, c)| tagged_as(a.as_ref(), row, c.data_type.clone()))
                 .collect::<Result<_, _>>()?;
             rows.push(Row {
                 fragment: position(fixed[0].as_ref(), FIXED[0], row)?,

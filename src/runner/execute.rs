@@ -148,18 +148,8 @@ impl Checks<'_> {
         kind: Option<FailureKind>,
         message: Option<String>,
     ) {
-        let kind = match verdict {
-            Verdict::Error => Some(kind.unwrap_or(FailureKind::Crash)),
-            Verdict::Fail | Verdict::Inconclusive => kind,
-            _ => None,
-        };
-        self.out.push(CheckResult {
-            name,
-            verdict,
-            level,
-            kind,
-            message,
-        });
+        self.out
+            .push(CheckResult::new(name, verdict, level, kind, message));
     }
 
     /// A check at the case's level.
@@ -232,7 +222,8 @@ impl Checks<'_> {
     }
 }
 
-fn shown(e: &ReadError) -> String {
+/// A refusal in one line: `class/code: message`.
+pub(super) fn shown(e: &ReadError) -> String {
     format!(
         "{}/{}: {}",
         e.class,

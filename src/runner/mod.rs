@@ -148,33 +148,12 @@ pub fn load_corpus(options: &Options) -> Result<Vec<CaseDir>, RunnerError> {
 /// Runs the selected cases against `reader` and reports. The corpus is verified first.
 pub fn run_suite(
     reader: &mut dyn ConformanceReader,
-    mut options: Options,
+    options: Options,
 ) -> Result<Report, RunnerError> {
-    let all = load_corpus(&options)?;
-    let index = load_requirements(&options)?;
-    let unmatched = options.filters.unmatched(&all);
-    if !unmatched.is_empty() {
-        return Err(RunnerError::Input(format!(
-            "filters matching no case: {}",
-            unmatched.join(", ")
-        )));
-    }
-    let selected: Vec<&CaseDir> = all.iter().filter(|c| options.filters.selects(c)).collect();
-    let description = reader.describe().map_err(|r| {
-        RunnerError::Start(match r {
-            Refusal::Broken(m) | Refusal::Unsupported(m) | Refusal::Skipped(m) => m,
-            Refusal::Error(e) => e.message,
-        })
-    })?;
-    let mut cases = std::mem::take(&mut options.extra);
-    for (i, c) in selected.iter().enumerate() {
-        if let Some(progress) = options.progress.as_mut() {
-            progress(i, selected.len(), &c.case.id);
-        }
-        let expected = execute::load_expected(&c.dir).map_err(RunnerError::Input)?;
-        let (class_level, _) = execute::class_level(&c.case, &index);
-        let (checks, profile) =
-            execute::run_case(reader, &description.capabilities, c, &expected, class_level);
+    let description = reader.describe();
+    run_cases(options, description, |c, expected, index, declared| {
+        let (class_level, _) = execute::class_level(&c.case, index);
+        let (checks, profile) = execute::run_case(reader, declared, c, expected, class_level);
         let mut result = CaseResult::new(
             &c.case.id,
             &c.area,
@@ -187,7 +166,46 @@ pub fn run_suite(
             .into_iter()
             .map(|p| capability::word(p).to_string())
             .collect();
-        cases.push(result);
+        result
+    })
+}
+
+/// What a reader or writer run shares: the verified corpus, the filters (one matching no case
+/// is an error), the handshake's `description`, the progress callback, and the report; `judge`
+/// runs one selected case with its `expected/` and the capabilities declared.
+pub(crate) fn run_cases(
+    mut options: Options,
+    description: Answer<Description>,
+    mut judge: impl FnMut(
+        &CaseDir,
+        &execute::Expected,
+        &RequirementIndex,
+        &BTreeSet<String>,
+    ) -> CaseResult,
+) -> Result<Report, RunnerError> {
+    let all = load_corpus(&options)?;
+    let index = load_requirements(&options)?;
+    let unmatched = options.filters.unmatched(&all);
+    if !unmatched.is_empty() {
+        return Err(RunnerError::Input(format!(
+            "filters matching no case: {}",
+            unmatched.join(", ")
+        )));
+    }
+    let selected: Vec<&CaseDir> = all.iter().filter(|c| options.filters.selects(c)).collect();
+    let description = description.map_err(|r| {
+        RunnerError::Start(match r {
+            Refusal::Broken(m) | Refusal::Unsupported(m) | Refusal::Skipped(m) => m,
+            Refusal::Error(e) => e.message,
+        })
+    })?;
+    let mut cases = std::mem::take(&mut options.extra);
+    for (i, c) in selected.iter().enumerate() {
+        if let Some(progress) = options.progress.as_mut() {
+            progress(i, selected.len(), &c.case.id);
+        }
+        let expected = execute::load_expected(&c.dir).map_err(RunnerError::Input)?;
+        cases.push(judge(c, &expected, &index, &description.capabilities));
     }
     let ids: BTreeSet<String> = all.iter().map(|c| c.case.id.clone()).collect();
     let mut report = Report::new(

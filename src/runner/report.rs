@@ -181,6 +181,31 @@ pub struct CheckResult {
     pub message: Option<String>,
 }
 
+impl CheckResult {
+    /// A check with its kind kept only where the verdict has one: an error is a crash unless
+    /// said otherwise, a failure or inconclusive keeps `kind`, any other verdict has none.
+    pub fn new(
+        name: String,
+        verdict: Verdict,
+        level: Level,
+        kind: Option<FailureKind>,
+        message: Option<String>,
+    ) -> CheckResult {
+        let kind = match verdict {
+            Verdict::Error => Some(kind.unwrap_or(FailureKind::Crash)),
+            Verdict::Fail | Verdict::Inconclusive => kind,
+            _ => None,
+        };
+        CheckResult {
+            name,
+            verdict,
+            level,
+            kind,
+            message,
+        }
+    }
+}
+
 /// How a case counts in the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

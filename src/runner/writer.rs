@@ -21,12 +21,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use lance_reference::lineage::SpillConfig;
-use lance_reference::model::Schema;
+use lance_reference::model::Snapshot;
 
 use super::capability::{ERROR_CODES, REFERENCE_LINEAGE_ENCODING};
 use super::conformance_reader::{ConformanceReader, Refusal};
 use super::conformance_writer::ConformanceWriter;
-use super::execute::{self, Expected};
+use super::execute::{self, Expected, shown};
 use super::protocol::{
     ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ScanRequest, ScanResult, VersionRef,
     WriteRequest,
@@ -34,7 +34,7 @@ use super::protocol::{
 use super::reference::{ReferenceReader, read_checked};
 use super::report::{CaseResult, CheckResult, FailureKind, Report, Role, Verdict};
 use super::write_step::to_wire;
-use super::{Options, RunnerError, load_corpus, load_requirements};
+use super::{Options, RunnerError, run_cases};
 use crate::case::step::Shape;
 use crate::case::{Case, IndexKindSpec, Level, Step};
 use crate::corpus::{CaseDir, UNDAMAGED_DIR};
@@ -274,6 +274,8 @@ struct Replay<'a> {
     expected: BTreeMap<u64, &'a ExpectedVersion>,
     /// Where the writer writes.
     dir: String,
+    /// Versions of the stored case read so far ([`Replay::stored`]).
+    stored: BTreeMap<u64, Snapshot>,
     /// The writer declares [`REFERENCE_LINEAGE_ENCODING`].
     reference_encoding: bool,
     /// The writer declares `error-codes`.
@@ -288,38 +290,35 @@ struct Replay<'a> {
 
 impl Replay<'_> {
     fn push(&mut self, name: String, verdict: Verdict, kind: Option<FailureKind>, msg: String) {
-        let kind = match verdict {
-            Verdict::Error => Some(kind.unwrap_or(FailureKind::Crash)),
-            Verdict::Fail | Verdict::Inconclusive => kind,
-            _ => None,
-        };
-        self.out.push(CheckResult {
-            name,
-            verdict,
-            level: self.level,
-            kind,
-            message: (!msg.is_empty()).then_some(msg),
-        });
+        let message = (!msg.is_empty()).then_some(msg);
+        self.out
+            .push(CheckResult::new(name, verdict, self.level, kind, message));
     }
 
-    /// The schema of version `version` of the stored case (its undamaged twin for a negative
-    /// case's damaged version): what the step's cells are typed by.
-    fn schema(&self, version: u64) -> Result<Schema, String> {
-        let twin = self.case.dir.join(UNDAMAGED_DIR);
-        let root = if twin.is_dir() {
-            twin
-        } else {
-            self.case.dir.join("dataset")
-        };
-        read_checked(&root, version)
-            .map(|s| s.schema)
-            .map_err(|e| format!("the stored case's v{version}: {}", e.message))
+    /// Version `version` of the stored case (its undamaged twin for a negative case's damaged
+    /// version), read once: its schema types a step's cells, its config says whether the table
+    /// spills.
+    fn stored(&mut self, version: u64) -> Result<&Snapshot, String> {
+        if !self.stored.contains_key(&version) {
+            let twin = self.case.dir.join(UNDAMAGED_DIR);
+            let root = if twin.is_dir() {
+                twin
+            } else {
+                self.case.dir.join("dataset")
+            };
+            let snapshot = read_checked(&root, version)
+                .map_err(|e| format!("the stored case's v{version}: {}", e.message))?;
+            self.stored.insert(version, snapshot);
+        }
+        self.stored
+            .get(&version)
+            .ok_or_else(|| format!("the stored case's v{version}"))
     }
 
     fn request(&mut self, name: &str, step: &Step, version: u64) -> Option<WriteRequest> {
         let wire = self
-            .schema(version)
-            .and_then(|schema| to_wire(step, &schema));
+            .stored(version)
+            .and_then(|stored| to_wire(step, &stored.schema));
         match wire {
             Ok(step) => Some(WriteRequest {
                 dataset: self.dir.clone(),
@@ -379,21 +378,16 @@ impl Replay<'_> {
                 name,
                 Verdict::Fail,
                 Some(FailureKind::RefusedWrite),
-                format!(
-                    "refused: {}/{}: {}",
-                    e.class,
-                    e.code.as_deref().unwrap_or("-"),
-                    e.message
-                ),
+                format!("refused: {}", shown(&e)),
             ),
             Refusal::Unsupported(reason) | Refusal::Skipped(reason) => {
-                self.declined = Some(CheckResult {
+                self.declined = Some(CheckResult::new(
                     name,
-                    verdict: Verdict::Unsupported,
-                    level: self.level,
-                    kind: None,
-                    message: Some(reason),
-                });
+                    Verdict::Unsupported,
+                    self.level,
+                    None,
+                    Some(reason),
+                ));
             }
             Refusal::Broken(m) => self.push(name, Verdict::Error, Some(FailureKind::Crash), m),
         }
@@ -441,9 +435,10 @@ impl Replay<'_> {
             self.stopped = true;
             return;
         };
-        // Where the table spills, placement is exact only for a writer whose encoding is the
-        // reference's.
-        let spills = read_checked(Path::new(&self.dir), version)
+        // Where the case's table spills, placement is exact only for a writer whose encoding
+        // is the reference's.
+        let spills = self
+            .stored(version)
             .ok()
             .and_then(|s| SpillConfig::from_table_config(&s.config).ok())
             .is_some_and(|c| c.enabled);
@@ -535,17 +530,7 @@ impl Replay<'_> {
         let left = newest(Path::new(&self.dir));
         match answer {
             Err(Refusal::Error(e)) if left == at => {
-                self.push(
-                    name,
-                    Verdict::Pass,
-                    None,
-                    format!(
-                        "refused: {}/{}: {}",
-                        e.class,
-                        e.code.as_deref().unwrap_or("-"),
-                        e.message
-                    ),
-                );
+                self.push(name, Verdict::Pass, None, format!("refused: {}", shown(&e)));
                 // The code is the reference's vocabulary: judged only for a writer that
                 // reports it, and at SHOULD, as for readers (§4).
                 let name = format!("v{at} refusal code ({code})");
@@ -563,20 +548,21 @@ impl Replay<'_> {
                         ),
                     )
                 };
-                let level = self.level;
-                self.level = Level::Should;
-                self.push(name, verdict, kind, message);
-                self.level = level;
+                let message = (!message.is_empty()).then_some(message);
+                self.out.push(CheckResult::new(
+                    name,
+                    verdict,
+                    Level::Should,
+                    kind,
+                    message,
+                ));
             }
             Err(Refusal::Error(e)) => {
                 self.push(
                     name,
                     Verdict::Fail,
                     Some(FailureKind::CommittedRefused),
-                    format!(
-                        "refused ({}: {}) but left version {left} behind",
-                        e.class, e.message
-                    ),
+                    format!("refused ({}) but left version {left} behind", shown(&e)),
                 );
                 self.stopped = true;
             }
@@ -610,15 +596,17 @@ pub fn run_case(
     expected: &Expected,
     dir: &Path,
 ) -> Vec<CheckResult> {
-    let unsupported = |message: String| {
-        vec![CheckResult {
-            name: "write".into(),
-            verdict: Verdict::Unsupported,
-            level: case.case.level,
-            kind: None,
-            message: Some(message),
-        }]
+    // A case judged by one check of its own: not sent, or the runner could not set it up.
+    let only = |verdict: Verdict, message: String| {
+        vec![CheckResult::new(
+            "write".into(),
+            verdict,
+            case.case.level,
+            None,
+            Some(message),
+        )]
     };
+    let unsupported = |message| only(Verdict::Unsupported, message);
     let plan = match plan(&case.case) {
         Ok(p) => p,
         Err(why) => return unsupported(format!("not a writer case: {why}")),
@@ -632,15 +620,7 @@ pub fn run_case(
     if !lacking.is_empty() {
         return unsupported(format!("needs {}", lacking.join(", ")));
     }
-    let fail = |message: String| {
-        vec![CheckResult {
-            name: "write".into(),
-            verdict: Verdict::Error,
-            level: case.case.level,
-            kind: Some(FailureKind::Crash),
-            message: Some(message),
-        }]
-    };
+    let fail = |message| only(Verdict::Error, message);
     if dir.exists() {
         if let Err(e) = std::fs::remove_dir_all(dir) {
             return fail(format!("runner: cannot clear {}: {e}", dir.display()));
@@ -661,6 +641,7 @@ pub fn run_case(
         case,
         expected: by_version,
         dir: absolute.display().to_string(),
+        stored: BTreeMap::new(),
         reference_encoding: declared.contains(REFERENCE_LINEAGE_ENCODING),
         error_codes: declared.contains(ERROR_CODES),
         level: case.case.level,
@@ -702,51 +683,22 @@ pub fn run_case(
 /// reports. The corpus is verified first.
 pub fn run_writer_suite(
     writer: &mut dyn ConformanceWriter,
-    mut options: Options,
+    options: Options,
     scratch: &Path,
 ) -> Result<Report, RunnerError> {
-    let all = load_corpus(&options)?;
-    load_requirements(&options)?;
-    let unmatched = options.filters.unmatched(&all);
-    if !unmatched.is_empty() {
-        return Err(RunnerError::Input(format!(
-            "filters matching no case: {}",
-            unmatched.join(", ")
-        )));
-    }
-    let selected: Vec<&CaseDir> = all.iter().filter(|c| options.filters.selects(c)).collect();
-    let description = writer.describe().map_err(|r| {
-        RunnerError::Start(match r {
-            Refusal::Broken(m) | Refusal::Unsupported(m) | Refusal::Skipped(m) => m,
-            Refusal::Error(e) => e.message,
-        })
-    })?;
-    let mut cases = std::mem::take(&mut options.extra);
-    for (i, c) in selected.iter().enumerate() {
-        if let Some(progress) = options.progress.as_mut() {
-            progress(i, selected.len(), &c.case.id);
-        }
-        let expected = execute::load_expected(&c.dir).map_err(RunnerError::Input)?;
+    let description = writer.describe();
+    let mut report = run_cases(options, description, |c, expected, _, declared| {
         let dir: PathBuf = scratch.join(&c.area).join(&c.case.id);
-        let checks = run_case(writer, &description.capabilities, c, &expected, &dir);
-        cases.push(CaseResult::new(
+        let checks = run_case(writer, declared, c, expected, &dir);
+        CaseResult::new(
             &c.case.id,
             &c.area,
             c.case.level,
             c.case.requirements.clone(),
             c.case.tags.clone(),
             checks,
-        ));
-    }
-    let ids: BTreeSet<String> = all.iter().map(|c| c.case.id.clone()).collect();
-    let mut report = Report::new(
-        description.implementation,
-        description.capabilities.into_iter().collect(),
-        cases,
-        options.known_failures.as_ref(),
-        &ids,
-    );
-    report.label = options.label.clone();
+        )
+    })?;
     report.role = Role::Writer;
     Ok(report)
 }

@@ -217,14 +217,12 @@ pub fn continue_history(
     }
     let before = run.versions.len();
     run.step(label, step).map_err(&tag)?;
-    if run.versions.len() != before + 1 {
-        return Err(tag(Failure::Problem(
-            "the step committed no version".into(),
-        )));
-    }
-    run.versions
-        .pop()
-        .ok_or_else(|| tag(Failure::Problem("the step committed no version".into())))
+    let one = run.versions.len() == before + 1;
+    run.versions.pop().filter(|_| one).ok_or_else(|| {
+        tag(Failure::Problem(
+            "the step did not commit one version".into(),
+        ))
+    })
 }
 
 /// The second half of a retried commit: `write` (an `overlay` or `append`) was prepared on

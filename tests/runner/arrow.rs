@@ -228,9 +228,7 @@ impl ArrowReader for ReferenceInArrow {
     }
 }
 
-fn corpus() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-cases")
-}
+use crate::corpus;
 
 #[test]
 fn the_reference_answering_in_arrow_passes_every_case() {

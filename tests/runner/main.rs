@@ -10,3 +10,8 @@ mod process;
 mod protocol_schemas;
 mod suite;
 mod writer;
+
+/// The stored corpus, which every module here judges against.
+fn corpus() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-cases")
+}

@@ -163,6 +163,7 @@ impl Schemas {
 #[test]
 fn every_reference_resolves_and_every_command_has_its_schemas() {
     let s = Schemas::load();
+    // Every command has a request schema; every command but `stop` has a result schema.
     for cmd in [
         "start",
         "open",
@@ -179,19 +180,9 @@ fn every_reference_resolves_and_every_command_has_its_schemas() {
             s.files.contains_key(&format!("request-{cmd}.json")),
             "{cmd}"
         );
-    }
-    for cmd in [
-        "start",
-        "open",
-        "scan",
-        "lineage",
-        "exclusion",
-        "query",
-        "write",
-        "prepare",
-        "commit",
-    ] {
-        assert!(s.files.contains_key(&format!("result-{cmd}.json")), "{cmd}");
+        if cmd != "stop" {
+            assert!(s.files.contains_key(&format!("result-{cmd}.json")), "{cmd}");
+        }
     }
     fn refs(v: &Value, out: &mut Vec<String>) {
         match v {

@@ -17,9 +17,7 @@ use lance_conformance::runner::{
     ReferenceReader, Refusal, Report, Verdict, run_suite,
 };
 
-fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-cases")
-}
+use crate::corpus;
 
 fn run(reader: &mut dyn ConformanceReader) -> Report {
     run_suite(reader, Options::new(corpus())).unwrap()

@@ -15,9 +15,7 @@ use lance_conformance::runner::{
     Answer, ConformanceWriter, Description, FailureKind, Options, Outcome, Refusal, Report,
 };
 
-fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-cases")
-}
+use crate::corpus;
 
 fn run(writer: &mut dyn ConformanceWriter) -> Report {
     let scratch = tempfile::tempdir().unwrap();
