@@ -167,11 +167,7 @@ fn history(
     History {
         schema,
         stable,
-        config: ConfigSeed {
-            spill: 0,
-            budget: 0,
-            note: 0,
-        },
+        config: ConfigSeed::default(),
         rows: (0..rows).map(|i| [i as u8 + 1; 8]).collect(),
         indices,
         ops,

@@ -19,7 +19,7 @@ use lance_reference::model::Value;
 use super::history::{BUDGETS, ConfigSeed, History, OpSeed, OverlaySeed, RowSeed};
 use super::model::*;
 use crate::case::step::{FoldPolicySpec, IndexSpec, Row};
-use crate::case::{Cell, FieldSpec, IndexKindSpec, OverlaySpec, Shape, Step};
+use crate::case::{Cell, FieldSpec, OverlaySpec, Shape, Step};
 
 /// An unrelated config key, to change the config without touching lineage placement.
 pub const NOTE_KEY: &str = "model.note";
@@ -142,11 +142,7 @@ impl Builder {
                 indices.push(IndexSpec {
                     name: ix.name.clone(),
                     fields: vec![ix.field.to_string()],
-                    kind: if ix.vector {
-                        IndexKindSpec::Vector
-                    } else {
-                        IndexKindSpec::Btree
-                    },
+                    kind: ix.kind(),
                 });
                 b.s.indices.push(ix);
             }
@@ -538,11 +534,7 @@ impl Builder {
                 self.steps.push(Step::BuildIndex {
                     name: ix.name.clone(),
                     fields: vec![ix.field.to_string()],
-                    kind: if ix.vector {
-                        IndexKindSpec::Vector
-                    } else {
-                        IndexKindSpec::Btree
-                    },
+                    kind: ix.kind(),
                     built_from: (from != self.s.version).then_some(from),
                 });
                 self.s.indices.push(ix);

@@ -31,8 +31,8 @@ pub struct OverlaySeed {
     pub reverse: bool,
 }
 
-#[derive(Debug, Clone)]
-/// A table config change.
+/// A table config change; the default leaves the config as it is.
+#[derive(Debug, Clone, Default)]
 pub struct ConfigSeed {
     /// 0 leave, 1 `true`, 2 `TRUE`, 3 `false`, 4 unset.
     pub spill: u8,

@@ -18,7 +18,7 @@ use lance_reference::lineage::{DEFAULT_INLINE_MAX_BYTES, INLINE_MAX_BYTES_KEY, S
 use lance_reference::model::Value;
 use lance_reference::scan::{ScanRow, row_address};
 
-use crate::case::{Cell, Op as SpecOp, PredicateSpec};
+use crate::case::{Cell, IndexKindSpec, Op as SpecOp, PredicateSpec};
 
 // ---------------------------------------------------------------------------------------------
 // The schema: a fixed menu of fields, each history takes a subset.
@@ -243,6 +243,17 @@ pub struct MIndex {
     pub field: &'static str,
     /// A vector index.
     pub vector: bool,
+}
+
+impl MIndex {
+    /// The case step's index kind.
+    pub fn kind(&self) -> IndexKindSpec {
+        if self.vector {
+            IndexKindSpec::Vector
+        } else {
+            IndexKindSpec::Btree
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -50,11 +50,7 @@ pub fn candidates(t: &Trial) -> Vec<Trial> {
             out.push(with(&|c| c.history.schema &= !bit));
         }
     }
-    let plain = ConfigSeed {
-        spill: 0,
-        budget: 0,
-        note: 0,
-    };
+    let plain = ConfigSeed::default();
     if h.config.spill != 0 || h.config.budget != 0 || h.config.note != 0 {
         out.push(with(&|c| c.history.config = plain.clone()));
     }

@@ -268,11 +268,7 @@ fn recorded(
     History {
         schema,
         stable,
-        config: ConfigSeed {
-            spill: 0,
-            budget: 0,
-            note: 0,
-        },
+        config: ConfigSeed::default(),
         rows,
         indices: Vec::new(),
         ops,
