@@ -341,10 +341,8 @@ fn requirements(snapshot: &Snapshot) -> Vec<Requirement> {
         .iter()
         .find(|f| f.lineage.row_ids != LineageSequence::Absent);
     if snapshot.stable_row_ids || row_ids.is_some() {
-        let reason = match row_ids {
-            Some(f) if !snapshot.stable_row_ids => {
-                format!("fragment {} has a row-id sequence", f.id)
-            }
+        let reason = match (snapshot.stable_row_ids, row_ids) {
+            (false, Some(f)) => format!("fragment {} has a row-id sequence", f.id),
             _ => "the snapshot uses stable row ids".to_string(),
         };
         out.push(Requirement {
@@ -440,13 +438,20 @@ pub fn set_commit_flags(snapshot: &mut Snapshot) {
 /// Checks the stored words against the content: every required bit (see [`required_flags`])
 /// must be set, reader bits before writer bits, lower bits first; then, if reader bit 2 is
 /// set, the snapshot must have stable row ids on and every fragment must carry a row-id
-/// sequence. Extra bits are otherwise allowed (see the module docs).
+/// sequence. Extra bits are otherwise allowed (see the module docs). This is what a writer
+/// holds a manifest to; a reader holds only the reader word to it ([`check_for_read`]).
 pub fn check_consistency(snapshot: &Snapshot) -> Result<(), FlagError> {
+    check_content(snapshot, &[FlagWord::Reader, FlagWord::Writer])
+}
+
+/// [`check_consistency`] restricted to the words in `words`.
+fn check_content(snapshot: &Snapshot, words: &[FlagWord]) -> Result<(), FlagError> {
     let reqs = requirements(snapshot);
-    for (word, stored) in [
-        (FlagWord::Reader, snapshot.reader_flags),
-        (FlagWord::Writer, snapshot.writer_flags),
-    ] {
+    for &word in words {
+        let stored = match word {
+            FlagWord::Reader => snapshot.reader_flags,
+            FlagWord::Writer => snapshot.writer_flags,
+        };
         for req in &reqs {
             let needed = word == FlagWord::Writer || req.reader;
             if needed && stored & req.flag == 0 {
@@ -475,13 +480,13 @@ pub fn check_consistency(snapshot: &Snapshot) -> Result<(), FlagError> {
     Ok(())
 }
 
-/// Everything a reader checks before trusting a snapshot: the reader word, then content
-/// consistency. The writer word binds writers only, so nothing in it stops a read; this is
-/// where the kit departs from Lance 14, which also refuses unpaired bits at read time (see
-/// [`check_paired_flags`]).
+/// Everything a reader checks before trusting a snapshot: the reader word, then the reader
+/// word against the content. The writer word binds writers only, so nothing in it stops a read
+/// (FLG-READ-3), not even a content bit missing from it; this is where the kit departs from
+/// Lance 14, which also refuses unpaired bits at read time (see [`check_paired_flags`]).
 pub fn check_for_read(snapshot: &Snapshot) -> Result<(), FlagError> {
     check_reader_flags(snapshot.reader_flags)?;
-    check_consistency(snapshot)
+    check_content(snapshot, &[FlagWord::Reader])
 }
 
 /// Everything a writer checks before committing on top of a snapshot: word pairing, the
@@ -930,6 +935,11 @@ mod tests {
             check_for_read(&s).unwrap_err().code(),
             "unknown_reader_flag"
         );
+        // Content that needs bit 2 in both words: a read looks at the reader word only.
+        let mut s = snapshot(vec![with_row_ids(fragment(0))], FLAG_STABLE_ROW_IDS, 0);
+        s.stable_row_ids = true;
+        assert_eq!(check_for_read(&s), Ok(()));
+        assert_eq!(check_consistency(&s).unwrap_err().code(), "missing_flag");
     }
 
     #[test]
