@@ -73,7 +73,7 @@ files=(
 # encoding. A mutant there cannot change what a reader returns.
 writer_only=(
   set_commit_flags required_flags check_written_flags check_for_write check_writer_flags
-  check_writer_flags_supporting check_paired_flags check_field_id_high_water_mark
+  check_writer_flags_supporting check_paired_flags check_field_id_high_water_mark check_consistency
   'EncodedU64Array::from_values' 'EncodedU64Array::to_proto'
   'U64Segment::from_values' 'U64Segment::to_proto' 'U64Segment::mask'
   'RowIdSequence::new_fragment' 'RowIdSequence::from_values' 'RowIdSequence::encode'
@@ -107,7 +107,7 @@ exclude_re="(^| )(in|replace|delete) ($(IFS='|'; echo "${writer_only[*]}"))( |$)
 #   UNKNOWN is left out exactly as one whose predicate is FALSE. The query language has no NOT,
 #   so nothing above them can tell the two apart.
 equivalent=(
-  '^reference/src/flags\.rs:[0-9]+:[0-9]+: replace [^ ]+ with [^ ]+$'
+  '^reference/src/flags\.rs:[0-9]+:[0-9]+: (replace [^ ]+ with [^ ]+|delete [^ ]+)$'
   'delete match arm \(false, Some\(f\)\) in requirements$'
   'delete match arm \(Truth::False, _\) \|\(_, Truth::False\) in Truth::and$'
   'delete match arm \(Truth::False, Truth::False\) in Truth::or$'
