@@ -926,6 +926,53 @@ mod tests {
     }
 
     #[test]
+    fn reads_hold_the_reader_word_to_row_ids_and_covering_fields() {
+        // covers: FLG-CONS-4, FLG-CONS-5, FLG-CONS-6
+        // Bit 2 set, but fragment 3 stores no row-id sequence: no row ids to return for it.
+        let mut s = snapshot(vec![with_row_ids(fragment(0)), fragment(3)], 2, 2);
+        s.stable_row_ids = true;
+        assert_eq!(
+            check_for_read(&s),
+            Err(FlagError::MissingRowIds { fragment: 3 })
+        );
+        // Row-id sequences while bit 2 is clear.
+        let s = snapshot(vec![fragment(0), with_row_ids(fragment(4))], 0, 2);
+        let err = check_for_read(&s).unwrap_err();
+        assert_eq!(
+            (err.class(), err.code()),
+            (ErrorClass::Invalid, "missing_flag")
+        );
+        assert_eq!(
+            err.to_string(),
+            "fragment 4 has a row-id sequence but reader flag 2 is clear"
+        );
+        // An index with a covering field needs bit 128; one without does not.
+        let index = |fields: Vec<crate::model::FieldId>| crate::model::Index {
+            name: "idx".into(),
+            fields,
+            dataset_version: 1,
+            fragment_bitmap: None,
+            kind: crate::model::IndexKind::BTree,
+            entries: Vec::new(),
+        };
+        let mut s = snapshot(vec![fragment(0)], 0, 0);
+        s.indices = vec![index(vec![0])];
+        assert_eq!(check_for_read(&s), Ok(()));
+        s.indices = vec![index(vec![0, 1])];
+        let err = check_for_read(&s).unwrap_err();
+        assert_eq!(
+            err,
+            FlagError::MissingFlag {
+                word: FlagWord::Reader,
+                flag: FLAG_COVERED_INDEX_METADATA,
+                reason: "index idx has 1 covering fields".into(),
+            }
+        );
+        s.reader_flags = FLAG_COVERED_INDEX_METADATA;
+        assert_eq!(check_for_read(&s), Ok(()));
+    }
+
+    #[test]
     fn reads_ignore_the_writer_word() {
         // covers: FLG-READ-3
         let s = snapshot(vec![fragment(0)], 0, (1 << 40) | 256 | 32768);
