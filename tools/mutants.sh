@@ -80,7 +80,7 @@ writer_only=(
   'RowIdSequence::extend' 'RowIdSequence::mask' rechunk compact 'Unit::[a-z_]+' fold
   'fold::flush' mask_units local_positions rechunk_units
   'RowDatasetVersionSequence::uniform' 'RowDatasetVersionSequence::from_versions'
-  'RowDatasetVersionSequence::encode' 'RowDatasetVersionSequence::mask'
+  'RowDatasetVersionSequence::encode' 'RowDatasetVersionSequence::mask' 'EncodedU64Array::is_empty'
   'Overlay::with_path'
   encode_manifest schema_to_proto index_uuid encode_data_file index_layout deletion_layout
   encode_manifest_file frame manifest_name version_hint

@@ -368,6 +368,9 @@ pub enum LineageProblem {
     BitmapPadding,
     /// A `RangeWithHoles` over `0..n+2` whose two holes are listed in decreasing order.
     UnsortedHoles,
+    /// A `RangeWithHoles` over `0..n+1` whose one hole is `n + 1`, its end: `n` values if the
+    /// hole is simply counted, `n + 1` if it is dropped for lying outside the range.
+    HoleOutsideRange,
     /// An `Array` of `u16` offsets whose byte length is odd.
     BadArrayWidth,
     /// One `Range` (or one run) of `n + 1` values.
@@ -383,9 +386,10 @@ pub enum LineageProblem {
 
 impl LineageProblem {
     /// Every rule, in declaration order.
-    pub const ALL: [LineageProblem; 7] = [
+    pub const ALL: [LineageProblem; 8] = [
         LineageProblem::BitmapPadding,
         LineageProblem::UnsortedHoles,
+        LineageProblem::HoleOutsideRange,
         LineageProblem::BadArrayWidth,
         LineageProblem::LengthMismatch,
         LineageProblem::ReversedRange,

@@ -380,6 +380,11 @@ fn malformed_sequence(
             end: rows + 2,
             holes: Some(u16_array(rows, vec![1, 0, 0, 0])),
         }),
+        LineageProblem::HoleOutsideRange => Segment::RangeWithHoles(RangeWithHoles {
+            start: 0,
+            end: rows + 1,
+            holes: Some(u16_array(rows + 1, vec![0, 0])),
+        }),
         LineageProblem::BadArrayWidth => {
             Segment::Array(u16_array(0, vec![0; 2 * rows as usize + 1]))
         }
@@ -802,6 +807,10 @@ offsets = [0]
         assert_eq!(
             decode(LineageProblem::UnsortedHoles).unwrap_err().code(),
             "lineage_not_increasing"
+        );
+        assert_eq!(
+            decode(LineageProblem::HoleOutsideRange).unwrap_err().code(),
+            "lineage_hole_outside_range"
         );
         assert_eq!(
             decode(LineageProblem::BadArrayWidth).unwrap_err().code(),
