@@ -80,7 +80,11 @@ writer_only=(
   'RowIdSequence::extend' 'RowIdSequence::mask' rechunk compact 'Unit::[a-z_]+' fold
   'fold::flush' mask_units local_positions rechunk_units
   'RowDatasetVersionSequence::uniform' 'RowDatasetVersionSequence::from_versions'
-  'RowDatasetVersionSequence::encode' 'RowDatasetVersionSequence::mask' 'EncodedU64Array::is_empty'
+  'RowDatasetVersionSequence::encode' 'RowDatasetVersionSequence::mask'
+  # Helpers only masking calls (is_sorted_kind, values), or no read calls at all (the is_empty
+  # beside each len, which clippy's len_without_is_empty asks for).
+  'EncodedU64Array::is_empty' 'EncodedU64Array::values' 'U64Segment::is_empty'
+  'U64Segment::is_sorted_kind' 'RowIdSequence::is_empty'
   'Overlay::with_path'
   encode_manifest schema_to_proto index_uuid encode_data_file index_layout deletion_layout
   encode_manifest_file frame manifest_name version_hint
