@@ -120,16 +120,16 @@ exclude_re="(^| )(in|replace|delete) ($(IFS='|'; echo "${writer_only[*]}"))( |$)
 #   UNKNOWN is left out exactly as one whose predicate is FALSE. The query language has no NOT,
 #   so nothing above them can tell the two apart.
 equivalent=(
-  # Field deletions in protobuf message literals: only the encoders (encode_manifest,
-  # schema_to_proto) build protobuf messages. cargo-mutants matches these mutants without their
-  # function's name, so the writer-only list above cannot reach them.
-  'delete field [a-z_]+ from struct pbf?::[A-Za-z]+ expression$'
   '^reference/src/flags\.rs:[0-9]+:[0-9]+: (replace [^ ]+ with [^ ]+|delete [^ ]+)$'
   'delete match arm \(false, Some\(f\)\) in requirements$'
   'delete match arm \(Truth::False, _\) \|\(_, Truth::False\) in Truth::and$'
   'delete match arm \(Truth::False, Truth::False\) in Truth::or$'
 )
 exclude_re="$exclude_re|$(IFS='|'; echo "${equivalent[*]}")"
+# cargo-mutants 27.1.0 applies --exclude-re to every mutant but "delete field X from struct Y
+# expression": the 35 such mutants of encode_manifest and schema_to_proto (writer-only: only
+# encoders build protobuf messages) are tested anyway and land in missed.txt. Leave them out
+# of the figures (README.md, Mutation testing).
 
 # No debug info: it is never read here, and without it each mutant builds and links faster.
 export CARGO_PROFILE_DEV_DEBUG=0
