@@ -154,14 +154,7 @@ pub fn run_suite(
     run_cases(options, description, |c, expected, index, declared| {
         let (class_level, _) = execute::class_level(&c.case, index);
         let (checks, profile) = execute::run_case(reader, declared, c, expected, class_level);
-        let mut result = CaseResult::new(
-            &c.case.id,
-            &c.area,
-            c.case.level,
-            c.case.requirements.clone(),
-            c.case.tags.clone(),
-            checks,
-        );
+        let mut result = CaseResult::of_case(c, checks);
         result.refusal_profile = profile
             .into_iter()
             .map(|p| capability::word(p).to_string())

@@ -273,6 +273,19 @@ pub struct CaseResult {
 }
 
 impl CaseResult {
+    /// The result of corpus case `c` from its checks: its id, area, level, requirements and
+    /// tags as the case file gives them.
+    pub fn of_case(c: &crate::corpus::CaseDir, checks: Vec<CheckResult>) -> CaseResult {
+        CaseResult::new(
+            &c.case.id,
+            &c.area,
+            c.case.level,
+            c.case.requirements.clone(),
+            c.case.tags.clone(),
+            checks,
+        )
+    }
+
     /// A case result from its checks; the outcome is decided by [`Report::new`].
     pub fn new(
         id: &str,

@@ -690,14 +690,7 @@ pub fn run_writer_suite(
     let mut report = run_cases(options, description, |c, expected, _, declared| {
         let dir: PathBuf = scratch.join(&c.area).join(&c.case.id);
         let checks = run_case(writer, declared, c, expected, &dir);
-        CaseResult::new(
-            &c.case.id,
-            &c.area,
-            c.case.level,
-            c.case.requirements.clone(),
-            c.case.tags.clone(),
-            checks,
-        )
+        CaseResult::of_case(c, checks)
     })?;
     report.role = Role::Writer;
     Ok(report)
