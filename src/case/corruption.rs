@@ -218,6 +218,21 @@ pub enum Corruption {
         /// The id to store.
         id: u64,
     },
+    /// Overwrite `Manifest.max_fragment_id` (e.g. with a value below a fragment's id).
+    SetMaxFragmentId {
+        /// The stored value.
+        max_fragment_id: u32,
+    },
+    /// Overwrite `fragments[..].files[file].column_indices` (e.g. with fewer entries than the
+    /// file's `fields`).
+    SetColumnIndices {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's files.
+        file: usize,
+        /// The stored list.
+        column_indices: Vec<i32>,
+    },
     /// Overwrite `Manifest.version` (the file name keeps the real version).
     SetManifestVersion {
         /// The inner version to store.
@@ -330,6 +345,13 @@ pub enum IndexFileDamage {
         /// The file name.
         file: String,
     },
+    /// List `file` in the manifest as `../<file>`, a name that leaves the index's directory;
+    /// a copy of the file is put where that name leads (`_indices/<file>`), so a reader that
+    /// follows the name reads an intact index instead of failing on a missing file.
+    EscapingName {
+        /// The file name.
+        file: String,
+    },
     /// Rewrite the files with the entry of `fragment`/`offset` holding `value` instead of the
     /// row's value at the index's `dataset_version`.
     SetEntry {
@@ -371,6 +393,9 @@ pub enum LineageProblem {
     /// A `RangeWithHoles` over `0..n+1` whose one hole is `n + 1`, its end: `n` values if the
     /// hole is simply counted, `n + 1` if it is dropped for lying outside the range.
     HoleOutsideRange,
+    /// A `RangeWithHoles` over `1..n+2` whose one hole is `0`, below its start: `n` values by
+    /// the count, but a hole must lie within `[start, end)`.
+    HoleBelowStart,
     /// An `Array` of `u16` offsets whose byte length is odd.
     BadArrayWidth,
     /// One `Range` (or one run) of `n + 1` values.
@@ -382,19 +407,24 @@ pub enum LineageProblem {
     /// One `Range` of 2^60 values: the length must be checked against `physical_rows` before
     /// anything is allocated.
     HugeRange,
+    /// An `Array` of `n` `u16` offsets `0, 1, ...` on the base `u64::MAX`: every value past the
+    /// first overflows u64.
+    OffsetOverflow,
 }
 
 impl LineageProblem {
     /// Every rule, in declaration order.
-    pub const ALL: [LineageProblem; 8] = [
+    pub const ALL: [LineageProblem; 10] = [
         LineageProblem::BitmapPadding,
         LineageProblem::UnsortedHoles,
         LineageProblem::HoleOutsideRange,
+        LineageProblem::HoleBelowStart,
         LineageProblem::BadArrayWidth,
         LineageProblem::LengthMismatch,
         LineageProblem::ReversedRange,
         LineageProblem::MissingKind,
         LineageProblem::HugeRange,
+        LineageProblem::OffsetOverflow,
     ];
 }
 
@@ -437,6 +467,8 @@ impl Corruption {
             | Corruption::SetBaseId { .. }
             | Corruption::SetDataFileVersion { .. }
             | Corruption::SetFragmentId { .. }
+            | Corruption::SetMaxFragmentId { .. }
+            | Corruption::SetColumnIndices { .. }
             | Corruption::SetManifestVersion { .. }
             | Corruption::TruncateManifest { .. }
             | Corruption::BadManifestLength

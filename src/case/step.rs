@@ -358,6 +358,35 @@ pub enum Step {
     Reencode(Reencoding),
 }
 
+/// One `U64Segment` of [`Reencoding::RowIdSegments`], written out. Arrays (the holes, and the
+/// values of `sorted_array`) are stored in the narrowest width that holds their offsets from
+/// their smallest value, as the reference writer stores them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SegmentForm {
+    /// `start..end` (empty when they are equal).
+    Range {
+        /// First value.
+        start: u64,
+        /// One past the last value.
+        end: u64,
+    },
+    /// `start..end` without `holes`.
+    RangeWithHoles {
+        /// First value of the range.
+        start: u64,
+        /// One past its last value.
+        end: u64,
+        /// The values left out, increasing.
+        holes: Vec<u64>,
+    },
+    /// These values, increasing.
+    SortedArray {
+        /// The values.
+        values: Vec<u64>,
+    },
+}
+
 /// An equivalent form of a written version (see [`Step::Reencode`]): different bytes, the same
 /// table. The store applies it after writing the version, under new file names, so other
 /// versions keep their files.
@@ -383,6 +412,15 @@ pub enum Reencoding {
         /// Segment lengths.
         lengths: Vec<u64>,
     },
+    /// Stores the fragment's inline row ids as exactly these segments, in order (their values,
+    /// concatenated, must be the fragment's row ids): forms a writer may choose that the
+    /// reference writer never does, such as an empty range or a hole at a range's start.
+    RowIdSegments {
+        /// Fragment id.
+        fragment: u64,
+        /// The segments.
+        segments: Vec<SegmentForm>,
+    },
     /// Stores an inline version sequence with spans holding `values` (one per physical row,
     /// cut into the runs the writer chooses) instead of row offsets: each run's span is the
     /// writer's encoding of its slice of `values`. Only a span's length carries meaning.
@@ -397,6 +435,10 @@ pub enum Reencoding {
     /// Sets bit 4, the deprecated v2-format marker that no current writer sets, in both flag
     /// words, as an older writer did. The bit asks nothing of a reader (FLG-READ-2).
     DeprecatedV2Flag,
+    /// Stores an `IndexSection` that lists no index (a zero length prefix and no bytes) in a
+    /// version without indices, as a writer that dropped the last index may leave it: the
+    /// section then ends exactly where the Manifest's length prefix begins.
+    EmptyIndexSection,
 }
 
 impl Step {

@@ -205,6 +205,8 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         | Corruption::SetBaseId { .. }
         | Corruption::SetDataFileVersion { .. }
         | Corruption::SetFragmentId { .. }
+        | Corruption::SetMaxFragmentId { .. }
+        | Corruption::SetColumnIndices { .. }
         | Corruption::SetManifestVersion { .. }
         | Corruption::TruncateManifest { .. }
         | Corruption::BadManifestLength

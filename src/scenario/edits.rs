@@ -7,14 +7,16 @@
 //! no decoded value: [`plan`] turns it into the bytes or the column order the store writes,
 //! and the store's read-back check proves the version still reads as committed.
 
-use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence, U64Segment};
+use lance_reference::lineage::{
+    EncodedU64Array, RowDatasetVersionSequence, RowIdSequence, U64Segment,
+};
 use lance_reference::model::{
     DataFile, FieldId, LAST_UPDATED_AT_FIELD_ID, LineageSequence, Snapshot, TOMBSTONE_FIELD_ID,
     Value,
 };
 
 use super::{Outcome, Run};
-use crate::case::step::{Reencoding, SequenceSpec};
+use crate::case::step::{Reencoding, SegmentForm, SequenceSpec};
 
 /// What the store does to a written version for one [`Reencoding`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +44,8 @@ pub enum ReencodePlan {
         /// The bits.
         bits: u64,
     },
+    /// Store an `IndexSection` with no indices.
+    EmptyIndexSection,
 }
 
 /// The name a sequence has in `case.toml`.
@@ -86,6 +90,15 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
             },
             "stored bit 4 (the deprecated v2-format marker) in both flag words".into(),
         )),
+        Reencoding::EmptyIndexSection => {
+            if !snapshot.indices.is_empty() {
+                return Err("the version has indices; an empty section would drop them".into());
+            }
+            Ok((
+                ReencodePlan::EmptyIndexSection,
+                "stored an IndexSection of zero bytes directly before the Manifest".into(),
+            ))
+        }
         Reencoding::PermuteColumns {
             fragment,
             file,
@@ -165,6 +178,57 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
                 format!(
                     "stored the row ids of fragment {fragment} as {} segments: {}",
                     labels.len(),
+                    labels.join(" | ")
+                ),
+            ))
+        }
+        Reencoding::RowIdSegments { fragment, segments } => {
+            let f = fragment_of(*fragment)?;
+            let LineageSequence::Inline(ids) = &f.lineage.row_ids else {
+                return Err(format!("fragment {fragment} has no inline row ids"));
+            };
+            let segments: Vec<U64Segment> = segments
+                .iter()
+                .enumerate()
+                .map(|(i, form)| {
+                    let segment = match form {
+                        SegmentForm::Range { start, end } => U64Segment::Range {
+                            start: *start,
+                            end: *end,
+                        },
+                        SegmentForm::RangeWithHoles { start, end, holes } => {
+                            U64Segment::RangeWithHoles {
+                                start: *start,
+                                end: *end,
+                                holes: EncodedU64Array::from_values(holes),
+                            }
+                        }
+                        SegmentForm::SortedArray { values } => {
+                            U64Segment::SortedArray(EncodedU64Array::from_values(values))
+                        }
+                    };
+                    segment
+                        .validate(&format!("segments[{i}]"))
+                        .map(|()| segment)
+                        .map_err(|e| e.to_string())
+                })
+                .collect::<Result<_, _>>()?;
+            let sequence = RowIdSequence { segments };
+            let stored: Vec<u64> = sequence.iter().collect();
+            if stored != *ids {
+                return Err(format!(
+                    "the segments hold the row ids {stored:?}, not the fragment's {ids:?}"
+                ));
+            }
+            let labels: Vec<String> = sequence.segments.iter().map(segment_label).collect();
+            Ok((
+                ReencodePlan::InlineLineage {
+                    fragment: *fragment,
+                    sequence: SequenceSpec::RowIds,
+                    bytes: sequence.encode(),
+                },
+                format!(
+                    "stored the row ids of fragment {fragment} as the segments {}",
                     labels.join(" | ")
                 ),
             ))

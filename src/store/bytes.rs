@@ -105,6 +105,17 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
             // A stored high-water mark below the new id would be refused on its own.
             m.max_fragment_id = None;
         }
+        Corruption::SetMaxFragmentId { max_fragment_id } => {
+            m.max_fragment_id = Some(*max_fragment_id);
+        }
+        Corruption::SetColumnIndices {
+            fragment,
+            file,
+            column_indices,
+        } => {
+            data_file(m, fragment_position(m, *fragment)?, *file, &missing)?.column_indices =
+                column_indices.clone();
+        }
         Corruption::SetDataFilePath {
             fragment,
             file,
@@ -385,8 +396,20 @@ fn malformed_sequence(
             end: rows + 1,
             holes: Some(u16_array(rows + 1, vec![0, 0])),
         }),
+        LineageProblem::HoleBelowStart => Segment::RangeWithHoles(RangeWithHoles {
+            start: 1,
+            end: rows + 2,
+            holes: Some(u16_array(0, vec![0, 0])),
+        }),
         LineageProblem::BadArrayWidth => {
             Segment::Array(u16_array(0, vec![0; 2 * rows as usize + 1]))
+        }
+        LineageProblem::OffsetOverflow => {
+            if !(2..=1 << 16).contains(&rows) {
+                return Err("offset_overflow needs between 2 and 65536 rows");
+            }
+            let offsets = (0..rows).flat_map(|i| (i as u16).to_le_bytes()).collect();
+            Segment::Array(u16_array(u64::MAX, offsets))
         }
         LineageProblem::LengthMismatch => Segment::Range(Range {
             start: 0,
@@ -672,6 +695,8 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
         | Corruption::SetBaseId { .. }
         | Corruption::SetDataFileVersion { .. }
         | Corruption::SetFragmentId { .. }
+        | Corruption::SetMaxFragmentId { .. }
+        | Corruption::SetColumnIndices { .. }
         | Corruption::SetManifestVersion { .. }
         | Corruption::TruncateManifest { .. }
         | Corruption::BadManifestLength
@@ -811,6 +836,14 @@ offsets = [0]
         assert_eq!(
             decode(LineageProblem::HoleOutsideRange).unwrap_err().code(),
             "lineage_hole_outside_range"
+        );
+        assert_eq!(
+            decode(LineageProblem::HoleBelowStart).unwrap_err().code(),
+            "lineage_hole_outside_range"
+        );
+        assert_eq!(
+            decode(LineageProblem::OffsetOverflow).unwrap_err().code(),
+            "lineage_offset_overflow"
         );
         assert_eq!(
             decode(LineageProblem::BadArrayWidth).unwrap_err().code(),

@@ -4,7 +4,9 @@
 //! a copy under a directory of their own (its uuid derived from the old one), and only the
 //! newest manifest is pointed at it, with its `files` list giving the copy's sizes, so every
 //! earlier version still reads the intact index and the refusal is attributable to the one
-//! thing the damage names.
+//! thing the damage names. The one file written outside a damaged copy's directory is the
+//! decoy of [`IndexFileDamage::EscapingName`], directly under `_indices/`, which no uuid
+//! directory contains.
 
 use std::path::Path;
 
@@ -79,6 +81,18 @@ pub(super) fn damage(
             if files.len() == before {
                 return Err(format!("index {name:?} has no file {target:?}"));
             }
+        }
+        IndexFileDamage::EscapingName { file: target } => {
+            let (_, bytes) = files
+                .iter()
+                .find(|(n, _)| n == target)
+                .ok_or_else(|| format!("index {name:?} has no file {target:?}"))?;
+            let entry = listed
+                .iter_mut()
+                .find(|(n, _)| n == target)
+                .ok_or_else(|| format!("index {name:?} lists no file {target:?}"))?;
+            super::write(root, &format!("_indices/{target}"), bytes).map_err(|e| e.to_string())?;
+            entry.0 = format!("../{target}");
         }
         IndexFileDamage::SetEntry {
             fragment,

@@ -38,6 +38,16 @@ pub(super) fn apply(
         ReencodePlan::Columns { fragment, .. } | ReencodePlan::InlineLineage { fragment, .. } => {
             *fragment
         }
+        ReencodePlan::EmptyIndexSection => {
+            if file.index_section.is_some() {
+                return Err(missing("the version already has an index section".into()));
+            }
+            return write(
+                root,
+                &rel,
+                &encode_manifest_file(&file.manifest, Some(&Default::default()))?,
+            );
+        }
         ReencodePlan::Flags { bits } => {
             file.manifest.reader_feature_flags |= bits;
             file.manifest.writer_feature_flags |= bits;
@@ -98,7 +108,7 @@ pub(super) fn apply(
             }
             set_inline(f, *sequence, bytes.clone());
         }
-        ReencodePlan::Flags { .. } => {} // applied above
+        ReencodePlan::Flags { .. } | ReencodePlan::EmptyIndexSection => {} // applied above
     }
     write(
         root,
