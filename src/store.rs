@@ -286,7 +286,7 @@ pub fn decoy_paths(path: &str) -> Vec<String> {
     out
 }
 
-/// A decoy for a path that escapes the dataset root (`set_data_file_path`): a copy of the file
+/// A decoy for a path the rules refuse (`set_data_file_path`): a copy of the file
 /// the manifest named before the damage, at every place [`decoy_paths`] gives. A reader that
 /// refuses the path never opens a decoy; one that follows the path finds a valid data file of
 /// the right size, reads it, and so fails the case instead of passing it by a "not found".
@@ -303,8 +303,13 @@ fn place_decoys(
     else {
         return Ok(());
     };
-    let escapes = path.starts_with('/') || path.split('/').any(|p| p == "..");
-    if !escapes {
+    // A path the rules refuse that a careless reader still resolves to a file: absolute,
+    // with a `..`, or with an empty or `.` component (`sub//x.lance` is `sub/x.lance`).
+    let resolvable = path.starts_with('/')
+        || path
+            .split('/')
+            .any(|p| p == ".." || p == "." || p.is_empty());
+    if !resolvable {
         return Ok(());
     }
     let what = c.name();

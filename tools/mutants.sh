@@ -87,7 +87,7 @@ writer_only=(
   'U64Segment::is_sorted_kind' 'RowIdSequence::is_empty' 'RowDatasetVersionSequence::is_empty'
   'Overlay::with_path'
   encode_manifest schema_to_proto index_uuid encode_data_file index_layout deletion_layout
-  encode_manifest_file frame manifest_name version_hint
+  encode_manifest_file encode_manifest_file_with_transaction frame manifest_name version_hint
   write_deletion_file write_arrow_offsets write_arrow_int32_offsets lance_file_type
   # Only `lance-conformance explain` calls these (one cell's resolution trail); the corpus
   # run never does, so a mutant there is never caught (16 of resolve.rs's 17 missed).

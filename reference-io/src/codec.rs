@@ -528,6 +528,20 @@ fn decode_indices(
             kind,
             entries: Vec::new(),
         });
+        if let Some(stranger) = meta
+            .covering_fields
+            .iter()
+            .find(|f| !meta.fields.contains(f))
+        {
+            return Err(DatasetError::InvalidField {
+                file: file.to_string(),
+                field: format!("{at}.covering_fields"),
+                problem: format!(
+                    "covering field {stranger} is not among the index's fields {:?}",
+                    meta.fields
+                ),
+            });
+        }
         if !meta.covering_fields.is_empty()
             && meta.fields.get(1..) != Some(&meta.covering_fields[..])
         {

@@ -61,6 +61,18 @@ pub fn encode_manifest_file(
     manifest: &Manifest,
     index_section: Option<&IndexSection>,
 ) -> Result<Vec<u8>, DatasetError> {
+    encode_manifest_file_with_transaction(manifest, index_section, None)
+}
+
+/// [`encode_manifest_file`], with `transaction` (the bytes of a serialized Transaction) written
+/// as an inline transaction section after the IndexSection and before the Manifest, as Lance
+/// writes a commit's transaction, and `Manifest.transaction_section` pointing at it. Readers
+/// ignore the section; it only moves the Manifest away from the IndexSection's end.
+pub fn encode_manifest_file_with_transaction(
+    manifest: &Manifest,
+    index_section: Option<&IndexSection>,
+    transaction: Option<&[u8]>,
+) -> Result<Vec<u8>, DatasetError> {
     let mut manifest = manifest.clone();
     let mut out = Vec::new();
     manifest.index_section = None;
@@ -69,6 +81,10 @@ pub fn encode_manifest_file(
     if let Some(section) = index_section {
         manifest.index_section = Some(0);
         frame(&mut out, &section.encode_to_vec())?;
+    }
+    if let Some(bytes) = transaction {
+        manifest.transaction_section = Some(out.len() as u64);
+        frame(&mut out, bytes)?;
     }
     let position = out.len() as u64;
     frame(&mut out, &manifest.encode_to_vec())?;

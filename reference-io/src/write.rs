@@ -147,12 +147,22 @@ fn column_field(schema: &Schema, file: &DataFile, pos: usize, id: i32, values: &
         return f;
     }
     if let Some(name) = lineage_name(id) {
+        // A hidden lineage column is uint64. Other values under a lineage id come only from
+        // an overlay position relabelled by a non-conforming writer (case `relabel`), and
+        // keep their own type.
+        let foreign = values
+            .iter()
+            .any(|v| !v.is_null() && !matches!(v, Value::UInt64(_)));
         return Field {
             id,
             parent_id: -1,
             name: name.into(),
-            data_type: DataType::UInt64,
-            nullable: false,
+            data_type: if foreign {
+                inferred_type(values)
+            } else {
+                DataType::UInt64
+            },
+            nullable: foreign,
         };
     }
     Field {

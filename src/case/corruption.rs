@@ -190,7 +190,8 @@ pub enum Corruption {
         /// The new path.
         path: String,
     },
-    /// Give `fragments[..].files[file]` a `base_id` (the manifest declares no base paths).
+    /// Give `fragments[..].files[file]` a `base_id` (the manifest declares no base path unless a
+    /// `declare_base_path` step adds one).
     SetBaseId {
         /// Fragment id.
         fragment: u64,
@@ -198,6 +199,14 @@ pub enum Corruption {
         file: usize,
         /// The id.
         base_id: u32,
+    },
+    /// Declare a base path `id` in `Manifest.base_paths`, pointing at the absolute `path` (a
+    /// directory that does not exist), as a multi-base dataset does.
+    DeclareBasePath {
+        /// The id `base_id` fields refer to.
+        id: u32,
+        /// The absolute path.
+        path: String,
     },
     /// Overwrite a base data file's version pair in the manifest (e.g. 2.1).
     SetDataFileVersion {
@@ -312,6 +321,13 @@ pub enum Corruption {
         fragment: u64,
         /// Which (inline) sequence.
         sequence: SequenceSpec,
+    },
+    /// Overwrite index `index`'s `covering_fields` in the IndexSection (field ids).
+    SetCoveringFields {
+        /// Index name.
+        index: String,
+        /// The field ids stored.
+        fields: Vec<i32>,
     },
     /// Set index `index`'s `fragment_bitmap` to `fragments` (for example naming a fragment
     /// appended after the build, which its files hold nothing for).
@@ -465,6 +481,7 @@ impl Corruption {
             | Corruption::MalformedLineage { .. }
             | Corruption::SetDataFilePath { .. }
             | Corruption::SetBaseId { .. }
+            | Corruption::DeclareBasePath { .. }
             | Corruption::SetDataFileVersion { .. }
             | Corruption::SetFragmentId { .. }
             | Corruption::SetMaxFragmentId { .. }
@@ -475,6 +492,7 @@ impl Corruption {
             | Corruption::SetDeletionFileType { .. }
             | Corruption::SetNumDeletedRows { .. }
             | Corruption::BadIndexSectionLength
+            | Corruption::SetCoveringFields { .. }
             | Corruption::MissingOverlayFile { .. } => ManifestBytes,
             Corruption::TruncateOverlayFile { .. }
             | Corruption::MixedManifestNames

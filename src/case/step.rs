@@ -439,6 +439,15 @@ pub enum Reencoding {
     /// version without indices, as a writer that dropped the last index may leave it: the
     /// section then ends exactly where the Manifest's length prefix begins.
     EmptyIndexSection,
+    /// Stores a copy of the version's manifest as a detached version: the name
+    /// `_versions/d{2^63 + N}.manifest`, with the same number as its inner `version`. A
+    /// detached version belongs to no version history (DS-NAME-3), so the table reads as
+    /// before.
+    DetachedCopy,
+    /// Writes an inline transaction section (an empty Transaction message) between the
+    /// IndexSection and the Manifest, as Lance writes a commit's transaction: the IndexSection
+    /// then ends before the Manifest's position instead of at it. Readers ignore the section.
+    TransactionSection,
 }
 
 impl Step {

@@ -203,6 +203,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         | Corruption::MalformedLineage { .. }
         | Corruption::SetDataFilePath { .. }
         | Corruption::SetBaseId { .. }
+        | Corruption::DeclareBasePath { .. }
         | Corruption::SetDataFileVersion { .. }
         | Corruption::SetFragmentId { .. }
         | Corruption::SetMaxFragmentId { .. }
@@ -213,6 +214,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         | Corruption::SetDeletionFileType { .. }
         | Corruption::SetNumDeletedRows { .. }
         | Corruption::BadIndexSectionLength
+        | Corruption::SetCoveringFields { .. }
         | Corruption::TruncateOverlayFile { .. }
         | Corruption::MixedManifestNames
         | Corruption::DamageLineageColumn { .. }

@@ -46,6 +46,10 @@ pub enum ReencodePlan {
     },
     /// Store an `IndexSection` with no indices.
     EmptyIndexSection,
+    /// Store a copy of the manifest as the detached version `2^63 + version`.
+    DetachedCopy,
+    /// Write an empty inline transaction section before the Manifest.
+    TransactionSection,
 }
 
 /// The name a sequence has in `case.toml`.
@@ -89,6 +93,17 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
                 bits: lance_reference::flags::FLAG_USE_V2_FORMAT_DEPRECATED,
             },
             "stored bit 4 (the deprecated v2-format marker) in both flag words".into(),
+        )),
+        Reencoding::TransactionSection => Ok((
+            ReencodePlan::TransactionSection,
+            "stored an empty Transaction between the IndexSection and the Manifest".into(),
+        )),
+        Reencoding::DetachedCopy => Ok((
+            ReencodePlan::DetachedCopy,
+            format!(
+                "stored a copy of the manifest as the detached version 2^63 + {}",
+                snapshot.version
+            ),
         )),
         Reencoding::EmptyIndexSection => {
             if !snapshot.indices.is_empty() {

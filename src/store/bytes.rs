@@ -72,6 +72,20 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
             prefix.copy_from_slice(&declared.wrapping_add(1).to_le_bytes());
             return write(root, &rel, &bytes);
         }
+        Corruption::SetCoveringFields { index, fields } => {
+            let mut file = decode_manifest_file(&bytes, &rel)?;
+            let meta = file
+                .index_section
+                .as_mut()
+                .and_then(|s| s.indices.iter_mut().find(|i| i.name == *index))
+                .ok_or_else(|| missing(format!("no index {index:?}")))?;
+            meta.covering_fields = fields.clone();
+            return write(
+                root,
+                &rel,
+                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
+            );
+        }
         Corruption::BadIndexSectionLength => {
             let file = decode_manifest_file(&bytes, &rel)?;
             let at = file
@@ -129,6 +143,12 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
             data_file(m, fragment_position(m, *fragment)?, *file, &missing)?.base_id =
                 Some(*base_id)
         }
+        Corruption::DeclareBasePath { id, path } => m.base_paths.push(pb::BasePath {
+            id: *id,
+            name: None,
+            is_dataset_root: true,
+            path: path.clone(),
+        }),
         Corruption::SetDataFileVersion {
             fragment,
             file,
@@ -693,6 +713,7 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
         | Corruption::MalformedLineage { .. }
         | Corruption::SetDataFilePath { .. }
         | Corruption::SetBaseId { .. }
+        | Corruption::DeclareBasePath { .. }
         | Corruption::SetDataFileVersion { .. }
         | Corruption::SetFragmentId { .. }
         | Corruption::SetMaxFragmentId { .. }
@@ -704,6 +725,7 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
         | Corruption::DuplicateDeletionOffset { .. }
         | Corruption::SetNumDeletedRows { .. }
         | Corruption::BadIndexSectionLength
+        | Corruption::SetCoveringFields { .. }
         | Corruption::SignedDeletionOffsets { .. }
         | Corruption::WrongColumnType { .. }
         | Corruption::MissingOverlayFile { .. }

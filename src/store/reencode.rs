@@ -1,9 +1,9 @@
 //! Equivalent re-encodings of a written version ([`ReencodePlan`]): other bytes, the same
 //! table.
 //!
-//! Invariant: only the manifest of the version the plan names is rewritten, and a rewritten
-//! data file gets a new name (`<name>-reencoded.lance`), so every other version keeps reading
-//! the files it was written with. Whether the version still reads as committed is not assumed
+//! Invariant: only the manifest of the version the plan names is rewritten (a detached copy is
+//! a new file beside it), and a rewritten data file gets a new name (`<name>-reencoded.lance`),
+//! so every other version keeps reading the files it was written with. Whether the version still reads as committed is not assumed
 //! here: [`super::write_and_read_back`] checks it like every other version.
 
 use std::path::Path;
@@ -13,8 +13,10 @@ use super::{StoreError, write};
 use crate::scenario::corrupt::CorruptError;
 use crate::scenario::edits::ReencodePlan;
 use lance_reference::model::{DataFile, Snapshot};
-use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
-use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
+use lance_reference_io::manifest_file::{
+    decode_manifest_file, encode_manifest_file, encode_manifest_file_with_transaction,
+};
+use lance_reference_io::version_names::{DETACHED_VERSION_MASK, VERSIONS_DIR, manifest_name};
 use lance_reference_io::write::data_file_bytes;
 
 /// Applies `plan` to version `snapshot.version` under `root` (`snapshot` is the version as
@@ -37,6 +39,26 @@ pub(super) fn apply(
     let fragment_id = match plan {
         ReencodePlan::Columns { fragment, .. } | ReencodePlan::InlineLineage { fragment, .. } => {
             *fragment
+        }
+        ReencodePlan::TransactionSection => {
+            return write(
+                root,
+                &rel,
+                &encode_manifest_file_with_transaction(
+                    &file.manifest,
+                    file.index_section.as_ref(),
+                    Some(&[]),
+                )?,
+            );
+        }
+        ReencodePlan::DetachedCopy => {
+            let detached = DETACHED_VERSION_MASK | snapshot.version;
+            file.manifest.version = detached;
+            return write(
+                root,
+                &format!("{VERSIONS_DIR}/d{detached}.manifest"),
+                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
+            );
         }
         ReencodePlan::EmptyIndexSection => {
             if file.index_section.is_some() {
@@ -108,7 +130,10 @@ pub(super) fn apply(
             }
             set_inline(f, *sequence, bytes.clone());
         }
-        ReencodePlan::Flags { .. } | ReencodePlan::EmptyIndexSection => {} // applied above
+        ReencodePlan::Flags { .. }
+        | ReencodePlan::EmptyIndexSection
+        | ReencodePlan::DetachedCopy
+        | ReencodePlan::TransactionSection => {} // applied above
     }
     write(
         root,
