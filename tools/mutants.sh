@@ -142,7 +142,7 @@ mkdir -p "$tree" "$out"
 # Refresh the copy: remove its sources (keep its target/), then copy the working tree, every
 # file dated now (-m), so cargo rebuilds whatever changed since the last run (build scripts too).
 find "$tree" -mindepth 1 -maxdepth 1 ! -name target -exec rm -rf {} +
-(cd "$root" && tar --exclude=./target --exclude=./.git -cf - .) | (cd "$tree" && tar -xmf -)
+(cd "$root" && tar --exclude=./target --exclude=./.git --exclude=./fuzz/target --exclude=./fuzz/corpus --exclude=./fuzz/artifacts -cf - .) | (cd "$tree" && tar -xmf -)
 
 cd "$tree"
 if $list; then

@@ -120,6 +120,16 @@ pub enum Corruption {
     /// Store the newest manifest under both the V1 and the V2 naming scheme. Needs the
     /// on-disk dataset.
     MixedManifestNames,
+    /// Store a copy of the newest manifest under `name` in `_versions/` too (e.g.
+    /// `d2.manifest`, a detached name whose number lacks bit 63). Needs the on-disk dataset.
+    ExtraManifestName {
+        /// The file name inside `_versions/`.
+        name: String,
+    },
+    /// Replace the newest manifest file by a Manifest message of zero bytes: a length prefix 0
+    /// directly before a footer whose position is 0. The framing is sound; the message decodes
+    /// as a Manifest with every field unset.
+    EmptyManifestMessage,
     /// Copy `field`'s base column into another base file of the fragment, so two base files
     /// hold the field live (the fragment needs at least two base files, e.g. after a fold).
     DuplicateBaseField {
@@ -489,6 +499,7 @@ impl Corruption {
             | Corruption::SetManifestVersion { .. }
             | Corruption::TruncateManifest { .. }
             | Corruption::BadManifestLength
+            | Corruption::EmptyManifestMessage
             | Corruption::SetDeletionFileType { .. }
             | Corruption::SetNumDeletedRows { .. }
             | Corruption::BadIndexSectionLength
@@ -496,6 +507,7 @@ impl Corruption {
             | Corruption::MissingOverlayFile { .. } => ManifestBytes,
             Corruption::TruncateOverlayFile { .. }
             | Corruption::MixedManifestNames
+            | Corruption::ExtraManifestName { .. }
             | Corruption::DamageLineageColumn { .. }
             | Corruption::DuplicateLineageColumn { .. }
             | Corruption::DuplicateDeletionOffset { .. }

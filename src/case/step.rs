@@ -448,6 +448,10 @@ pub enum Reencoding {
     /// IndexSection and the Manifest, as Lance writes a commit's transaction: the IndexSection
     /// then ends before the Manifest's position instead of at it. Readers ignore the section.
     TransactionSection,
+    /// Renames every manifest in `_versions/` to its V1 name `{N}.manifest`, the scheme of
+    /// datasets written before Lance adopted V2 names. Must be the last step: a later commit
+    /// would add a V2 name beside them.
+    V1ManifestNames,
 }
 
 impl Step {

@@ -217,6 +217,8 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         | Corruption::SetCoveringFields { .. }
         | Corruption::TruncateOverlayFile { .. }
         | Corruption::MixedManifestNames
+        | Corruption::ExtraManifestName { .. }
+        | Corruption::EmptyManifestMessage
         | Corruption::DamageLineageColumn { .. }
         | Corruption::DuplicateLineageColumn { .. }
         | Corruption::DuplicateDeletionOffset { .. }

@@ -50,6 +50,8 @@ pub enum ReencodePlan {
     DetachedCopy,
     /// Write an empty inline transaction section before the Manifest.
     TransactionSection,
+    /// Rename every manifest to its V1 name.
+    V1ManifestNames,
 }
 
 /// The name a sequence has in `case.toml`.
@@ -93,6 +95,10 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
                 bits: lance_reference::flags::FLAG_USE_V2_FORMAT_DEPRECATED,
             },
             "stored bit 4 (the deprecated v2-format marker) in both flag words".into(),
+        )),
+        Reencoding::V1ManifestNames => Ok((
+            ReencodePlan::V1ManifestNames,
+            "renamed every manifest to its V1 name {N}.manifest".into(),
         )),
         Reencoding::TransactionSection => Ok((
             ReencodePlan::TransactionSection,

@@ -56,6 +56,12 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
         Corruption::TruncateManifest { keep } => {
             return write(root, &rel, bytes.get(..*keep).unwrap_or(&bytes));
         }
+        Corruption::EmptyManifestMessage => {
+            let mut out = 0u32.to_le_bytes().to_vec();
+            out.extend_from_slice(&0i64.to_le_bytes());
+            out.extend_from_slice(bytes.get(bytes.len().saturating_sub(8)..).unwrap_or(&[]));
+            return write(root, &rel, &out);
+        }
         Corruption::BadManifestLength => {
             let mut bytes = bytes;
             let n = bytes.len();
@@ -705,6 +711,14 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
                 std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
             write(root, &format!("{VERSIONS_DIR}/{version}.manifest"), &bytes)
         }
+        Corruption::ExtraManifestName { name } => {
+            if name.contains('/') || name.contains('\\') || name.starts_with('.') {
+                return Err(missing(format!("{name:?} is not a plain file name")));
+            }
+            let bytes =
+                std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
+            write(root, &format!("{VERSIONS_DIR}/{name}"), &bytes)
+        }
         Corruption::DamageIndexFiles { index, damage } => {
             super::index_damage::damage(root, version, index, damage).map_err(missing)
         }
@@ -721,6 +735,7 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
         | Corruption::SetManifestVersion { .. }
         | Corruption::TruncateManifest { .. }
         | Corruption::BadManifestLength
+        | Corruption::EmptyManifestMessage
         | Corruption::SetDeletionFileType { .. }
         | Corruption::DuplicateDeletionOffset { .. }
         | Corruption::SetNumDeletedRows { .. }

@@ -2,7 +2,7 @@
 //! table.
 //!
 //! Invariant: only the manifest of the version the plan names is rewritten (a detached copy is
-//! a new file beside it), and a rewritten data file gets a new name (`<name>-reencoded.lance`),
+//! a new file beside it; V1 names rename every manifest, bytes unchanged), and a rewritten data file gets a new name (`<name>-reencoded.lance`),
 //! so every other version keeps reading the files it was written with. Whether the version still reads as committed is not assumed
 //! here: [`super::write_and_read_back`] checks it like every other version.
 
@@ -33,6 +33,16 @@ pub(super) fn apply(
             problem,
         })
     };
+    if let ReencodePlan::V1ManifestNames = plan {
+        for v in 1..=snapshot.version {
+            let from = root.join(VERSIONS_DIR).join(manifest_name(v));
+            if from.exists() {
+                std::fs::rename(&from, root.join(VERSIONS_DIR).join(format!("{v}.manifest")))
+                    .map_err(|e| missing(format!("{}: {e}", from.display())))?;
+            }
+        }
+        return Ok(());
+    }
     let rel = format!("{VERSIONS_DIR}/{}", manifest_name(snapshot.version));
     let bytes = std::fs::read(root.join(&rel)).map_err(|e| missing(e.to_string()))?;
     let mut file = decode_manifest_file(&bytes, &rel)?;
@@ -40,6 +50,7 @@ pub(super) fn apply(
         ReencodePlan::Columns { fragment, .. } | ReencodePlan::InlineLineage { fragment, .. } => {
             *fragment
         }
+        ReencodePlan::V1ManifestNames => return Ok(()), // applied above
         ReencodePlan::TransactionSection => {
             return write(
                 root,
@@ -133,7 +144,8 @@ pub(super) fn apply(
         ReencodePlan::Flags { .. }
         | ReencodePlan::EmptyIndexSection
         | ReencodePlan::DetachedCopy
-        | ReencodePlan::TransactionSection => {} // applied above
+        | ReencodePlan::TransactionSection
+        | ReencodePlan::V1ManifestNames => {} // applied above
     }
     write(
         root,
