@@ -316,6 +316,19 @@ impl Case {
                 return Err(bad("`corrupt` steps must all come at the end".into()));
             }
         }
+        if let Some(p) = self
+            .steps
+            .iter()
+            .position(|s| matches!(s, Step::Reencode(step::Reencoding::V1ManifestNames)))
+        {
+            if p + 1 != self.steps.len() {
+                return Err(bad(
+                    "`reencode` `v1_manifest_names` must be the last step (a later commit or \
+                     damage would name its manifest by the V2 scheme)"
+                        .into(),
+                ));
+            }
+        }
         match (&self.expect_error, first_corrupt) {
             (Some(e), Some(_)) => {
                 if !["malformed", "invalid", "unsupported_feature"].contains(&e.class.as_str()) {

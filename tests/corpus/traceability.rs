@@ -85,6 +85,10 @@ fn validation_rejects_what_the_format_forbids() {
         ("id with capitals", base.replace("id = \"unknown-reader-flag\"", "id = \"Unknown\"")),
         ("corrupt without expect_error", base.replace("expect_error = { class = \"unsupported_feature\", code = \"unknown_reader_flag\" }", "")),
         ("bad class", base.replace("class = \"unsupported_feature\"", "class = \"refused\"")),
+        (
+            "v1 names before damage",
+            base.replace("[[steps]]\nop = \"corrupt\"", "[[steps]]\nop = \"reencode\"\nform = \"v1_manifest_names\"\n\n[[steps]]\nop = \"corrupt\""),
+        ),
     ] {
         let parsed = Case::parse(&text, what);
         assert!(parsed.is_err() || parsed.unwrap().validate(&index).is_err(), "{what} was accepted");
