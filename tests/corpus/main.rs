@@ -3,5 +3,6 @@
 //! (`snapshots`), and every case traces to requirements and capabilities (`traceability`).
 
 mod generate;
+mod refusals;
 mod snapshots;
 mod traceability;

@@ -1,0 +1,54 @@
+//! The reference's refusals of the stored datasets of the cases that target the strict rules
+//! added for corpus power: each is refused with its rule's code when the reference reads the
+//! golden directory itself (not through the runner), and the detached manifest of DS-NAME-3,
+//! which must be accepted, reads and joins no version history.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+
+use lance_reference_io::{Dataset, DatasetError};
+
+fn dataset(case: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("conformance-cases")
+        .join(case)
+        .join("dataset")
+}
+
+/// Opens the case's dataset and reads every listed version, stopping at the first refusal.
+fn read_all(case: &str) -> Result<usize, DatasetError> {
+    let d = Dataset::open(&dataset(case))?;
+    for v in d.versions() {
+        d.read_version(v)?;
+    }
+    Ok(d.versions().len())
+}
+
+#[test]
+fn each_strict_rule_refuses_its_case_with_its_code() {
+    // covers: DS-FILE-5, DS-FRAG-2, DS-NAME-3, DS-PATH-5, IDX-READ-8
+    for (case, code) in [
+        ("dataset/fewer-column-indices", "invalid_field"),
+        ("dataset/max-fragment-id-below-fragment", "invalid_field"),
+        ("dataset/detached-name-without-bit-63", "bad_version_name"),
+        ("indices/index-file-name-escapes", "path_escape"),
+        ("indices/covering-field-outside-fields", "invalid_field"),
+        ("indices/covering-fields-not-after-key", "unsupported"),
+    ] {
+        match read_all(case) {
+            Err(e) => assert_eq!(e.code(), code, "{case}: {e}"),
+            Ok(n) => panic!("{case}: all {n} versions read"),
+        }
+    }
+}
+
+#[test]
+fn a_detached_manifest_is_accepted_and_joins_no_history() {
+    // covers: DS-NAME-3
+    let case = "dataset/detached-manifest";
+    let detached = dataset(case).join("_versions/d9223372036854775810.manifest");
+    assert!(detached.is_file(), "the case holds no detached manifest");
+    let d = Dataset::open(&dataset(case)).unwrap();
+    assert_eq!(d.versions(), vec![1, 2]);
+    assert_eq!(read_all(case).unwrap(), 2);
+}
