@@ -12,8 +12,9 @@
 //! per dataset: its path and the two versions.
 //!
 //! `time` prints one JSON line per dataset with the minimum over `repeats` runs (default 5) of:
-//! `scan_base_s` / `scan_overlaid_s` (open + `read_version` + `scan`, from disk), their ratio
-//! `overlay_read_overhead`; `resolve_s` (`resolve_column` of every column of the overlaid
+//! `scan_base_s` / `scan_overlaid_s` (open + `read_version` + `scan_batches`, from disk), their
+//! ratio `overlay_read_overhead`; `scan_rows_*_s` (the same with the row scan `scan`) and
+//! `read_*_s` (open + `read_version` alone); `resolve_s` (`resolve_column` of every column of the overlaid
 //! fragment, in memory), `copy_s` (cloning the same columns' base values, the plain copy)
 //! and `resolution_vs_copy` = `copy_s / resolve_s` (1.0 = resolving is as fast as copying).
 //! The minimum, not the mean, because on a shared machine noise only ever adds time.
@@ -27,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use lance_reference::model::Snapshot;
 use lance_reference::resolve::resolve_column;
-use lance_reference::scan::scan;
+use lance_reference::scan::{scan, scan_batches};
 use lance_reference_io::Dataset;
 use serde_json::json;
 
@@ -84,18 +85,44 @@ fn time(dir: &Path, repeats: usize) -> Result<(), String> {
             return Err(format!("{}: unexpected overlay counts", root.display()));
         }
         let mut rows = 0;
-        // Alternate the two reads so drift on a shared machine hits both alike.
+        // Alternate the two reads so drift on a shared machine hits both alike. A scan is
+        // open + `read_version` + `scan_batches` (the reference reader's path); the row scan
+        // (`scan`, rows of `Value`s) and the read alone are timed beside it.
         let (mut scan_base, mut scan_overlaid) = (Duration::MAX, Duration::MAX);
+        let (mut rows_base, mut rows_overlaid) = (Duration::MAX, Duration::MAX);
+        let (mut read_base, mut read_overlaid) = (Duration::MAX, Duration::MAX);
         for _ in 0..repeats.max(1) {
-            for (v, best) in [(base, &mut scan_base), (overlaid, &mut scan_overlaid)] {
+            for (v, best, best_rows, best_read) in [
+                (base, &mut scan_base, &mut rows_base, &mut read_base),
+                (
+                    overlaid,
+                    &mut scan_overlaid,
+                    &mut rows_overlaid,
+                    &mut read_overlaid,
+                ),
+            ] {
                 let mut scanned = Ok(0);
                 let t = fastest(1, || {
                     scanned = read(&root, v)
-                        .and_then(|s| scan(&s, None).map_err(|e| e.to_string()))
-                        .map(|r| r.len());
+                        .and_then(|s| scan_batches(&s, None).map_err(|e| e.to_string()))
+                        .map(|b| b.iter().map(|b| b.num_rows()).sum());
                 });
                 rows = scanned?;
                 *best = (*best).min(t);
+                let mut as_rows = Ok(0);
+                let t = fastest(1, || {
+                    as_rows = read(&root, v)
+                        .and_then(|s| scan(&s, None).map_err(|e| e.to_string()))
+                        .map(|r| r.len());
+                });
+                if as_rows? != rows {
+                    return Err(format!("{}: row and batch scans differ", root.display()));
+                }
+                *best_rows = (*best_rows).min(t);
+                let t = fastest(1, || {
+                    black_box(read(&root, v).map(|s| s.fragments.len()).ok());
+                });
+                *best_read = (*best_read).min(t);
             }
         }
         let fragment = &with.fragments[0];
@@ -119,6 +146,10 @@ fn time(dir: &Path, repeats: usize) -> Result<(), String> {
             "scan_base_s": scan_base.as_secs_f64(),
             "scan_overlaid_s": scan_overlaid.as_secs_f64(),
             "overlay_read_overhead": scan_overlaid.as_secs_f64() / scan_base.as_secs_f64(),
+            "scan_rows_base_s": rows_base.as_secs_f64(),
+            "scan_rows_overlaid_s": rows_overlaid.as_secs_f64(),
+            "read_base_s": read_base.as_secs_f64(),
+            "read_overlaid_s": read_overlaid.as_secs_f64(),
             "resolve_s": resolve.as_secs_f64(),
             "copy_s": copy.as_secs_f64(),
             "resolution_vs_copy": copy.as_secs_f64() / resolve.as_secs_f64(),

@@ -11,9 +11,10 @@
 //! |---|---|
 //! | [`model`] | fragments, overlays, coverage, indices, schema: plain data |
 //! | [`overlay_write`] | building a staged overlay from changed cells; tombstoning in place |
-//! | [`resolve`] | how one cell (or one column) gets its value; `explain` |
+//! | [`resolve`] | how one cell (or one column) gets its value: the winner of every offset; `explain` |
+//! | [`columnar`] | a resolved column as an Arrow array: the winners gathered in one `interleave` |
 //! | [`readable`] | the one check before a version is read: reader word, flags vs content, validation |
-//! | [`scan`] | the resolved table of one version: live rows, `_rowid`, lineage versions |
+//! | [`scan`] | the resolved table of one version: live rows, `_rowid`, lineage versions; as rows or record batches |
 //! | [`delete`] | a delete commit: deletion sets change, overlays and lineage do not |
 //! | [`index_build`] | what an index holds and the commit that adds it (`dataset_version` = version read) |
 //! | [`exclusion`] | which rows an index must not trust, per (index, fragment) |
@@ -25,6 +26,7 @@
 //! | [`worked_example`] | the specification's six-step worked example, as data |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod columnar;
 pub mod compaction;
 pub mod delete;
 pub mod error;

@@ -21,9 +21,11 @@
 //! tombstone matching and base lookup ([`file_column`], [`base_column`]). Compaction, queries
 //! and the kit call these functions rather than restating them.
 //!
-//! [`resolve_column`] costs O(physical_rows + covered cells): overlays are visited newest
-//! first, each covered offset is claimed at most once, and ranks come from walking each bitmap
-//! in order, never from a search. [`explain`] answers the same question for one cell and
+//! Resolution decides the [`Winner`] of every offset first ([`plan_column`]) and then builds
+//! its output with one gather, as `Value`s ([`resolve_column`]) or as an Arrow array
+//! ([`crate::columnar`]); the gathers restate no rule. A plan costs O(physical_rows + covered
+//! cells): overlays are visited newest first, each covered offset is claimed at most once, and
+//! ranks come from walking each bitmap in order, never from a search. [`explain`] answers the same question for one cell and
 //! records every step, for people and for `lance-conformance explain`.
 
 use std::fmt;
@@ -296,6 +298,109 @@ pub fn explain(
     })
 }
 
+/// The winner of one cell: where the value at an offset comes from. Resolution first decides
+/// the winner of every offset ([`plan_column`]), then builds its output with one gather, as
+/// `Value`s ([`resolve_column`]) or as an Arrow array ([`crate::columnar`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Winner {
+    /// The row is deleted: it has no value.
+    Deleted,
+    /// The overlay at `position` of the fragment's overlay list won; the value is the one at
+    /// `rank` in its value column.
+    Overlay {
+        /// Position in `DataFragment.overlays`.
+        position: u32,
+        /// Rank of the offset in the field's coverage: the index into the value column.
+        rank: u32,
+    },
+    /// No overlay covers the cell: the base column's value at the same offset.
+    Base,
+    /// No overlay covers the cell and no base file holds the field: NULL.
+    Null,
+}
+
+/// The winners of every offset of one non-struct field, and the columns they read.
+#[derive(Debug, Clone)]
+pub struct ColumnPlan<'a> {
+    /// Entry `i` is the winner at offset `i`; one entry per physical row.
+    pub winners: Vec<Winner>,
+    /// The base column [`Winner::Base`] reads (at the cell's own offset), with the index of
+    /// its file in `Fragment::files`; `None` when no base file holds the field.
+    pub base: Option<(usize, &'a [Value])>,
+    /// By overlay position: the value column [`Winner::Overlay`] reads by rank, `None` for an
+    /// overlay that does not carry the field.
+    pub overlays: Vec<Option<&'a [Value]>>,
+}
+
+/// Decides the winner of every offset of the non-struct field `field` (the module's rule,
+/// in its order: deleted, newest covering overlay, base, NULL). Every lookup a gather makes
+/// through the plan is in bounds: each value column holds one value per covered offset and
+/// the base column one per physical row, or this is an error.
+pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnPlan<'a>> {
+    let rows = fragment.offset_count()? as usize;
+    let base = base_column(fragment, field);
+    let fall_through = if base.is_some() {
+        Winner::Base
+    } else {
+        Winner::Null
+    };
+    let mut winners = vec![fall_through; rows];
+    for offset in &fragment.deletions {
+        *winners
+            .get_mut(offset as usize)
+            .ok_or_else(|| deletion_out_of_range(fragment, offset))? = Winner::Deleted;
+    }
+    let mut overlays = vec![None; fragment.overlays.len()];
+    for position in precedence(fragment) {
+        let overlay = &fragment.overlays[position];
+        let Some((bitmap, values)) = covered_values(overlay, fragment.id, field)? else {
+            continue;
+        };
+        overlays[position] = Some(values);
+        let position32 = u32::try_from(position).map_err(|_| Error::OffsetOutOfRange {
+            fragment: fragment.id,
+            file: overlay.file.path.clone(),
+            what: "overlay position".into(),
+            offset: position as u64,
+            physical_rows: u64::from(u32::MAX),
+        })?;
+        // Walking the bitmap in order yields each offset with its rank; a newer overlay has
+        // claimed an offset already when its winner is an overlay, and a deleted offset stays
+        // deleted.
+        for (rank, offset) in (0u32..).zip(bitmap.iter()) {
+            let slot = winners
+                .get_mut(offset as usize)
+                .ok_or_else(|| Error::OffsetOutOfRange {
+                    fragment: fragment.id,
+                    file: overlay.file.path.clone(),
+                    what: format!("coverage of field {field}"),
+                    offset: u64::from(offset),
+                    physical_rows: fragment.physical_rows,
+                })?;
+            if matches!(slot, Winner::Base | Winner::Null) {
+                *slot = Winner::Overlay {
+                    position: position32,
+                    rank,
+                };
+            }
+        }
+    }
+    if let Some((file, column)) = base.filter(|(_, column)| column.len() != rows) {
+        return Err(Error::BaseLengthMismatch {
+            fragment: fragment.id,
+            file: fragment.files[file].path.clone(),
+            field,
+            values: column.len() as u64,
+            physical_rows: fragment.physical_rows,
+        });
+    }
+    Ok(ColumnPlan {
+        winners,
+        base,
+        overlays,
+    })
+}
+
 /// Resolves every physical row of one field. Entry `i` is the value at offset `i`, or `None`
 /// when offset `i` is deleted.
 pub fn resolve_column(
@@ -307,65 +412,32 @@ pub fn resolve_column(
         field,
         context: "resolve".into(),
     })?;
-    let rows = fragment.offset_count()? as usize;
     if schema_field.data_type == DataType::Struct {
+        let rows = fragment.offset_count()? as usize;
         return resolve_struct(schema, fragment, field, rows);
     }
-    // `deleted[i]`: offset i is deleted, whatever any overlay says.
-    let mut deleted = vec![false; rows];
-    for offset in &fragment.deletions {
-        *deleted
-            .get_mut(offset as usize)
-            .ok_or_else(|| deletion_out_of_range(fragment, offset))? = true;
-    }
-    // `winner[i]`: the value of the newest overlay covering offset i, once one is found. It
-    // holds references, so each winning value is cloned once, into the output.
-    let mut winner: Vec<Option<&Value>> = vec![None; rows];
-    for position in precedence(fragment) {
-        let overlay = &fragment.overlays[position];
-        let Some((bitmap, values)) = covered_values(overlay, fragment.id, field)? else {
-            continue;
-        };
-        // Walking the bitmap in order yields each offset with its rank.
-        for (offset, value) in bitmap.iter().zip(values) {
-            let slot = winner
-                .get_mut(offset as usize)
-                .ok_or_else(|| Error::OffsetOutOfRange {
-                    fragment: fragment.id,
-                    file: overlay.file.path.clone(),
-                    what: format!("coverage of field {field}"),
-                    offset: u64::from(offset),
-                    physical_rows: fragment.physical_rows,
-                })?;
-            if slot.is_none() {
-                *slot = Some(value);
-            }
-        }
-    }
-    // One pass in offset order: deleted, else the winning overlay value, else the base value
-    // (NULL when no base file holds the field).
-    let base = match base_column(fragment, field) {
-        Some((file, column)) if column.len() != rows => {
-            return Err(Error::BaseLengthMismatch {
-                fragment: fragment.id,
-                file: fragment.files[file].path.clone(),
-                field,
-                values: column.len() as u64,
-                physical_rows: fragment.physical_rows,
-            });
-        }
-        found => found.map(|(_, column)| column),
-    };
-    let mut out = Vec::with_capacity(rows);
-    for (offset, (&is_deleted, won)) in deleted.iter().zip(&winner).enumerate() {
-        out.push(match (is_deleted, won) {
-            (true, _) => None,
-            (false, Some(value)) => Some((*value).clone()),
-            (false, None) => Some(
-                base.and_then(|column| column.get(offset))
+    let plan = plan_column(fragment, field)?;
+    // The gather: one pass in offset order, each winning value cloned once.
+    let mut out = Vec::with_capacity(plan.winners.len());
+    for (offset, winner) in plan.winners.iter().enumerate() {
+        out.push(match *winner {
+            Winner::Deleted => None,
+            Winner::Overlay { position, rank } => Some(
+                plan.overlays
+                    .get(position as usize)
+                    .copied()
+                    .flatten()
+                    .and_then(|values| values.get(rank as usize))
                     .cloned()
                     .unwrap_or(Value::Null),
             ),
+            Winner::Base => Some(
+                plan.base
+                    .and_then(|(_, column)| column.get(offset))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            ),
+            Winner::Null => Some(Value::Null),
         });
     }
     Ok(out)

@@ -3,7 +3,9 @@
 //! Invariant: every answer comes from reading the dataset directory named in the request with
 //! the reference's dataset reader ([`Dataset::read_version`], which checks flags, framing,
 //! paths, files and the snapshot) and the same functions that computed `expected/`
-//! ([`crate::expected`]); nothing is read from `expected/`. The last version read is cached,
+//! ([`crate::expected`]); nothing is read from `expected/`. Scans are answered as Arrow
+//! record batches through [`super::arrow_reader::scan_result`], the conversion every Rust
+//! reader's batches go through. The last version read is cached,
 //! keyed by directory and version, so a case's checks read each version once.
 
 use std::collections::BTreeSet;
@@ -158,15 +160,16 @@ impl ConformanceReader for ReferenceReader {
                 })
                 .collect::<Result<_, _>>()?,
         };
-        let rows = lance_reference::scan::scan(s, Some(&fields))
+        // Record batches, converted to the protocol's rows by the Arrow seam, as any Rust
+        // reader's would be; `expected/` comes from the row scan, so every case checks one
+        // against the other.
+        let batches = lance_reference::scan::scan_batches(s, Some(&fields))
             .map_err(|e| Refusal::Error(read_error(&e)))?;
-        Ok(ScanResult {
-            columns: expected::columns(schema, &fields),
-            rows: rows
-                .iter()
-                .map(|r| expected::row(schema, &fields, r))
-                .collect(),
-        })
+        let mut result = super::arrow_reader::scan_result(request, &batches)?;
+        if batches.is_empty() {
+            result.columns = expected::columns(schema, &fields);
+        }
+        Ok(result)
     }
 
     fn lineage(&mut self, at: &VersionRef, fragment: u64) -> Answer<FragmentLineage> {

@@ -20,6 +20,17 @@
 //! uncompressed". LZ4 is refused as unsupported. A buffer's (uncompressed) length must cover
 //! what the rows need and may exceed it by at most [`MAX_BUFFER_PADDING`] bytes, which bounds
 //! decompression output by the row count, itself bounded by `physical_rows`.
+//!
+//! # Why not arrow-ipc
+//!
+//! Measured on 2026-12-02 with arrow-ipc 58.4.1 and a trial reader built on it: its `FileReader` over
+//! damaged files panics within a few hundred fuzz inputs (an integer type of width 65312 in
+//! schema conversion, a buffer slice of 1.8e19 bytes, a null count without a validity buffer),
+//! accepts NULL offsets (it ignores validity bits when `null_count` is 0), allocates a
+//! footer's declared length before checking it, and needs C zstd for Lance's compressed
+//! files. A reader safe on untrusted bytes had to make every check below before handing
+//! arrow-ipc the bytes, saving about 300 of 700 lines for 25 more dependencies; so the checks
+//! and the decoding stay here, in one place.
 
 use std::io::Read;
 

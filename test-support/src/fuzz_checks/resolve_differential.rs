@@ -1,7 +1,8 @@
 //! Target `resolve_differential`: an `Arbitrary` fragment (rows, base columns with NULLs,
 //! overlays with random coverage, committed_versions with ties and in any stored order,
 //! dense and sparse coverage, tombstoned and dropped field ids, deletions) resolved by
-//! `resolve_column` and `explain`, against a naive oracle.
+//! `resolve_column`, `explain` and the Arrow gather `resolve_array` (live rows only), against
+//! a naive oracle.
 //!
 //! The oracle never looks at the built `Overlay`s, bitmaps or ranks, and shares no code with
 //! the reference's precedence order: it starts from a dense grid of base values and replays
@@ -15,6 +16,7 @@
 //! must refuse the fragment, and resolving it must still not panic.
 
 use arbitrary::Arbitrary;
+use lance_reference::columnar::{resolve_array, value_at};
 use lance_reference::model::{
     Coverage, DataFile, DataType, Field, FieldId, Fragment, Lineage, Overlay, Schema,
     TOMBSTONE_FIELD_ID, Value,
@@ -447,6 +449,7 @@ pub fn check(data: &[u8]) {
         );
         for field in [A, B, S, X, V, DROPPED] {
             let _ = resolve_column(&schema, &fragment, field);
+            let _ = resolve_array(&schema, &fragment, field);
             for offset in 0..=fragment.physical_rows {
                 let _ = explain(&schema, &fragment, offset, field);
             }
@@ -458,6 +461,19 @@ pub fn check(data: &[u8]) {
         let got = resolve_column(&schema, &fragment, field)
             .unwrap_or_else(|e| panic!("resolve_column({field}) failed: {e}"));
         assert_eq!(got.len(), expected.len());
+        // The Arrow gather holds the live rows, in offset order.
+        let array = resolve_array(&schema, &fragment, field)
+            .unwrap_or_else(|e| panic!("resolve_array({field}) failed: {e}"));
+        let live: Vec<&Value> = expected.iter().flatten().collect();
+        assert_eq!(array.len(), live.len(), "field {field}: live rows");
+        for (row, e) in live.iter().enumerate() {
+            let g = value_at(array.as_ref(), row)
+                .unwrap_or_else(|| panic!("field {field}: no value at row {row}"));
+            assert!(
+                g.identical(e),
+                "field {field} live row {row}: resolve_array {g:?}, oracle {e:?}"
+            );
+        }
         for (offset, (g, e)) in got.iter().zip(&expected).enumerate() {
             let same = match (g, e) {
                 (Some(g), Some(e)) => g.identical(e),
@@ -481,5 +497,9 @@ pub fn check(data: &[u8]) {
     assert!(
         resolve_column(&schema, &fragment, DROPPED).is_err(),
         "a dropped field resolved"
+    );
+    assert!(
+        resolve_array(&schema, &fragment, DROPPED).is_err(),
+        "a dropped field resolved as an array"
     );
 }
