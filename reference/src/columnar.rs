@@ -22,7 +22,7 @@ use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields};
 
 use crate::error::{Error, Result};
 use crate::model::{DataType, FieldId, Fragment, Schema, Value};
-use crate::resolve::{Winner, base_column, plan_column};
+use crate::resolve::{Winner, base_column, base_value, plan_column};
 
 /// The Arrow type of schema field `field`: a struct's children are its schema children, in
 /// schema order, named and nullable as there; a vector's items are nullable `Float32`.
@@ -240,18 +240,7 @@ fn resolve_struct_array(schema: &Schema, fragment: &Fragment, field: FieldId) ->
     let validity: Option<Vec<bool>> = match base_column(fragment, field) {
         Some((file, column)) => Some(
             live.iter()
-                .map(|&o| {
-                    column
-                        .get(o)
-                        .map(|v| !v.is_null())
-                        .ok_or_else(|| Error::BaseLengthMismatch {
-                            fragment: fragment.id,
-                            file: fragment.files[file].path.clone(),
-                            field,
-                            values: column.len() as u64,
-                            physical_rows: fragment.physical_rows,
-                        })
-                })
+                .map(|&o| base_value(fragment, file, field, column, o as u64).map(|v| !v.is_null()))
                 .collect::<Result<_>>()?,
         ),
         None => None,

@@ -509,7 +509,9 @@ fn overlay_value(fragment: &Fragment, position: usize, field: FieldId, rank: u64
         })
 }
 
-fn base_value(
+/// The base value at `offset` of `column` (the field's column in base file `file`), or the
+/// length mismatch that leaves it missing.
+pub(crate) fn base_value(
     fragment: &Fragment,
     file: usize,
     field: FieldId,

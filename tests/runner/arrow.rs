@@ -22,34 +22,23 @@ use lance_conformance::runner::reference::read_checked;
 use lance_conformance::runner::{
     Answer, ConformanceReader, Description, Options, ReferenceReader, Refusal, run_suite,
 };
+use lance_reference::columnar;
 use lance_reference::model::{DataType, FieldId, Schema, Value};
 
 /// The reference, answering with record batches built from its model values.
 struct ReferenceInArrow(ReferenceReader);
 
+/// The Arrow type of field `id`, as the reference's own batches type it.
 fn arrow_type(schema: &Schema, id: FieldId) -> ArrowType {
-    let field = schema.field(id).unwrap();
-    match field.data_type {
-        DataType::Bool => ArrowType::Boolean,
-        DataType::Int32 => ArrowType::Int32,
-        DataType::Int64 => ArrowType::Int64,
-        DataType::UInt64 => ArrowType::UInt64,
-        DataType::Float32 => ArrowType::Float32,
-        DataType::Float64 => ArrowType::Float64,
-        DataType::Utf8 => ArrowType::Utf8,
-        DataType::FixedSizeList { dimension } => ArrowType::FixedSizeList(
-            Arc::new(ArrowField::new("item", ArrowType::Float32, true)),
-            dimension as i32,
-        ),
-        DataType::Struct => ArrowType::Struct(children(schema, id)),
-    }
+    columnar::arrow_type(schema, id).unwrap()
 }
 
+/// A struct field's children as Arrow fields.
 fn children(schema: &Schema, id: FieldId) -> Fields {
-    schema
-        .children(id)
-        .map(|c| ArrowField::new(&c.name, arrow_type(schema, c.id), true))
-        .collect()
+    match arrow_type(schema, id) {
+        ArrowType::Struct(fields) => fields,
+        other => panic!("field {id} is {other}, not a struct"),
+    }
 }
 
 /// The Arrow array of field `id` holding `values` (one per row).
