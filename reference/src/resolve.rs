@@ -417,28 +417,24 @@ pub fn resolve_column(
         return resolve_struct(schema, fragment, field, rows);
     }
     let plan = plan_column(fragment, field)?;
-    // The gather: one pass in offset order, each winning value cloned once.
+    // The gather: one pass in offset order, each winning value cloned once. A winner the
+    // plan's bounds do not back cannot occur; it would read as NULL.
+    let base = plan.base.map_or(&[][..], |(_, column)| column);
+    let overlays: Vec<&[Value]> = plan.overlays.iter().map(|v| v.unwrap_or(&[])).collect();
     let mut out = Vec::with_capacity(plan.winners.len());
     for (offset, winner) in plan.winners.iter().enumerate() {
-        out.push(match *winner {
-            Winner::Deleted => None,
-            Winner::Overlay { position, rank } => Some(
-                plan.overlays
-                    .get(position as usize)
-                    .copied()
-                    .flatten()
-                    .and_then(|values| values.get(rank as usize))
-                    .cloned()
-                    .unwrap_or(Value::Null),
-            ),
-            Winner::Base => Some(
-                plan.base
-                    .and_then(|(_, column)| column.get(offset))
-                    .cloned()
-                    .unwrap_or(Value::Null),
-            ),
-            Winner::Null => Some(Value::Null),
-        });
+        let value = match *winner {
+            Winner::Deleted => {
+                out.push(None);
+                continue;
+            }
+            Winner::Overlay { position, rank } => overlays
+                .get(position as usize)
+                .and_then(|values| values.get(rank as usize)),
+            Winner::Base => base.get(offset),
+            Winner::Null => None,
+        };
+        out.push(Some(value.cloned().unwrap_or(Value::Null)));
     }
     Ok(out)
 }
