@@ -50,6 +50,7 @@ command -v cargo-mutants >/dev/null 2>&1 || {
 # targets check: the corpus is not meant to enumerate their malformed inputs.
 files=(
   reference/src/resolve.rs
+  reference/src/columnar.rs
   reference/src/scan.rs
   reference/src/exclusion.rs
   'reference/src/query/*.rs'
@@ -100,6 +101,8 @@ writer_only=(
   vector_details_value
   # Called by unit tests only, or only by the writer run (src/runner/writer.rs).
   'ExclusionSets::get' 'Dataset::latest_version'
+  # Converts an Arrow element back to a `Value`, for tests and fuzz checks only.
+  value_at
   # Checks of the query a caller asks, not of stored data: the runner sends only the queries of
   # case files, and a case whose query is ill-formed (a literal not of its field's type, a
   # vector not of its field's dimension, k = 0) is refused when it is generated, by the typed
