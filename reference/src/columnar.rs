@@ -233,14 +233,13 @@ fn resolve_struct_array(schema: &Schema, fragment: &Fragment, field: FieldId) ->
         .children(field)
         .map(|child| resolve_array(schema, fragment, child.id))
         .collect::<Result<_>>()?;
-    let rows = fragment.offset_count()? as usize;
-    let live: Vec<usize> = (0..rows)
-        .filter(|&o| !fragment.deletions.contains(o as u32))
-        .collect();
+    let live: Vec<u32> = fragment.live_offsets()?.collect();
     let validity: Option<Vec<bool>> = match base_column(fragment, field) {
         Some((file, column)) => Some(
             live.iter()
-                .map(|&o| base_value(fragment, file, field, column, o as u64).map(|v| !v.is_null()))
+                .map(|&o| {
+                    base_value(fragment, file, field, column, u64::from(o)).map(|v| !v.is_null())
+                })
                 .collect::<Result<_>>()?,
         ),
         None => None,

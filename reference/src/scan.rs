@@ -72,17 +72,15 @@ pub fn scan_fragment(
         .map(|&f| resolve_column(&snapshot.schema, fragment, f))
         .collect::<Result<_>>()?;
     let lineage = RowLineage::of(snapshot, fragment)?;
-    for offset in live_offsets(fragment)? {
-        let mut values = Vec::with_capacity(columns.len());
-        for column in &columns {
-            match column.get(offset) {
-                Some(Some(v)) => values.push(v.clone()),
-                _ => break, // deleted
-            }
-        }
-        if values.len() != columns.len() {
+    for offset in fragment.live_offsets()?.map(|o| o as usize) {
+        // Every resolved column holds a value at a live offset.
+        let Some(values) = columns
+            .iter()
+            .map(|c| c.get(offset).cloned().flatten())
+            .collect::<Option<Vec<Value>>>()
+        else {
             continue;
-        }
+        };
         out.push(ScanRow {
             fragment: fragment.id,
             offset: offset as u64,
@@ -93,14 +91,6 @@ pub fn scan_fragment(
         });
     }
     Ok(())
-}
-
-/// The live (non-deleted) physical offsets of `fragment`, in order.
-fn live_offsets(fragment: &Fragment) -> Result<impl Iterator<Item = usize> + '_> {
-    let rows = fragment.offset_count()?;
-    Ok((0..rows)
-        .filter(|&o| !fragment.deletions.contains(o))
-        .map(|o| o as usize))
 }
 
 /// What a scan reports of a fragment's lineage, per offset: `_rowid` (the stable row id, or
@@ -182,7 +172,8 @@ pub const BATCH_PREFIX: [&str; 5] = [
     "_row_last_updated_at_version",
 ];
 
-/// Scans every fragment of `snapshot` as record batches, one per fragment, holding the same
+/// Scans every fragment of `snapshot` as record batches, one per fragment (one empty batch
+/// when there is none), holding the same
 /// rows as [`scan`]: `fragment`, `offset`, `_rowid`, `_row_created_at_version` and
 /// `_row_last_updated_at_version` (`UInt64`, never NULL), then each projected top-level
 /// column ([`crate::columnar::resolve_array`]) under its field's name.
@@ -213,11 +204,16 @@ pub fn scan_batches(
         ));
     }
     let schema = Arc::new(ArrowSchema::new(schema_fields));
-    snapshot
+    let mut batches: Vec<RecordBatch> = snapshot
         .fragments
         .iter()
         .map(|fragment| scan_fragment_batch(snapshot, fragment, &fields, &schema))
-        .collect()
+        .collect::<Result<_>>()?;
+    if batches.is_empty() {
+        // The columns travel with a batch: a version without fragments answers one empty one.
+        batches.push(RecordBatch::new_empty(schema));
+    }
+    Ok(batches)
 }
 
 fn scan_fragment_batch(
@@ -232,7 +228,7 @@ fn scan_fragment_batch(
         .map(|&f| resolve_array(&snapshot.schema, fragment, f))
         .collect::<Result<_>>()?;
     let lineage = RowLineage::of(snapshot, fragment)?;
-    let live: Vec<usize> = live_offsets(fragment)?.collect();
+    let live: Vec<usize> = fragment.live_offsets()?.map(|o| o as usize).collect();
     let fixed = |value: &dyn Fn(usize) -> Result<u64>| -> Result<ArrayRef> {
         let values: Vec<u64> = live.iter().map(|&o| value(o)).collect::<Result<_>>()?;
         Ok(Arc::new(UInt64Array::from(values)))

@@ -191,13 +191,7 @@ fn lineage_value(array: &dyn Array, name: &str, row: usize) -> Result<Tagged, Re
 
 /// The protocol form of a scan answered in batches.
 pub fn scan_result(request: &ScanRequest, batches: &[RecordBatch]) -> Answer<ScanResult> {
-    const FIXED: [&str; 5] = [
-        "fragment",
-        "offset",
-        "_rowid",
-        "_row_created_at_version",
-        "_row_last_updated_at_version",
-    ];
+    const FIXED: [&str; 5] = lance_reference::scan::BATCH_PREFIX;
     let mut columns: Option<Vec<Column>> = None;
     let mut rows = Vec::new();
     for batch in batches {

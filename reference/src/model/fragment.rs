@@ -142,6 +142,13 @@ impl Fragment {
         })
     }
 
+    /// The live (non-deleted) physical offsets, in order. Offsets are 32-bit in Lance, so a
+    /// fragment claiming more rows than that is refused before anything is enumerated.
+    pub fn live_offsets(&self) -> Result<impl Iterator<Item = u32> + '_> {
+        let rows = self.offset_count()?;
+        Ok((0..rows).filter(|&o| !self.deletions.contains(o)))
+    }
+
     /// The decoded values of one lineage sequence, wherever it lives; `None` when absent.
     pub fn lineage_values(&self, field: FieldId) -> Result<Option<Vec<u64>>> {
         let seq = match field {

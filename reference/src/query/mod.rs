@@ -410,7 +410,7 @@ pub fn flat_filter(snapshot: &Snapshot, predicate: &Predicate) -> Result<Vec<Row
         for &field in &fields {
             columns.insert(field, resolve_column(&snapshot.schema, fragment, field)?);
         }
-        for offset in live_offsets(fragment)? {
+        for offset in fragment.live_offsets()?.map(u64::from) {
             let value_of = |field: FieldId| -> Option<&Value> {
                 columns.get(&field)?.get(offset as usize)?.as_ref()
             };
@@ -637,15 +637,6 @@ fn flat_path_rows(
     }
     rows.sort_by_key(|(row, _)| *row);
     Ok(rows)
-}
-
-/// The live offsets of `fragment`, in order. Offsets are 32-bit in Lance, so a fragment claiming
-/// more rows than that is refused before anything is enumerated.
-fn live_offsets(fragment: &Fragment) -> Result<impl Iterator<Item = u64> + '_> {
-    let rows = fragment.offset_count()?;
-    Ok((0..rows)
-        .filter(|&o| !fragment.deletions.contains(o))
-        .map(u64::from))
 }
 
 /// Checks a top-k query against the vector field `field`.
