@@ -17,7 +17,7 @@ mod reencode;
 
 use std::path::Path;
 
-use lance_reference::model::Snapshot;
+use lance_reference::model::{Column, Snapshot};
 use lance_reference_io::codec::{deletion_layout, encode_manifest};
 use lance_reference_io::deletion::{lance_file_type, write_deletion_file};
 use lance_reference_io::manifest_file::encode_manifest_file;
@@ -177,7 +177,7 @@ fn as_read(snapshot: &Snapshot) -> Snapshot {
     let mask = |file: &mut lance_reference::model::DataFile, overlay: bool| {
         for (id, column) in file.fields.iter().zip(file.columns.iter_mut()) {
             if !reads_position(&schema, *id, overlay) {
-                column.clear();
+                *column = Column::empty();
             }
         }
     };

@@ -55,7 +55,7 @@ use super::version_names::{VERSIONS_DIR, VersionEntry, list_versions};
 use lance_reference::flags::check_reader_flags;
 use lance_reference::index_build::entries as index_entries;
 use lance_reference::model::{
-    CREATED_AT_FIELD_ID, DataFile, DataType, Index, IndexEntry, IndexKind,
+    CREATED_AT_FIELD_ID, Column, DataFile, DataType, Index, IndexEntry, IndexKind,
     LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID, Schema, Snapshot, TOMBSTONE_FIELD_ID, Value,
 };
 use lance_reference::readable::check_readable;
@@ -172,7 +172,7 @@ pub fn read_file_columns(
     overlay: bool,
     field: &str,
     limit: u64,
-) -> Result<Vec<Vec<Value>>, DatasetError> {
+) -> Result<Vec<Column>, DatasetError> {
     let bytes = read_bounded(root, &layout.path, limit, &format!("{field}.path"))?;
     if layout.file_size_bytes != 0 && layout.file_size_bytes != bytes.len() as u64 {
         return Err(DatasetError::InvalidField {
@@ -193,7 +193,7 @@ pub fn read_file_columns(
     let mut columns = Vec::with_capacity(file.fields.len());
     for (p, &id) in file.fields.iter().enumerate() {
         let Some(data_type) = position_type(schema, id, overlay) else {
-            columns.push(Vec::new());
+            columns.push(Column::empty());
             continue;
         };
         let bad_index = |problem: String| DatasetError::InvalidField {
@@ -247,7 +247,9 @@ pub fn read_file_columns(
                 })?
             }
         };
-        columns.push(contents.column(index, &data_type).map_err(data_err)?);
+        columns.push(Column::new(
+            contents.column_array(index, &data_type).map_err(data_err)?,
+        ));
     }
     Ok(columns)
 }

@@ -54,8 +54,8 @@ use super::version_names::{
 };
 use lance_reference::flags::{check_written_flags, required_flags};
 use lance_reference::model::{
-    CREATED_AT_FIELD_ID, DataFile, DataType, Field, Index, IndexKind, LAST_UPDATED_AT_FIELD_ID,
-    Overlay, ROW_ID_FIELD_ID, Schema, Snapshot, Value,
+    CREATED_AT_FIELD_ID, Column, DataFile, DataType, Field, Index, IndexKind,
+    LAST_UPDATED_AT_FIELD_ID, Overlay, ROW_ID_FIELD_ID, Schema, Snapshot, Value,
 };
 
 /// Which flag words a written manifest carries.
@@ -191,8 +191,9 @@ pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, Data
         .iter()
         .zip(&file.columns)
         .enumerate()
-        .map(|(pos, (&id, values))| {
-            ColumnData::new(column_field(schema, file, pos, id, values), values.clone())
+        .map(|(pos, (&id, column))| {
+            let values = column.values();
+            ColumnData::new(column_field(schema, file, pos, id, &values), values)
         })
         .collect();
     write_data_file(&columns).map_err(|error| DatasetError::DataFile {
@@ -218,7 +219,12 @@ pub fn overlay_file_bytes(schema: &Schema, overlay: &Overlay) -> Result<Vec<u8>,
             .is_some_and(|f| f.data_type == DataType::Struct);
         if is_struct && column.is_empty() {
             let covered = overlay.coverage.at(pos).map_or(0, |b| b.len());
-            *column = (0..covered).map(|_| Value::Struct(Vec::new())).collect();
+            let present: Vec<Value> = (0..covered).map(|_| Value::Struct(Vec::new())).collect();
+            *column =
+                Column::of(&DataType::Struct, &present).map_err(|m| DatasetError::Unwritable {
+                    what: format!("overlay file {:?}", overlay.file.path),
+                    problem: format!("struct field {id}: {m:?}"),
+                })?;
         }
     }
     data_file_bytes(schema, &file)
@@ -324,6 +330,7 @@ fn put_data_file(
             let is_overlay = overlay.is_some();
             let stored =
                 read_file_columns(root, schema, file, &layout, is_overlay, field, u64::MAX)?;
+            let stored: Vec<Vec<Value>> = stored.iter().map(Column::values).collect();
             if !same_columns(&stored, &masked_columns(schema, file, is_overlay)) {
                 return Err(DatasetError::ExistingFileDiffers {
                     file: path,
@@ -350,9 +357,9 @@ fn masked_columns(schema: &Schema, file: &DataFile, overlay: bool) -> Vec<Vec<Va
     file.fields
         .iter()
         .zip(&file.columns)
-        .map(|(&id, values)| {
+        .map(|(&id, column)| {
             if reads_position(schema, id, overlay) {
-                values.clone()
+                column.values()
             } else {
                 Vec::new()
             }

@@ -194,7 +194,8 @@ fn an_existing_file_with_other_content_is_refused() {
     let s = scenarios::plain();
     let dir = written(&s);
     let mut v1 = s.versions[0].clone();
-    v1.fragments[0].files[0].columns[1][0] = Value::Int32(99);
+    let column = &mut v1.fragments[0].files[0].columns[1];
+    *column = column.replaced(0, Value::Int32(99)).unwrap();
     let err = write_version(dir.path(), &v1, &WriteOptions::default()).unwrap_err();
     assert_eq!(err.code(), "existing_file_differs");
 }
@@ -700,7 +701,7 @@ fn a_user_column_stored_with_another_type_is_refused() {
         .zip(&model.columns)
         .map(|(&id, values)| {
             let mut field = s.versions[0].schema.field(id).unwrap().clone();
-            let mut values = values.clone();
+            let mut values = values.values();
             if id == 5 {
                 // `n` is int32 in the schema: store it as int64.
                 field.data_type = DataType::Int64;

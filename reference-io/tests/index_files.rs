@@ -291,8 +291,12 @@ fn a_vector_index_holds_no_null_vector() {
         .iter()
         .position(|f| *f == EMBEDDING)
         .unwrap();
-    v1.fragments[0].files[0].columns[position][2] = Value::Null;
-    v1.fragments[0].files[0].columns[position][3] = Value::Vector(vec![Some(1.0), None, Some(0.0)]);
+    v1.fragments[0].files[0].columns[position] = v1.fragments[0].files[0].columns[position]
+        .replaced(2, Value::Null)
+        .unwrap();
+    v1.fragments[0].files[0].columns[position] = v1.fragments[0].files[0].columns[position]
+        .replaced(3, Value::Vector(vec![Some(1.0), None, Some(0.0)]))
+        .unwrap();
     let mut read_at = v1.clone();
     read_at.indices.clear();
     let v2 = build_index(&read_at, &v1, "emb_idx", &[EMBEDDING], IndexKind::Vector, 2).unwrap();

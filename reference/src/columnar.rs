@@ -4,50 +4,36 @@
 //! [`crate::resolve::plan_column`] (struct validity from the base column, as
 //! [`crate::resolve::resolve_column`] takes it); here the winners are only gathered, with one
 //! `interleave` per column, into an array of the field's Arrow type ([`arrow_type`]) holding the
-//! live (non-deleted) rows in offset order. A stored value that does not fit its field's type
-//! is an error ([`Error::TypeMismatch`]), never a silently different value.
-//!
-//! Stored columns are still `Value`s in the model; [`stored_array`] gives a column its Arrow
-//! form once per gather, so the plan's sources are arrays.
+//! live (non-deleted) rows in offset order. The sources are the stored columns themselves; one
+//! whose type is not the field's is an error ([`Error::TypeMismatch`]), never a silently
+//! different value. When every winner is the base (no overlay won and no row is deleted) the
+//! gather is the identity, and its output is the base column itself.
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BooleanBuilder, FixedSizeListBuilder, Float32Builder, Float64Builder, Int32Builder,
-    Int64Builder, StringBuilder, UInt64Builder,
-};
 use arrow_array::{Array, ArrayRef, StructArray, new_empty_array, new_null_array};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields};
 
 use crate::error::{Error, Result};
-use crate::model::{DataType, FieldId, Fragment, Schema, Value};
-use crate::resolve::{Winner, base_column, base_value, plan_column};
+use crate::model::{Column, DataType, FieldId, Fragment, Schema, stored_type};
+use crate::resolve::{Winner, base_column, plan_column};
 
 /// The Arrow type of schema field `field`: a struct's children are its schema children, in
-/// schema order, named and nullable as there; a vector's items are nullable `Float32`.
+/// schema order, named and nullable as there; any other type is its stored type
+/// ([`stored_type`]).
 pub fn arrow_type(schema: &Schema, field: FieldId) -> Result<ArrowType> {
     let f = schema.field(field).ok_or_else(|| Error::UnknownField {
         field,
         context: "arrow type".into(),
     })?;
-    Ok(match &f.data_type {
-        DataType::Bool => ArrowType::Boolean,
-        DataType::Int32 => ArrowType::Int32,
-        DataType::Int64 => ArrowType::Int64,
-        DataType::UInt64 => ArrowType::UInt64,
-        DataType::Float32 => ArrowType::Float32,
-        DataType::Float64 => ArrowType::Float64,
-        DataType::Utf8 => ArrowType::Utf8,
-        DataType::FixedSizeList { dimension } => ArrowType::FixedSizeList(
-            Arc::new(ArrowField::new("item", ArrowType::Float32, true)),
-            i32::try_from(*dimension).map_err(|_| Error::InvalidSchema {
-                field,
-                problem: format!("dimension {dimension} is past i32"),
-            })?,
-        ),
-        DataType::Struct => ArrowType::Struct(struct_fields(schema, field)?),
-    })
+    match &f.data_type {
+        DataType::Struct => Ok(ArrowType::Struct(struct_fields(schema, field)?)),
+        other => stored_type(other).ok_or_else(|| Error::InvalidSchema {
+            field,
+            problem: format!("{} has a dimension past i32", other.logical_type()),
+        }),
+    }
 }
 
 /// The Arrow fields of a struct's children.
@@ -65,107 +51,6 @@ fn struct_fields(schema: &Schema, field: FieldId) -> Result<Fields> {
         .map(Fields::from)
 }
 
-/// Where a stored column sits, for the error a misfit value gets.
-#[derive(Debug, Clone, Copy)]
-pub struct StoredAt<'a> {
-    /// Fragment id.
-    pub fragment: u64,
-    /// Data file path.
-    pub file: &'a str,
-    /// Field id.
-    pub field: FieldId,
-}
-
-impl StoredAt<'_> {
-    fn misfit(&self, index: usize, expected: &DataType, found: &Value) -> Error {
-        Error::TypeMismatch {
-            fragment: self.fragment,
-            file: self.file.to_string(),
-            field: self.field,
-            index: index as u64,
-            expected: expected.logical_type(),
-            found: found.kind().to_string(),
-        }
-    }
-}
-
-/// The Arrow form of a stored (non-struct) column of `data_type`: one element per value, NULL
-/// for [`Value::Null`].
-pub fn stored_array(data_type: &DataType, values: &[Value], at: StoredAt<'_>) -> Result<ArrayRef> {
-    macro_rules! primitive {
-        ($builder:ty, $arm:path) => {{
-            let mut b = <$builder>::with_capacity(values.len());
-            for (i, v) in values.iter().enumerate() {
-                match v {
-                    Value::Null => b.append_null(),
-                    $arm(x) => b.append_value(*x),
-                    other => return Err(at.misfit(i, data_type, other)),
-                }
-            }
-            Arc::new(b.finish()) as ArrayRef
-        }};
-    }
-    Ok(match data_type {
-        DataType::Bool => primitive!(BooleanBuilder, Value::Bool),
-        DataType::Int32 => primitive!(Int32Builder, Value::Int32),
-        DataType::Int64 => primitive!(Int64Builder, Value::Int64),
-        DataType::UInt64 => primitive!(UInt64Builder, Value::UInt64),
-        DataType::Float32 => primitive!(Float32Builder, Value::Float32),
-        DataType::Float64 => primitive!(Float64Builder, Value::Float64),
-        DataType::Utf8 => {
-            let bytes = values
-                .iter()
-                .map(|v| match v {
-                    Value::Utf8(s) => s.len(),
-                    _ => 0,
-                })
-                .sum();
-            let mut b = StringBuilder::with_capacity(values.len(), bytes);
-            for (i, v) in values.iter().enumerate() {
-                match v {
-                    Value::Null => b.append_null(),
-                    Value::Utf8(s) => b.append_value(s),
-                    other => return Err(at.misfit(i, data_type, other)),
-                }
-            }
-            Arc::new(b.finish())
-        }
-        DataType::FixedSizeList { dimension } => {
-            let n = i32::try_from(*dimension).map_err(|_| Error::InvalidSchema {
-                field: at.field,
-                problem: format!("dimension {dimension} is past i32"),
-            })?;
-            let items = Float32Builder::with_capacity(values.len().saturating_mul(n as usize));
-            let mut b = FixedSizeListBuilder::with_capacity(items, n, values.len())
-                .with_field(Arc::new(ArrowField::new("item", ArrowType::Float32, true)));
-            for (i, v) in values.iter().enumerate() {
-                match v {
-                    Value::Null => {
-                        for _ in 0..n {
-                            b.values().append_null();
-                        }
-                        b.append(false);
-                    }
-                    Value::Vector(xs) if xs.len() == n as usize => {
-                        for x in xs {
-                            b.values().append_option(*x);
-                        }
-                        b.append(true);
-                    }
-                    other => return Err(at.misfit(i, data_type, other)),
-                }
-            }
-            Arc::new(b.finish())
-        }
-        DataType::Struct => {
-            return Err(Error::UnknownField {
-                field: at.field,
-                context: "a struct column has no stored values, only validity".into(),
-            });
-        }
-    })
-}
-
 /// Resolves field `field` of `fragment` for its live rows, in offset order, as one array of
 /// [`arrow_type`]: the plan's winners gathered in one `interleave` (a struct: its children so,
 /// with the base's validity).
@@ -177,34 +62,30 @@ pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Re
     if schema_field.data_type == DataType::Struct {
         return resolve_struct_array(schema, fragment, field);
     }
-    let data_type = &schema_field.data_type;
     let arrow = arrow_type(schema, field)?;
     let plan = plan_column(fragment, field)?;
+    if let Some((file, base)) = plan.base.filter(|_| plan.overlay_wins == 0)
+        && fragment.deletions.is_empty()
+    {
+        return source(base, &arrow, fragment, &fragment.files[file].path, field);
+    }
     // Source 0 is the base column (a single NULL when no base file holds the field); source
     // `1 + p` is the value column of the overlay at position `p`.
     let mut sources: Vec<ArrayRef> = Vec::with_capacity(1 + plan.overlays.len());
     sources.push(match plan.base {
-        Some((file, column)) => stored_array(
-            data_type,
-            column,
-            StoredAt {
-                fragment: fragment.id,
-                file: &fragment.files[file].path,
-                field,
-            },
-        )?,
+        Some((file, column)) => {
+            source(column, &arrow, fragment, &fragment.files[file].path, field)?
+        }
         None => new_null_array(&arrow, 1),
     });
     for (position, values) in plan.overlays.iter().enumerate() {
         sources.push(match values {
-            Some(values) => stored_array(
-                data_type,
+            Some(values) => source(
                 values,
-                StoredAt {
-                    fragment: fragment.id,
-                    file: &fragment.overlays[position].file.path,
-                    field,
-                },
+                &arrow,
+                fragment,
+                &fragment.overlays[position].file.path,
+                field,
             )?,
             None => new_empty_array(&arrow),
         });
@@ -225,6 +106,33 @@ pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Re
         .map_err(|e| arrow_failure(fragment, field, &arrow, e))
 }
 
+/// A stored column as a gather source of the field's Arrow type `arrow`: the column's own
+/// array, or NULLs of that type for a column of NULLs only. A column of any other type is the
+/// [`Error::TypeMismatch`] of its first value.
+fn source(
+    column: &Column,
+    arrow: &ArrowType,
+    fragment: &Fragment,
+    file: &str,
+    field: FieldId,
+) -> Result<ArrayRef> {
+    let array = column.array();
+    if array.data_type() == arrow {
+        return Ok(array.clone());
+    }
+    if *array.data_type() == ArrowType::Null {
+        return Ok(new_null_array(arrow, array.len()));
+    }
+    Err(Error::TypeMismatch {
+        fragment: fragment.id,
+        file: file.to_string(),
+        field,
+        index: 0,
+        expected: arrow.to_string(),
+        found: column.kind().to_string(),
+    })
+}
+
 /// A struct column for the live rows: each child resolved on its own, present where the
 /// base's struct column is (present everywhere when no base file holds the struct).
 fn resolve_struct_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Result<ArrayRef> {
@@ -235,13 +143,25 @@ fn resolve_struct_array(schema: &Schema, fragment: &Fragment, field: FieldId) ->
         .collect::<Result<_>>()?;
     let live: Vec<u32> = fragment.live_offsets()?.collect();
     let validity: Option<Vec<bool>> = match base_column(fragment, field) {
-        Some((file, column)) => Some(
-            live.iter()
-                .map(|&o| {
-                    base_value(fragment, file, field, column, u64::from(o)).map(|v| !v.is_null())
-                })
-                .collect::<Result<_>>()?,
-        ),
+        Some((file, column)) => {
+            if column.len() as u64 != fragment.physical_rows {
+                return Err(Error::BaseLengthMismatch {
+                    fragment: fragment.id,
+                    file: fragment.files[file].path.clone(),
+                    field,
+                    values: column.len() as u64,
+                    physical_rows: fragment.physical_rows,
+                });
+            }
+            // A column of NULLs only holds no present struct.
+            let array = column.array();
+            let typed = *array.data_type() != ArrowType::Null;
+            Some(
+                live.iter()
+                    .map(|&o| typed && array.is_valid(o as usize))
+                    .collect(),
+            )
+        }
         None => None,
     };
     let length = live.len();
@@ -268,41 +188,4 @@ fn arrow_failure(
         expected: arrow.to_string(),
         found: e.to_string(),
     }
-}
-
-/// The [`Value`] of element `row` of an array of an [`arrow_type`]: what the row scan holds
-/// for the same cell (a struct: its children's values in schema order). `None` when `row` is
-/// past the end or the array's type is none of [`arrow_type`]'s.
-pub fn value_at(array: &dyn Array, row: usize) -> Option<Value> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
-    if row >= array.len() {
-        return None;
-    }
-    if array.is_null(row) {
-        return Some(Value::Null);
-    }
-    Some(match array.data_type() {
-        ArrowType::Boolean => Value::Bool(array.as_boolean().value(row)),
-        ArrowType::Int32 => Value::Int32(array.as_primitive::<Int32Type>().value(row)),
-        ArrowType::Int64 => Value::Int64(array.as_primitive::<Int64Type>().value(row)),
-        ArrowType::UInt64 => Value::UInt64(array.as_primitive::<UInt64Type>().value(row)),
-        ArrowType::Float32 => Value::Float32(array.as_primitive::<Float32Type>().value(row)),
-        ArrowType::Float64 => Value::Float64(array.as_primitive::<Float64Type>().value(row)),
-        ArrowType::Utf8 => Value::Utf8(array.as_string::<i32>().value(row).to_string()),
-        ArrowType::FixedSizeList(..) => {
-            let items = array.as_fixed_size_list().value(row);
-            let items = items.as_primitive_opt::<Float32Type>()?;
-            Value::Vector(items.iter().collect())
-        }
-        ArrowType::Struct(_) => Value::Struct(
-            array
-                .as_struct()
-                .columns()
-                .iter()
-                .map(|c| value_at(c.as_ref(), row))
-                .collect::<Option<_>>()?,
-        ),
-        _ => return None,
-    })
 }

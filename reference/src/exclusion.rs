@@ -135,6 +135,7 @@ impl ExclusionSets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Column, cols};
     use crate::model::{
         Coverage, DataFile, Field, IndexKind, ROW_ID_FIELD_ID, TOMBSTONE_FIELD_ID, Value,
     };
@@ -161,10 +162,12 @@ mod tests {
 
     /// An overlay carrying `fields` densely over `offsets`, every value NULL.
     fn null_overlay(fields: Vec<FieldId>, offsets: &[u32], committed_version: u64) -> Overlay {
-        let columns = fields
-            .iter()
-            .map(|_| vec![Value::Null; offsets.len()])
-            .collect();
+        let columns = cols(
+            fields
+                .iter()
+                .map(|_| vec![Value::Null; offsets.len()])
+                .collect(),
+        );
         Overlay {
             file: DataFile {
                 path: "overlay.lance".into(),
@@ -231,7 +234,7 @@ mod tests {
         let mut snapshot = worked_example::version_1();
         snapshot.version = 2;
         let mut overlay = null_overlay(vec![NAME], &[0, 2], 2);
-        overlay.file.columns = vec![vec![Value::Utf8("A".into()), Value::Utf8("C".into())]];
+        overlay.file.columns = cols(vec![vec![Value::Utf8("A".into()), Value::Utf8("C".into())]]);
         snapshot.fragments[0].overlays.push(overlay);
         snapshot.validate().unwrap();
         let set = exclusion_set(
@@ -251,7 +254,7 @@ mod tests {
             file: DataFile {
                 path: "sparse.lance".into(),
                 fields: vec![NAME, AGE],
-                columns: vec![vec![Value::Null; 2], vec![Value::Null]],
+                columns: cols(vec![vec![Value::Null; 2], vec![Value::Null]]),
             },
             coverage: Coverage::Sparse(vec![bitmap(&[0, 1]), bitmap(&[2])]),
             committed_version: 2,
@@ -276,7 +279,7 @@ mod tests {
             file: DataFile {
                 path: "old.lance".into(),
                 fields: vec![TOMBSTONE_FIELD_ID, 99, ROW_ID_FIELD_ID],
-                columns: vec![vec![Value::Int32(1)], vec![Value::Int32(2)], vec![]],
+                columns: cols(vec![vec![Value::Int32(1)], vec![Value::Int32(2)], vec![]]),
             },
             coverage: Coverage::Sparse(vec![bitmap(&[0]), bitmap(&[1]), bitmap(&[2])]),
             committed_version: 3,
@@ -377,7 +380,7 @@ mod tests {
             Field::child(7, 5, "city", DataType::Utf8),
         ])
         .unwrap();
-        let present = vec![Value::Struct(vec![]); 4];
+        let present: Column = vec![Value::Struct(vec![]); 4].into_iter().collect();
         let mut fragment = Fragment::new(
             0,
             "base.lance",
@@ -386,7 +389,7 @@ mod tests {
                 (0..4).map(Value::Int64).collect(),
                 present,
                 (0..4).map(Value::Int32).collect(),
-                vec![Value::Utf8("x".into()); 4],
+                vec![Value::Utf8("x".into()); 4].into_iter().collect(),
             ],
         );
         fragment

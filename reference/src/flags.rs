@@ -533,6 +533,7 @@ pub fn check_written_flags(snapshot: &Snapshot) -> Result<(), FlagError> {
 #[cfg(test)]
 mod tests {
     use crate::ErrorClass;
+    use crate::model::cols;
     use std::collections::BTreeMap;
 
     use roaring::RoaringBitmap;
@@ -553,7 +554,7 @@ mod tests {
             id,
             "f.lance",
             vec![0],
-            vec![vec![Value::Int64(1), Value::Int64(2)]],
+            cols(vec![vec![Value::Int64(1), Value::Int64(2)]]),
         )
     }
 
@@ -562,7 +563,7 @@ mod tests {
             file: DataFile {
                 path: "o.lance".into(),
                 fields: vec![0],
-                columns: vec![vec![Value::Int64(9)]],
+                columns: cols(vec![vec![Value::Int64(9)]]),
             },
             coverage: Coverage::Dense(RoaringBitmap::from_iter([0u32])),
             committed_version: 2,

@@ -21,7 +21,8 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::model::{
-    Coverage, DataFile, DataType, FieldId, Fragment, Overlay, Schema, TOMBSTONE_FIELD_ID, Value,
+    Column, Coverage, DataFile, DataType, FieldId, Fragment, Overlay, Schema, TOMBSTONE_FIELD_ID,
+    Value,
 };
 use crate::resolve::resolve_column;
 
@@ -105,7 +106,7 @@ pub fn build_overlay(
             } else {
                 Some(resolve_column(schema, fragment, *field)?)
             };
-            let column = union
+            let values: Vec<Value> = union
                 .iter()
                 .map(|offset| match changed.get(&offset) {
                     Some(v) => v.clone(),
@@ -115,14 +116,17 @@ pub fn build_overlay(
                         .unwrap_or(Value::Null),
                 })
                 .collect();
-            columns.push(column);
+            columns.push(stored_column(schema, fragment, path, *field, &values)?);
         }
         (Coverage::Dense(union), columns)
     } else {
         let columns = fields
             .iter()
-            .map(|f| updates[f].values().cloned().collect())
-            .collect();
+            .map(|f| {
+                let values: Vec<Value> = updates[f].values().cloned().collect();
+                stored_column(schema, fragment, path, *f, &values)
+            })
+            .collect::<Result<_>>()?;
         (Coverage::Sparse(bitmaps), columns)
     };
     Ok(Some(Overlay {
@@ -134,6 +138,24 @@ pub fn build_overlay(
         coverage,
         committed_version: 0,
     }))
+}
+
+/// The value column of `field` holding `values`, in rank order.
+fn stored_column(
+    schema: &Schema,
+    fragment: &Fragment,
+    path: &str,
+    field: FieldId,
+    values: &[Value],
+) -> Result<Column> {
+    let data_type = schema
+        .field(field)
+        .map(|f| f.data_type.clone())
+        .ok_or_else(|| Error::UnknownField {
+            field,
+            context: path.to_string(),
+        })?;
+    Column::of(&data_type, values).map_err(|m| m.error(fragment.id, path, field, &data_type))
 }
 
 fn check_field(schema: &Schema, field: FieldId, path: &str) -> Result<()> {
@@ -165,6 +187,7 @@ pub fn tombstone_fields(overlay: &mut Overlay, fields: &[FieldId]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::cols;
     use crate::worked_example::{self, AGE, EMBEDDING, ID, NAME};
 
     fn updates(cells: &[(FieldId, u32, Value)]) -> CellUpdates {
@@ -220,10 +243,10 @@ mod tests {
         assert_eq!(o.file.fields, vec![NAME, AGE]);
         assert_eq!(
             o.file.columns,
-            vec![
+            cols(vec![
                 vec![Value::Utf8("Bob".into()), Value::Utf8("Caroline".into())],
                 vec![Value::Null, Value::Int32(40)],
-            ]
+            ])
         );
         // Widening changes nothing a reader sees beyond the update itself.
         let mut narrow = s.fragments[0].clone();

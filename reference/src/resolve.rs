@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use roaring::RoaringBitmap;
 
 use crate::model::{
-    DataFile, DataType, FieldId, Fragment, Overlay, Schema, TOMBSTONE_FIELD_ID, Value,
+    Column, DataFile, DataType, FieldId, Fragment, Overlay, Schema, TOMBSTONE_FIELD_ID, Value,
 };
 
 /// Overlay positions in the order resolution tries them, newest first: a higher
@@ -54,16 +54,16 @@ pub fn precedence(fragment: &Fragment) -> Vec<usize> {
 
 /// The position of `field` in a data file's field list and its column; a tombstone (`-2`)
 /// never matches, so a folded-away column is never read as the field.
-pub fn file_column(file: &DataFile, field: FieldId) -> Option<(usize, &[Value])> {
+pub fn file_column(file: &DataFile, field: FieldId) -> Option<(usize, &Column)> {
     let pos = file
         .fields
         .iter()
         .position(|&f| f == field && f != TOMBSTONE_FIELD_ID)?;
-    file.columns.get(pos).map(|c| (pos, c.as_slice()))
+    file.columns.get(pos).map(|c| (pos, c))
 }
 
 /// The base column of a live field: the index of the base file holding it, and its values.
-pub fn base_column(fragment: &Fragment, field: FieldId) -> Option<(usize, &[Value])> {
+pub fn base_column(fragment: &Fragment, field: FieldId) -> Option<(usize, &Column)> {
     fragment
         .files
         .iter()
@@ -85,30 +85,28 @@ pub fn coverage_of(overlay: &Overlay, field: FieldId) -> Option<(usize, &Roaring
 /// The coverage of the live user field `field` in `overlay` and its value column (value `k`
 /// belongs to the `k`-th covered offset), if the overlay carries the field. A value column
 /// whose length differs from the coverage's cardinality is an error: nothing could be looked
-/// up by rank.
+/// up by rank. An overlay without a column at the field's position provides no value, which
+/// is the same error unless it covers nothing.
 pub fn covered_values(
     overlay: &Overlay,
     fragment: u64,
     field: FieldId,
-) -> Result<Option<(&RoaringBitmap, &[Value])>> {
+) -> Result<Option<(&RoaringBitmap, &Column)>> {
     let Some((position, bitmap)) = coverage_of(overlay, field) else {
         return Ok(None);
     };
-    let values = overlay
-        .file
-        .columns
-        .get(position)
-        .map_or(&[][..], Vec::as_slice);
-    if values.len() as u64 != bitmap.len() {
+    let values = overlay.file.columns.get(position);
+    let count = values.map_or(0, Column::len) as u64;
+    if count != bitmap.len() {
         return Err(Error::ValueCountMismatch {
             fragment,
             file: overlay.file.path.clone(),
             field,
-            values: values.len() as u64,
+            values: count,
             covered: bitmap.len(),
         });
     }
-    Ok(Some((bitmap, values)))
+    Ok(values.map(|values| (bitmap, values)))
 }
 
 /// Where a resolved cell's value came from.
@@ -326,10 +324,12 @@ pub struct ColumnPlan<'a> {
     pub winners: Vec<Winner>,
     /// The base column [`Winner::Base`] reads (at the cell's own offset), with the index of
     /// its file in `Fragment::files`; `None` when no base file holds the field.
-    pub base: Option<(usize, &'a [Value])>,
+    pub base: Option<(usize, &'a Column)>,
     /// By overlay position: the value column [`Winner::Overlay`] reads by rank, `None` for an
     /// overlay that does not carry the field.
-    pub overlays: Vec<Option<&'a [Value]>>,
+    pub overlays: Vec<Option<&'a Column>>,
+    /// How many offsets an overlay won; with no deletion either, every winner is the base.
+    pub overlay_wins: usize,
 }
 
 /// Decides the winner of every offset of the non-struct field `field` (the module's rule,
@@ -351,6 +351,7 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
             .ok_or_else(|| deletion_out_of_range(fragment, offset))? = Winner::Deleted;
     }
     let mut overlays = vec![None; fragment.overlays.len()];
+    let mut overlay_wins = 0;
     for position in precedence(fragment) {
         let overlay = &fragment.overlays[position];
         let Some((bitmap, values)) = covered_values(overlay, fragment.id, field)? else {
@@ -382,6 +383,7 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
                     position: position32,
                     rank,
                 };
+                overlay_wins += 1;
             }
         }
     }
@@ -398,6 +400,7 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
         winners,
         base,
         overlays,
+        overlay_wins,
     })
 }
 
@@ -417,10 +420,8 @@ pub fn resolve_column(
         return resolve_struct(schema, fragment, field, rows);
     }
     let plan = plan_column(fragment, field)?;
-    // The gather: one pass in offset order, each winning value cloned once. A winner the
+    // The gather: one pass in offset order, each winning value read once. A winner the
     // plan's bounds do not back cannot occur; it would read as NULL.
-    let base = plan.base.map_or(&[][..], |(_, column)| column);
-    let overlays: Vec<&[Value]> = plan.overlays.iter().map(|v| v.unwrap_or(&[])).collect();
     let mut out = Vec::with_capacity(plan.winners.len());
     for (offset, winner) in plan.winners.iter().enumerate() {
         let value = match *winner {
@@ -428,13 +429,16 @@ pub fn resolve_column(
                 out.push(None);
                 continue;
             }
-            Winner::Overlay { position, rank } => overlays
+            Winner::Overlay { position, rank } => plan
+                .overlays
                 .get(position as usize)
-                .and_then(|values| values.get(rank as usize)),
-            Winner::Base => base.get(offset),
+                .copied()
+                .flatten()
+                .and_then(|values| values.value(rank as usize)),
+            Winner::Base => plan.base.and_then(|(_, column)| column.value(offset)),
             Winner::Null => None,
         };
-        out.push(Some(value.cloned().unwrap_or(Value::Null)));
+        out.push(Some(value.unwrap_or(Value::Null)));
     }
     Ok(out)
 }
@@ -486,21 +490,14 @@ fn overlay_value(fragment: &Fragment, position: usize, field: FieldId, rank: u64
         field,
         context: overlay.file.path.clone(),
     })?;
-    overlay
-        .file
-        .columns
-        .get(column_pos)
-        .and_then(|c| c.get(rank as usize))
-        .cloned()
+    let column = overlay.file.columns.get(column_pos);
+    column
+        .and_then(|c| c.value(rank as usize))
         .ok_or_else(|| Error::ValueCountMismatch {
             fragment: fragment.id,
             file: overlay.file.path.clone(),
             field,
-            values: overlay
-                .file
-                .columns
-                .get(column_pos)
-                .map_or(0, |c| c.len() as u64),
+            values: column.map_or(0, |c| c.len() as u64),
             covered: bitmap.len(),
         })
 }
@@ -511,12 +508,11 @@ pub(crate) fn base_value(
     fragment: &Fragment,
     file: usize,
     field: FieldId,
-    column: &[Value],
+    column: &Column,
     offset: u64,
 ) -> Result<Value> {
     column
-        .get(offset as usize)
-        .cloned()
+        .value(offset as usize)
         .ok_or_else(|| Error::BaseLengthMismatch {
             fragment: fragment.id,
             file: fragment.files[file].path.clone(),

@@ -252,7 +252,7 @@ fn scan_fragment_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::columnar::value_at;
+    use crate::model::value_at;
     use crate::worked_example;
 
     /// Every version of the worked example: the batches hold the row scan's rows, cell for

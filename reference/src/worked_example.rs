@@ -13,7 +13,7 @@ use crate::compaction::{FoldPlan, IndexPolicy, fold};
 use crate::error::Result;
 use crate::lineage::PendingCommit;
 use crate::model::{
-    Coverage, DataFile, DataType, Field, Fragment, Index, IndexEntry, IndexKind, Lineage,
+    Column, Coverage, DataFile, DataType, Field, Fragment, Index, IndexEntry, IndexKind, Lineage,
     LineageSequence, Overlay, Schema, Snapshot, Value,
 };
 
@@ -60,16 +60,31 @@ pub fn schema() -> Schema {
     .unwrap_or_default()
 }
 
+/// The column of `data_type` holding `values`. The example's literals fit their types; were
+/// one not to, the column would be empty, which `Snapshot::validate` refuses.
+fn column(data_type: DataType, values: Vec<Value>) -> Column {
+    Column::of(&data_type, &values).unwrap_or_else(|_| Column::empty())
+}
+
 /// Version 1: fragment 0 with `data/file0.lance` holding all four columns, and the age index.
 pub fn version_1() -> Snapshot {
     let columns = vec![
-        (1..=4).map(Value::Int64).collect(),
-        NAMES
-            .iter()
-            .map(|n| Value::Utf8((*n).to_string()))
-            .collect(),
-        AGES.iter().map(|a| Value::Int32(*a)).collect(),
-        EMBEDDINGS.iter().map(|e| vector(*e)).collect(),
+        column(DataType::Int64, (1..=4).map(Value::Int64).collect()),
+        column(
+            DataType::Utf8,
+            NAMES
+                .iter()
+                .map(|n| Value::Utf8((*n).to_string()))
+                .collect(),
+        ),
+        column(
+            DataType::Int32,
+            AGES.iter().map(|a| Value::Int32(*a)).collect(),
+        ),
+        column(
+            DataType::FixedSizeList { dimension: 3 },
+            EMBEDDINGS.iter().map(|e| vector(*e)).collect(),
+        ),
     ];
     let mut fragment = Fragment::new(0, "file0.lance", vec![ID, NAME, AGE, EMBEDDING], columns);
     fragment.lineage = Lineage {
@@ -112,7 +127,10 @@ pub fn step_1_overlay() -> Overlay {
         file: DataFile {
             path: "overlay-age.lance".to_string(),
             fields: vec![AGE],
-            columns: vec![vec![Value::Int32(26), Value::Int32(23)]],
+            columns: vec![column(
+                DataType::Int32,
+                vec![Value::Int32(26), Value::Int32(23)],
+            )],
         },
         coverage: Coverage::Dense([1u32, 3].into_iter().collect::<RoaringBitmap>()),
         committed_version: 0,
@@ -126,8 +144,14 @@ pub fn step_4_overlay() -> Overlay {
             path: "overlay-name-embedding.lance".to_string(),
             fields: vec![NAME, EMBEDDING],
             columns: vec![
-                vec![Value::Utf8("Caroline".into()), Value::Utf8("David".into())],
-                vec![vector(NEW_BOB_EMBEDDING)],
+                column(
+                    DataType::Utf8,
+                    vec![Value::Utf8("Caroline".into()), Value::Utf8("David".into())],
+                ),
+                column(
+                    DataType::FixedSizeList { dimension: 3 },
+                    vec![vector(NEW_BOB_EMBEDDING)],
+                ),
             ],
         },
         coverage: Coverage::Sparse(vec![

@@ -23,7 +23,7 @@ fn spilled() -> Snapshot {
             CREATED_AT_FIELD_ID,
             LAST_UPDATED_AT_FIELD_ID,
         ],
-        columns: vec![u64s(&[0, 1, 2, 3]), u64s(&[1; 4]), u64s(&[1; 4])],
+        columns: cols(vec![u64s(&[0, 1, 2, 3]), u64s(&[1; 4]), u64s(&[1; 4])]),
     });
     f.lineage.row_ids = LineageSequence::Column;
     f.lineage.created_at = LineageSequence::Column;
@@ -94,13 +94,22 @@ fn hidden_column_with_nulls_wrong_type_or_wrong_count_is_rejected() {
     for damage in 0..3 {
         let mut s = spilled();
         let column = &mut s.fragments[0].files[1].columns[0];
-        match damage {
-            0 => column[1] = Value::Null,
-            1 => column[1] = Value::Int64(1),
-            _ => {
-                column.pop();
-            }
-        }
+        *column = match damage {
+            0 => column.replaced(1, Value::Null).unwrap(),
+            // A stored column has one type: the same numbers as int64.
+            1 => cols(vec![
+                column
+                    .values()
+                    .iter()
+                    .map(|v| match v {
+                        Value::UInt64(x) => Value::Int64(*x as i64),
+                        other => other.clone(),
+                    })
+                    .collect(),
+            ])
+            .remove(0),
+            _ => column.truncated(column.len() - 1),
+        };
         let err = s.validate().unwrap_err();
         assert!(
             ["type_mismatch", "base_length_mismatch"].contains(&err.code()),
@@ -137,4 +146,13 @@ fn table_config_never_changes_what_is_read() {
         scan(&configured, None).unwrap(),
         scan(&spilled(), None).unwrap()
     );
+}
+
+/// Columns holding `values`, each typed by its values.
+#[allow(clippy::unwrap_used)]
+fn cols(values: Vec<Vec<Value>>) -> Vec<lance_reference::model::Column> {
+    values
+        .iter()
+        .map(|v| lance_reference::model::Column::infer(v).unwrap())
+        .collect()
 }

@@ -190,10 +190,13 @@ fn build_overlay(plan: &OverlayPlan, tombstone_above: u64) -> Overlay {
             &plan.coverage[i]
         };
         let bitmap = bitmap_of(covered);
-        let values = bitmap
-            .iter()
-            .map(|o| plan.values[i][o as usize].clone())
-            .collect();
+        let values = lance_reference::model::Column::infer(
+            &bitmap
+                .iter()
+                .map(|o| plan.values[i][o as usize].clone())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
         let tombstoned = plan.tombstone[i] && plan.committed_version > tombstone_above;
         fields.push(if tombstoned {
             TOMBSTONE_FIELD_ID
@@ -272,7 +275,15 @@ fn build(scenario: &Scenario) -> Snapshot {
     let fragments: Vec<(Fragment, &FragmentPlan)> = (0u64..)
         .zip(&scenario.fragments)
         .map(|(id, plan)| {
-            let mut fragment = Fragment::new(id, "base.lance", FIELDS.to_vec(), plan.base.to_vec());
+            let mut fragment = Fragment::new(
+                id,
+                "base.lance",
+                FIELDS.to_vec(),
+                plan.base
+                    .iter()
+                    .map(|c| lance_reference::model::Column::infer(c).unwrap())
+                    .collect(),
+            );
             fragment.deletions = bitmap_of(&plan.deleted);
             fragment.overlays = plan
                 .overlays

@@ -34,10 +34,10 @@ fn base() -> Fragment {
         7,
         "base.lance",
         vec![A, B],
-        vec![
+        cols(vec![
             ints(&[0, 1, 2, 3, 4, 5]),
             (0..6).map(|i| Value::Utf8(format!("r{i}"))).collect(),
-        ],
+        ]),
     )
 }
 
@@ -52,7 +52,7 @@ fn dense(
         file: DataFile {
             path: path.into(),
             fields,
-            columns,
+            columns: cols(columns),
         },
         coverage: Coverage::Dense(bitmap(offsets)),
         committed_version: v,
@@ -194,7 +194,7 @@ fn sparse_overlay_columns_of_different_lengths_resolve_per_field() {
         file: DataFile {
             path: "sparse.lance".into(),
             fields: vec![A, B],
-            columns: vec![ints(&[10, 50]), vec![Value::Utf8("x".into())]],
+            columns: cols(vec![ints(&[10, 50]), vec![Value::Utf8("x".into())]]),
         },
         coverage: Coverage::Sparse(vec![bitmap(&[1, 5]), bitmap(&[2])]),
         committed_version: 2,
@@ -213,7 +213,7 @@ fn tombstoned_overlay_field_is_never_read() {
         file: DataFile {
             path: "t.lance".into(),
             fields: vec![-2, B],
-            columns: vec![ints(&[99]), vec![Value::Utf8("y".into())]],
+            columns: cols(vec![ints(&[99]), vec![Value::Utf8("y".into())]]),
         },
         coverage: Coverage::Sparse(vec![bitmap(&[0]), bitmap(&[0])]),
         committed_version: 2,
@@ -230,7 +230,7 @@ fn tombstoned_base_column_is_never_read() {
     f.files.push(DataFile {
         path: "new.lance".into(),
         fields: vec![A],
-        columns: vec![ints(&[9; 6])],
+        columns: cols(vec![ints(&[9; 6])]),
     });
     assert_eq!(column(&f, A)[0], Some(Value::Int64(9)));
 }
@@ -249,17 +249,17 @@ fn struct_cell_keeps_base_validity_and_resolves_children() {
         0,
         "b.lance",
         vec![0, 1, 2],
-        vec![
+        cols(vec![
             vec![present.clone(), Value::Null, present],
             vec![Value::Int32(1), Value::Int32(2), Value::Int32(3)],
             vec![Value::Int32(4), Value::Int32(5), Value::Int32(6)],
-        ],
+        ]),
     );
     f.overlays.push(Overlay {
         file: DataFile {
             path: "o.lance".into(),
             fields: vec![0, 2],
-            columns: vec![vec![], vec![Value::Int32(60), Value::Int32(50)]],
+            columns: cols(vec![vec![], vec![Value::Int32(60), Value::Int32(50)]]),
         },
         coverage: Coverage::Dense(bitmap(&[1, 2])),
         committed_version: 2,
@@ -370,7 +370,7 @@ fn bitmap_count_differing_from_field_count_is_malformed() {
         file: DataFile {
             path: "o.lance".into(),
             fields: vec![A, B],
-            columns: vec![ints(&[1]), vec![]],
+            columns: cols(vec![ints(&[1]), vec![]]),
         },
         coverage: Coverage::Sparse(vec![bitmap(&[0])]),
         committed_version: 2,
@@ -457,7 +457,7 @@ fn field_live_in_two_base_files_is_rejected() {
     f.files.push(DataFile {
         path: "again.lance".into(),
         fields: vec![A],
-        columns: vec![ints(&[0; 6])],
+        columns: cols(vec![ints(&[0; 6])]),
     });
     let err = f.validate(&schema(), 1).unwrap_err();
     assert_eq!(err.code(), "duplicate_field");
@@ -483,7 +483,7 @@ fn deletion_offset_past_physical_rows_is_rejected() {
 fn base_column_of_the_wrong_length_is_rejected() {
     // covers: OVL-LAYOUT-7
     let mut f = base();
-    f.files[0].columns[1].pop();
+    f.files[0].columns[1] = f.files[0].columns[1].truncated(5);
     assert_eq!(
         f.validate(&schema(), 1).unwrap_err().code(),
         "base_length_mismatch"
@@ -498,7 +498,7 @@ fn dropped_and_system_field_ids_in_an_overlay_are_ignored() {
         file: DataFile {
             path: "o.lance".into(),
             fields: vec![42, -3, A],
-            columns: vec![ints(&[1]), vec![Value::UInt64(9)], ints(&[5])],
+            columns: cols(vec![ints(&[1]), vec![Value::UInt64(9)], ints(&[5])]),
         },
         coverage: Coverage::Sparse(vec![bitmap(&[0]), bitmap(&[0]), bitmap(&[1])]),
         committed_version: 2,
@@ -557,7 +557,7 @@ fn build(spec: &Spec) -> Fragment {
     let base_b: Vec<Value> = (0..spec.rows)
         .map(|i| Value::Utf8(format!("b{i}")))
         .collect();
-    let mut f = Fragment::new(1, "base.lance", vec![A, B], vec![base_a, base_b]);
+    let mut f = Fragment::new(1, "base.lance", vec![A, B], cols(vec![base_a, base_b]));
     // Stored order is the generated order: versions are deliberately not sorted.
     for (i, (version, cells_a, cells_b)) in spec.overlays.iter().enumerate() {
         let to_value = |v: &Option<i64>| v.map_or(Value::Null, Value::Int64);
@@ -566,10 +566,10 @@ fn build(spec: &Spec) -> Fragment {
             file: DataFile {
                 path: format!("o{i}.lance"),
                 fields: vec![A, B],
-                columns: vec![
+                columns: cols(vec![
                     cells_a.iter().map(|(_, v)| to_value(v)).collect(),
                     cells_b.iter().map(|(_, v)| to_text(v)).collect(),
-                ],
+                ]),
             },
             coverage: Coverage::Sparse(vec![
                 cells_a.iter().map(|(o, _)| *o).collect(),
@@ -584,7 +584,7 @@ fn build(spec: &Spec) -> Fragment {
 
 fn oracle(f: &Fragment, field: FieldId) -> Vec<Option<Value>> {
     let (_, base) = lance_reference::resolve::base_column(f, field).unwrap();
-    let mut grid: Vec<Value> = base.to_vec();
+    let mut grid: Vec<Value> = base.values();
     // Oldest first: by version, then by stored position; later writes overwrite.
     let mut order: Vec<usize> = (0..f.overlays.len()).collect();
     order.sort_by_key(|&i| (f.overlays[i].committed_version, i));
@@ -593,7 +593,7 @@ fn oracle(f: &Fragment, field: FieldId) -> Vec<Option<Value>> {
         let pos = o.file.fields.iter().position(|&x| x == field).unwrap();
         let offsets: Vec<u32> = o.coverage.at(pos).unwrap().iter().collect();
         for (k, off) in offsets.iter().enumerate() {
-            grid[*off as usize] = o.file.columns[pos][k].clone();
+            grid[*off as usize] = o.file.columns[pos].value(k).unwrap();
         }
     }
     grid.into_iter()
@@ -624,4 +624,13 @@ proptest! {
             }
         }
     }
+}
+
+/// Columns holding `values`, each typed by its values.
+#[allow(clippy::unwrap_used)]
+fn cols(values: Vec<Vec<Value>>) -> Vec<lance_reference::model::Column> {
+    values
+        .iter()
+        .map(|v| lance_reference::model::Column::infer(v).unwrap())
+        .collect()
 }

@@ -9,7 +9,7 @@
 //! even if the corpus was regenerated with the drift.
 
 use anyhow::{Context, Result};
-use lance_reference::model::{Snapshot, Value};
+use lance_reference::model::{Column, Snapshot, Value};
 use lance_reference::query::{Predicate, RowRef, reconcile};
 use lance_reference::resolve::{explain, resolve_column};
 use lance_reference::scan::scan;
@@ -144,7 +144,13 @@ pub fn checks() -> Result<Vec<Check>> {
         step: "4 sparse overlay",
         claim: "committed_version 3, value columns of lengths 2 and 1".into(),
         ok: sparse.committed_version == 3
-            && sparse.file.columns.iter().map(Vec::len).collect::<Vec<_>>() == [2, 1],
+            && sparse
+                .file
+                .columns
+                .iter()
+                .map(Column::len)
+                .collect::<Vec<_>>()
+                == [2, 1],
         trail: vec![format!("fields {:?}", sparse.file.fields)],
     });
     out.push(column_check(

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use lance_reference::lineage::{AppendedFragment, PendingCommit};
 use lance_reference::model::{
-    Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Snapshot, Value,
+    Column, Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Snapshot,
+    Value,
 };
 use lance_reference::overlay_write::{
     CellUpdates, Shape as WriteShape, build_overlay, tombstone_fields,
@@ -104,16 +105,41 @@ pub(super) fn appended(
         }
     }
     let fields: Vec<FieldId> = schema.fields().iter().map(|f| f.id).collect();
-    let cols = fields
-        .iter()
-        .map(|f| columns.remove(f).unwrap_or_default())
-        .collect();
+    let cols = stored_columns(schema, &fields, columns)?;
     let mut fragment = Fragment::new(id, path, fields, cols);
     fragment.physical_rows = rows.len() as u64;
     Ok(AppendedFragment {
         fragment,
         carried: None,
     })
+}
+
+/// The base columns of `fields`, in order, from the values [`store`] collected (a field with
+/// none is an empty column).
+fn stored_columns(
+    schema: &Schema,
+    fields: &[FieldId],
+    mut columns: BTreeMap<FieldId, Vec<Value>>,
+) -> Result<Vec<Column>, String> {
+    fields
+        .iter()
+        .map(|f| {
+            let values = columns.remove(f).unwrap_or_default();
+            let data_type = schema
+                .field(*f)
+                .map(|x| x.data_type.clone())
+                .ok_or_else(|| format!("no field {f}"))?;
+            Column::of(&data_type, &values).map_err(|m| {
+                format!(
+                    "field {:?}: value {} is {}, not {}",
+                    dotted_name(schema, *f),
+                    m.index,
+                    m.found,
+                    data_type.logical_type()
+                )
+            })
+        })
+        .collect()
 }
 
 /// Appends `value` of `field` (and, for a struct, its children) to the stored columns.
@@ -377,7 +403,7 @@ fn add_ancestors(overlay: &mut Overlay, schema: &Schema) -> Vec<FieldId> {
                 Coverage::Dense(_) => None,
             };
             overlay.file.fields.insert(pos + k, *ancestor);
-            overlay.file.columns.insert(pos + k, Vec::new());
+            overlay.file.columns.insert(pos + k, Column::empty());
             if let (Coverage::Sparse(bitmaps), Some(b)) = (&mut overlay.coverage, union) {
                 bitmaps.insert(pos + k, b);
             }
@@ -469,7 +495,7 @@ fn reorder(overlay: &mut Overlay, ids: &[FieldId], schema: &Schema) -> Result<()
         fields.push(*id);
         columns.push(
             pos.and_then(|p| overlay.file.columns.get(p).cloned())
-                .unwrap_or_default(),
+                .unwrap_or_else(Column::empty),
         );
         bitmaps.push(
             pos.and_then(|p| overlay.coverage.at(p).cloned())
@@ -518,10 +544,7 @@ pub(super) fn moved(
         }
     }
     let fields: Vec<FieldId> = schema.fields().iter().map(|f| f.id).collect();
-    let cols = fields
-        .iter()
-        .map(|f| columns.remove(f).unwrap_or_default())
-        .collect();
+    let cols = stored_columns(schema, &fields, columns)?;
     let mut fragment = Fragment::new(id, path, fields, cols);
     fragment.physical_rows = rows.len() as u64;
     Ok(fragment)

@@ -6,7 +6,9 @@
 //! which the store then re-encodes over the written manifest; the byte-level ones have no
 //! decoded form and are applied by `store::bytes`.
 
-use lance_reference::model::{Coverage, FieldId, Fragment, LineageSequence, Overlay, Snapshot};
+use lance_reference::model::{
+    Column, Coverage, FieldId, Fragment, LineageSequence, Overlay, Snapshot, Value,
+};
 
 use crate::case::Corruption;
 use crate::case::names::field_id;
@@ -68,7 +70,11 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             };
             for p in positions {
                 if let Some(col) = o.file.columns.get_mut(p).filter(|c| !c.is_empty()) {
-                    col.push(lance_reference::model::Value::Null);
+                    let mut values = col.values();
+                    values.push(Value::Null);
+                    *col = col
+                        .with_values(&values)
+                        .map_err(|m| missing(format!("{m:?}")))?;
                 }
             }
         }
@@ -94,8 +100,10 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 .columns
                 .get_mut(pos)
                 .ok_or_else(|| missing("no column".into()))?;
-            col.pop()
-                .ok_or_else(|| missing("the column is already empty".into()))?;
+            if col.is_empty() {
+                return Err(missing("the column is already empty".into()));
+            }
+            *col = col.truncated(col.len() - 1);
         }
         Corruption::ExtraOverlayValue {
             fragment,
@@ -110,11 +118,11 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 .columns
                 .get_mut(pos)
                 .ok_or_else(|| missing("no column".into()))?;
-            let extra = col
-                .last()
-                .cloned()
-                .unwrap_or(lance_reference::model::Value::Null);
-            col.push(extra);
+            let mut values = col.values();
+            values.push(values.last().cloned().unwrap_or(Value::Null));
+            *col = col
+                .with_values(&values)
+                .map_err(|m| missing(format!("{m:?}")))?;
         }
         Corruption::DuplicateOverlayField { fragment, overlay } => {
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
@@ -123,7 +131,12 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 .fields
                 .first()
                 .ok_or_else(|| missing("the overlay has no field".into()))?;
-            let col = o.file.columns.first().cloned().unwrap_or_default();
+            let col = o
+                .file
+                .columns
+                .first()
+                .cloned()
+                .unwrap_or_else(Column::empty);
             o.file.fields.push(f);
             o.file.columns.push(col);
             if let Coverage::Sparse(bs) = &mut o.coverage {
@@ -148,7 +161,8 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             let f = fragment_mut(snapshot, *fragment).map_err(missing)?;
             let (file, col) = base_position(f, id)
                 .ok_or_else(|| missing(format!("no base column for {name:?}")))?;
-            f.files[file].columns[col].pop();
+            let column = &mut f.files[file].columns[col];
+            *column = column.truncated(column.len().saturating_sub(1));
         }
         Corruption::DropLineageColumn { fragment, sequence } => {
             let id: FieldId = match sequence {
@@ -326,8 +340,8 @@ mod tests {
         assert_eq!(s.fragments[0].files[0].columns[2].len(), 3);
         assert_eq!(s.fragments[0].files[0].columns[1].len(), 4);
         assert!(matches!(
-            s.fragments[0].files[0].columns[2][2],
-            Value::Int32(40)
+            s.fragments[0].files[0].columns[2].value(2),
+            Some(Value::Int32(40))
         ));
 
         let mut s = clean.clone();

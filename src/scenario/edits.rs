@@ -11,8 +11,8 @@ use lance_reference::lineage::{
     EncodedU64Array, RowDatasetVersionSequence, RowIdSequence, U64Segment,
 };
 use lance_reference::model::{
-    DataFile, FieldId, LAST_UPDATED_AT_FIELD_ID, LineageSequence, Snapshot, TOMBSTONE_FIELD_ID,
-    Value,
+    Column, DataFile, FieldId, LAST_UPDATED_AT_FIELD_ID, LineageSequence, Snapshot,
+    TOMBSTONE_FIELD_ID,
 };
 
 use super::{Outcome, Run};
@@ -377,7 +377,7 @@ impl Run {
         f.files.push(DataFile {
             path: path.clone(),
             fields: vec![id],
-            columns: vec![(0..f.physical_rows).map(Value::UInt64).collect()],
+            columns: vec![Column::uint64((0..f.physical_rows).collect())],
         });
         self.commit(next)?;
         Ok(format!(

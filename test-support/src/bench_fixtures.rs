@@ -8,10 +8,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
+use arrow_array::{Float64Array, Int64Array};
 use lance_reference::flags::required_flags;
 use lance_reference::model::{
-    Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Snapshot, Value,
+    Column, Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Snapshot,
 };
 use lance_reference_io::write::name_files_by_content;
 use lance_reference_io::{WriteOptions, write_version};
@@ -82,10 +84,16 @@ pub fn base_fragment(rows: u64) -> Fragment {
         "base.lance",
         vec![KEY, VALUE, SCORE, WEIGHT],
         vec![
-            (0..n).map(Value::Int64).collect(),
-            (0..n).map(|i| Value::Int64(i * 7)).collect(),
-            (0..n).map(|i| Value::Float64(i as f64 * 0.5)).collect(),
-            (0..n).map(|i| Value::Float64(i as f64 * 0.25)).collect(),
+            Column::new(Arc::new(Int64Array::from_iter_values(0..n))),
+            Column::new(Arc::new(Int64Array::from_iter_values(
+                (0..n).map(|i| i * 7),
+            ))),
+            Column::new(Arc::new(Float64Array::from_iter_values(
+                (0..n).map(|i| i as f64 * 0.5),
+            ))),
+            Column::new(Arc::new(Float64Array::from_iter_values(
+                (0..n).map(|i| i as f64 * 0.25),
+            ))),
         ],
     )
 }
@@ -120,10 +128,9 @@ pub fn overlay(
 ) -> Overlay {
     let covered = scattered(rows, density, rng);
     let stamp = committed_version as i64 * 1_000_000_000;
-    let values: Vec<Value> = covered
-        .iter()
-        .map(|o| Value::Int64(stamp + i64::from(o)))
-        .collect();
+    let values = Column::new(Arc::new(Int64Array::from_iter_values(
+        covered.iter().map(|o| stamp + i64::from(o)),
+    )));
     match form {
         Form::Dense => Overlay {
             file: DataFile {
@@ -136,10 +143,11 @@ pub fn overlay(
         },
         Form::Sparse => {
             let scores = scattered(rows, density, rng);
-            let score_values = scores
-                .iter()
-                .map(|o| Value::Float64(committed_version as f64 + f64::from(o)))
-                .collect();
+            let score_values = Column::new(Arc::new(Float64Array::from_iter_values(
+                scores
+                    .iter()
+                    .map(|o| committed_version as f64 + f64::from(o)),
+            )));
             Overlay {
                 file: DataFile {
                     path: format!("overlay-{committed_version}.lance"),

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use lance_reference::flags::required_flags;
 use lance_reference::index_build::entries as index_entries;
 use lance_reference::model::{
-    Coverage, DataFile, DataType, Field, Fragment, Index, IndexKind, Lineage, LineageSequence,
-    Overlay, Schema, Snapshot, Value,
+    Column, Coverage, DataFile, DataType, Field, Fragment, Index, IndexKind, Lineage,
+    LineageSequence, Overlay, Schema, Snapshot, Value,
 };
 use lance_reference_io::WriteOptions;
 use lance_reference_io::deletion::DeletionFileType;
@@ -48,7 +48,7 @@ pub fn finish(mut s: Snapshot, history: &[Snapshot]) -> Snapshot {
         for file in &mut f.files {
             for (id, col) in file.fields.clone().into_iter().zip(file.columns.iter_mut()) {
                 if !reads_position(&schema, id, false) {
-                    col.clear();
+                    *col = Column::empty();
                 }
             }
         }
@@ -61,7 +61,7 @@ pub fn finish(mut s: Snapshot, history: &[Snapshot]) -> Snapshot {
                 .zip(o.file.columns.iter_mut())
             {
                 if !reads_position(&schema, id, true) {
-                    col.clear();
+                    *col = Column::empty();
                 }
             }
         }
@@ -138,8 +138,13 @@ fn file(fields: Vec<i32>, columns: Vec<Vec<Value>>) -> DataFile {
     DataFile {
         path: String::new(),
         fields,
-        columns,
+        columns: columns.iter().map(|c| column(c)).collect(),
     }
+}
+
+/// The column holding `values`, typed by them.
+pub fn column(values: &[Value]) -> Column {
+    Column::infer(values).unwrap()
 }
 
 /// Stable row ids; every feature. Three versions.

@@ -48,7 +48,7 @@ fn worked_example_all_six_steps() {
         Coverage::Dense([1u32, 3].into_iter().collect())
     );
     assert_eq!(
-        overlay.file.columns[0],
+        overlay.file.columns[0].values(),
         vec![Value::Int32(26), Value::Int32(23)]
     );
     assert_eq!(

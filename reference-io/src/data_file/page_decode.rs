@@ -1,15 +1,29 @@
-//! Turning one v2.0 page (an `ArrayEncoding` tree plus the page's buffers) back into values.
+//! Turning one v2.0 page (an `ArrayEncoding` tree plus the page's buffers) back into values,
+//! as one Arrow array of the column's stored type ([`Kind::arrow_type`]).
 //!
 //! Invariant: decoding never reads outside a buffer and never allocates for a count the input
 //! has not backed: before building `rows` values from a buffer it checks the buffer holds
 //! `rows` values, and every count is first checked against [`super::MAX_DECODED_VALUES`]. Every
 //! encoding this reader does not decode is refused by name ([`DataFileError::UnsupportedEncoding`])
 //! and every mismatch between the tree and the expected type is reported, never guessed at.
+//! A `flat` page becomes its array with one copy of its buffer; validity is a bitmap, never a
+//! value per row.
 
 use super::DataFileError;
 use super::MAX_DECODED_VALUES;
 use super::container::Extent;
-use lance_reference::model::{DataType, Value};
+use std::sync::Arc;
+
+use arrow_array::builder::StringBuilder;
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int32Array,
+    Int64Array, StructArray, UInt64Array, new_null_array,
+};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow_schema::{DataType as ArrowType, Fields};
+use lance_reference::model::{DataType, vector_item};
 use lance_reference::proto::lance::encodings as pb;
 use pb::array_encoding::ArrayEncoding as Arm;
 
@@ -35,7 +49,7 @@ pub enum Kind {
     /// A struct header column.
     Struct,
     /// Unsigned integers of 8, 16, 32 or 64 bits (string end offsets, dictionary codes),
-    /// returned as [`Value::UInt64`].
+    /// returned as `uint64`.
     Code,
 }
 
@@ -52,6 +66,24 @@ impl Kind {
             DataType::Utf8 => Kind::Utf8,
             DataType::FixedSizeList { dimension } => Kind::Vector(*dimension),
             DataType::Struct => Kind::Struct,
+        }
+    }
+
+    /// The Arrow type of an array of this kind: a field's stored type
+    /// ([`lance_reference::model::stored_type`]); `UInt64` for codes.
+    pub fn arrow_type(self) -> ArrowType {
+        match self {
+            Kind::Bool => ArrowType::Boolean,
+            Kind::Int32 => ArrowType::Int32,
+            Kind::Int64 => ArrowType::Int64,
+            Kind::UInt64 | Kind::Code => ArrowType::UInt64,
+            Kind::Float32 => ArrowType::Float32,
+            Kind::Float64 => ArrowType::Float64,
+            Kind::Utf8 => ArrowType::Utf8,
+            Kind::Vector(n) => {
+                ArrowType::FixedSizeList(vector_item(), i32::try_from(n).unwrap_or(i32::MAX))
+            }
+            Kind::Struct => ArrowType::Struct(Fields::empty()),
         }
     }
 
@@ -226,14 +258,15 @@ impl PageData<'_> {
         }
     }
 
-    /// Decodes `rows` values of `kind` from the tree `encoding` (found at `path`).
+    /// Decodes `rows` values of `kind` from the tree `encoding` (found at `path`), as an array
+    /// of [`Kind::arrow_type`].
     pub fn decode(
         &self,
         encoding: &pb::ArrayEncoding,
         kind: Kind,
         rows: u64,
         path: &str,
-    ) -> Result<Vec<Value>, DataFileError> {
+    ) -> Result<ArrayRef, DataFileError> {
         if rows > MAX_DECODED_VALUES {
             return Err(DataFileError::RowLimitExceeded {
                 file: self.file.to_string(),
@@ -257,7 +290,7 @@ impl PageData<'_> {
                 if kind != Kind::Struct {
                     return Err(self.mismatch(path, kind, "a struct header".into()));
                 }
-                Ok(vec![Value::Struct(Vec::new()); rows as usize])
+                Ok(Arc::new(StructArray::new_empty_fields(rows as usize, None)))
             }
             _ => Err(self.unsupported(path, arm_name(encoding).to_string())),
         }
@@ -309,7 +342,7 @@ impl PageData<'_> {
         kind: Kind,
         rows: u64,
         path: &str,
-    ) -> Result<Vec<Value>, DataFileError> {
+    ) -> Result<ArrayRef, DataFileError> {
         if let Some(c) = &f.compression {
             return Err(self.unsupported(path, format!("flat with compression {:?}", c.scheme)));
         }
@@ -320,27 +353,51 @@ impl PageData<'_> {
         let data = self.buffer(f.buffer.as_ref(), &format!("{path}.buffer"))?;
         // bits <= 64 and rows <= MAX_DECODED_VALUES, so this cannot overflow.
         let need = (rows * bits).div_ceil(8);
-        if need > data.len() as u64 {
-            return Err(DataFileError::OutOfBounds {
+        let data = data
+            .get(..need as usize)
+            .ok_or_else(|| DataFileError::OutOfBounds {
                 file: self.file.to_string(),
                 structure: path.to_string(),
                 problem: format!(
                     "{rows} values of {bits} bits need {need} bytes but the buffer holds {}",
                     data.len()
                 ),
-            });
-        }
+            })?;
         let rows = rows as usize;
-        let width = (bits / 8) as usize;
-        let values: Vec<Value> = match kind {
-            Kind::Bool => (0..rows).map(|i| Value::Bool(bit(data, i))).collect(),
-            _ => data
-                .chunks_exact(width.max(1))
-                .take(rows)
-                .map(|c| fixed_value(kind, c))
-                .collect(),
-        };
-        Ok(values)
+        // One copy of the values into an aligned buffer; the widths match the native types
+        // (checked above), except codes, which are widened to 64 bits.
+        Ok(match kind {
+            Kind::Bool => Arc::new(BooleanArray::new(
+                BooleanBuffer::new(Buffer::from(data), 0, rows),
+                None,
+            )),
+            Kind::Int32 => Arc::new(Int32Array::new(
+                ScalarBuffer::from(Buffer::from(data)),
+                None,
+            )),
+            Kind::Int64 => Arc::new(Int64Array::new(
+                ScalarBuffer::from(Buffer::from(data)),
+                None,
+            )),
+            Kind::Float32 => Arc::new(Float32Array::new(
+                ScalarBuffer::from(Buffer::from(data)),
+                None,
+            )),
+            Kind::Float64 => Arc::new(Float64Array::new(
+                ScalarBuffer::from(Buffer::from(data)),
+                None,
+            )),
+            Kind::UInt64 | Kind::Code if bits == 64 => Arc::new(UInt64Array::new(
+                ScalarBuffer::from(Buffer::from(data)),
+                None,
+            )),
+            _ => {
+                let width = (bits / 8) as usize;
+                Arc::new(UInt64Array::from_iter_values(
+                    data.chunks_exact(width.max(1)).take(rows).map(widen),
+                ))
+            }
+        })
     }
 
     fn nullable(
@@ -349,40 +406,56 @@ impl PageData<'_> {
         kind: Kind,
         rows: u64,
         path: &str,
-    ) -> Result<Vec<Value>, DataFileError> {
+    ) -> Result<ArrayRef, DataFileError> {
         use pb::nullable::Nullability;
         match &n.nullability {
             None => Err(DataFileError::MissingField {
                 file: self.file.to_string(),
                 structure: format!("{path}.nullability"),
             }),
-            Some(Nullability::AllNulls(_)) => Ok(vec![Value::Null; rows as usize]),
+            Some(Nullability::AllNulls(_)) => Ok(new_null_array(&kind.arrow_type(), rows as usize)),
             Some(Nullability::NoNulls(x)) => {
                 let p = format!("{path}.no_nulls.values");
                 self.decode(required(&x.values, self.file, &p)?, kind, rows, &p)
             }
             Some(Nullability::SomeNulls(x)) => {
                 let pv = format!("{path}.some_nulls.validity");
-                // Kept as one byte per row while the values are decoded.
-                let validity: Vec<bool> = self
-                    .decode(
-                        required(&x.validity, self.file, &pv)?,
-                        Kind::Bool,
-                        rows,
-                        &pv,
-                    )?
-                    .into_iter()
-                    .map(|v| v == Value::Bool(true))
-                    .collect();
+                let validity = self.decode(
+                    required(&x.validity, self.file, &pv)?,
+                    Kind::Bool,
+                    rows,
+                    &pv,
+                )?;
+                // A NULL validity bit is no bit at all: such a row is NULL.
+                let validity = validity.as_boolean();
+                let valid = match validity.nulls() {
+                    Some(n) => validity.values() & n.inner(),
+                    None => validity.values().clone(),
+                };
                 let p = format!("{path}.some_nulls.values");
                 let values = self.decode(required(&x.values, self.file, &p)?, kind, rows, &p)?;
-                Ok(validity
-                    .into_iter()
-                    .zip(values)
-                    .map(|(valid, v)| if valid { v } else { Value::Null })
-                    .collect())
+                self.with_validity(values, NullBuffer::new(valid), &p)
             }
         }
+    }
+
+    /// `values` with the rows `valid` leaves out made NULL (rows NULL already stay NULL).
+    fn with_validity(
+        &self,
+        values: ArrayRef,
+        valid: NullBuffer,
+        path: &str,
+    ) -> Result<ArrayRef, DataFileError> {
+        if valid.len() != values.len() {
+            return Err(self.invalid(
+                path,
+                format!("{} validity bits for {} values", valid.len(), values.len()),
+            ));
+        }
+        let nulls = NullBuffer::union(Some(&valid), values.logical_nulls().as_ref());
+        let data = values.into_data().into_builder().nulls(nulls).build();
+        data.map(arrow_array::make_array)
+            .map_err(|e| self.invalid(path, format!("validity does not apply: {e}")))
     }
 
     fn fixed_size_list(
@@ -391,7 +464,7 @@ impl PageData<'_> {
         kind: Kind,
         rows: u64,
         path: &str,
-    ) -> Result<Vec<Value>, DataFileError> {
+    ) -> Result<ArrayRef, DataFileError> {
         let Kind::Vector(dimension) = kind else {
             return Err(self.mismatch(
                 path,
@@ -412,6 +485,8 @@ impl PageData<'_> {
         if f.has_validity {
             return Err(self.unsupported(path, "fixed_size_list with has_validity".into()));
         }
+        let size = i32::try_from(dimension)
+            .map_err(|_| self.unsupported(path, format!("dimension {dimension} past i32")))?;
         let p = format!("{path}.items");
         let items = self.decode(
             required(&f.items, self.file, &p)?,
@@ -419,23 +494,9 @@ impl PageData<'_> {
             rows.saturating_mul(u64::from(dimension)),
             &p,
         )?;
-        Ok(items
-            .chunks(dimension as usize)
-            .map(|chunk| {
-                Value::Vector(
-                    chunk
-                        .iter()
-                        .map(|v| {
-                            if let Value::Float32(x) = v {
-                                Some(*x)
-                            } else {
-                                None
-                            }
-                        })
-                        .collect(),
-                )
-            })
-            .collect())
+        FixedSizeListArray::try_new(vector_item(), size, items, None)
+            .map(|a| Arc::new(a) as ArrayRef)
+            .map_err(|e| self.invalid(path, e.to_string()))
     }
 
     /// The concatenated bytes of a `binary` page: a `flat` 8-bit page buffer.
@@ -468,18 +529,19 @@ impl PageData<'_> {
         kind: Kind,
         rows: u64,
         path: &str,
-    ) -> Result<Vec<Value>, DataFileError> {
+    ) -> Result<ArrayRef, DataFileError> {
         if kind != Kind::Utf8 {
             return Err(self.mismatch(path, kind, "binary (strings)".into()));
         }
         let pi = format!("{path}.indices");
         let ends = self.decode(required(&b.indices, self.file, &pi)?, Kind::Code, rows, &pi)?;
+        let ends = codes(&ends);
         let pb_ = format!("{path}.bytes");
         let data = self.byte_buffer(required(&b.bytes, self.file, &pb_)?, &pb_)?;
-        let mut out = Vec::with_capacity(ends.len());
+        let mut out = StringBuilder::with_capacity(ends.len(), data.len());
         let mut start = 0u64;
         for (row, end) in ends.iter().enumerate() {
-            let Value::UInt64(stored) = *end else {
+            let Some(stored) = end else {
                 return Err(self.invalid(&pi, format!("row {row}: end offset is NULL")));
             };
             let is_null = stored >= b.null_adjustment;
@@ -498,16 +560,16 @@ impl PageData<'_> {
                 ));
             }
             if is_null {
-                out.push(Value::Null);
+                out.append_null();
             } else {
                 let slice = data.get(start as usize..end as usize).unwrap_or_default();
                 let s = std::str::from_utf8(slice)
                     .map_err(|e| self.invalid(&pb_, format!("row {row}: not UTF-8: {e}")))?;
-                out.push(Value::Utf8(s.to_string()));
+                out.append_value(s);
             }
             start = end;
         }
-        Ok(out)
+        Ok(Arc::new(out.finish()))
     }
 
     fn dictionary(
@@ -516,7 +578,7 @@ impl PageData<'_> {
         kind: Kind,
         rows: u64,
         path: &str,
-    ) -> Result<Vec<Value>, DataFileError> {
+    ) -> Result<ArrayRef, DataFileError> {
         if kind != Kind::Utf8 {
             return Err(self.mismatch(path, kind, "dictionary-encoded strings".into()));
         }
@@ -527,46 +589,47 @@ impl PageData<'_> {
             u64::from(d.num_dictionary_items),
             &pi,
         )?;
+        let items = items.as_string::<i32>();
         let pc = format!("{path}.indices");
-        let codes = self.decode(required(&d.indices, self.file, &pc)?, Kind::Code, rows, &pc)?;
-        codes
-            .into_iter()
-            .enumerate()
-            .map(|(row, code)| match code {
-                Value::UInt64(0) | Value::Null => Ok(Value::Null),
-                Value::UInt64(k) => items.get((k - 1) as usize).cloned().ok_or_else(|| {
-                    self.invalid(
-                        &pc,
-                        format!(
-                            "row {row}: code {k} but the dictionary has {} items",
-                            items.len()
-                        ),
-                    )
-                }),
-                other => {
-                    Err(self.invalid(&pc, format!("row {row}: code {other} is not an integer")))
+        let codes_array =
+            self.decode(required(&d.indices, self.file, &pc)?, Kind::Code, rows, &pc)?;
+        let mut out = StringBuilder::with_capacity(codes_array.len(), 0);
+        for (row, code) in codes(&codes_array).iter().enumerate() {
+            match code {
+                None | Some(0) => out.append_null(),
+                Some(k) => {
+                    let item = usize::try_from(k - 1)
+                        .ok()
+                        .filter(|&i| i < items.len())
+                        .ok_or_else(|| {
+                            self.invalid(
+                                &pc,
+                                format!(
+                                    "row {row}: code {k} but the dictionary has {} items",
+                                    items.len()
+                                ),
+                            )
+                        })?;
+                    out.append_option(items.is_valid(item).then(|| items.value(item)));
                 }
-            })
-            .collect()
+            }
+        }
+        Ok(Arc::new(out.finish()))
     }
 }
 
-/// Bit `i` of an LSB-first bitmap (false past the end).
-fn bit(data: &[u8], i: usize) -> bool {
-    data.get(i / 8).is_some_and(|b| (b >> (i % 8)) & 1 == 1)
+/// The codes of an array [`PageData::decode`] made for [`Kind::Code`] (empty for any other).
+fn codes(array: &ArrayRef) -> UInt64Array {
+    array
+        .as_primitive_opt::<UInt64Type>()
+        .cloned()
+        .unwrap_or_else(|| UInt64Array::from(Vec::<u64>::new()))
 }
 
-/// One little-endian value of `kind` from a chunk of exactly its width.
-fn fixed_value(kind: Kind, c: &[u8]) -> Value {
+/// One little-endian unsigned integer from a chunk of at most 8 bytes.
+fn widen(c: &[u8]) -> u64 {
     let mut b8 = [0u8; 8];
     let n = c.len().min(8);
     b8[..n].copy_from_slice(&c[..n]);
-    let u = u64::from_le_bytes(b8);
-    match kind {
-        Kind::Int32 => Value::Int32(u as u32 as i32),
-        Kind::Float32 => Value::Float32(f32::from_bits(u as u32)),
-        Kind::Int64 => Value::Int64(u as i64),
-        Kind::Float64 => Value::Float64(f64::from_bits(u)),
-        _ => Value::UInt64(u),
-    }
+    u64::from_le_bytes(b8)
 }

@@ -18,7 +18,8 @@ use super::MAX_DECODED_VALUES;
 use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL, names_message};
 use super::container::{Container, Extent, FileVersion};
 use super::page_decode::{Kind, MAX_ENCODING_DEPTH, PageData, depth, describe};
-use lance_reference::model::{DataType, Value};
+use arrow_array::{Array, ArrayRef, new_empty_array};
+use lance_reference::model::{Column as StoredColumn, DataType, Value};
 use lance_reference::proto::lance::encodings as enc;
 use lance_reference::proto::lance::file as pbf;
 use lance_reference::proto::lance::file::v2 as pb2;
@@ -136,6 +137,17 @@ impl<'a> DataFileContents<'a> {
 
     /// Decodes column `index` as values of `data_type` (the type the manifest gives its field).
     pub fn column(&self, index: usize, data_type: &DataType) -> Result<Vec<Value>, DataFileError> {
+        self.column_array(index, data_type)
+            .map(|array| StoredColumn::new(array).values())
+    }
+
+    /// Decodes column `index` as an array of `data_type`'s stored type
+    /// ([`lance_reference::model::stored_type`]), its pages concatenated.
+    pub fn column_array(
+        &self,
+        index: usize,
+        data_type: &DataType,
+    ) -> Result<ArrayRef, DataFileError> {
         let column = self
             .columns
             .get(index)
@@ -153,7 +165,7 @@ impl<'a> DataFileContents<'a> {
             });
         }
         let kind = Kind::of(data_type);
-        let mut out = Vec::with_capacity(column.rows as usize);
+        let mut pages: Vec<ArrayRef> = Vec::with_capacity(column.pages.len());
         for (p, page) in column.pages.iter().enumerate() {
             let path = format!("ColumnMetadata[{index}].pages[{p}].encoding");
             let data = PageData {
@@ -169,9 +181,20 @@ impl<'a> DataFileContents<'a> {
                     problem: format!("decoded {} values for {} rows", values.len(), page.rows),
                 });
             }
-            out.extend(values);
+            pages.push(values);
         }
-        Ok(out)
+        match pages.as_slice() {
+            [] => Ok(new_empty_array(&kind.arrow_type())),
+            [one] => Ok(one.clone()),
+            _ => {
+                let refs: Vec<&dyn Array> = pages.iter().map(|a| a.as_ref()).collect();
+                arrow_select::concat::concat(&refs).map_err(|e| DataFileError::InvalidPageData {
+                    file: self.path.clone(),
+                    structure: format!("ColumnMetadata[{index}].pages"),
+                    problem: format!("pages do not concatenate: {e}"),
+                })
+            }
+        }
     }
 }
 

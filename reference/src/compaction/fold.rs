@@ -27,8 +27,8 @@
 use std::collections::BTreeMap;
 
 use super::{CompactionError, carried_value_fields, check_newer, path_in_use, uncover};
-use crate::error::Result;
-use crate::model::{DataFile, FieldId, Fragment, Snapshot, TOMBSTONE_FIELD_ID, Value};
+use crate::error::{Error, Result};
+use crate::model::{Column, DataFile, FieldId, Fragment, Snapshot, TOMBSTONE_FIELD_ID, Value};
 use crate::resolve::resolve_column;
 
 /// What a fold commit does to one index.
@@ -182,19 +182,27 @@ fn folded_fragment(
     for &field in &fields {
         let base = crate::resolve::base_column(fragment, field).map(|(_, c)| c);
         let resolved = resolve_column(&snapshot.schema, fragment, field)?;
-        let column: Vec<Value> = resolved
+        let values: Vec<Value> = resolved
             .into_iter()
             .enumerate()
             .map(|(offset, value)| match value {
                 Some(v) => v,
                 // A deleted row: its overlay values are dead; keep what the base held.
-                None => base
-                    .and_then(|c| c.get(offset))
-                    .cloned()
-                    .unwrap_or(Value::Null),
+                None => base.and_then(|c| c.value(offset)).unwrap_or(Value::Null),
             })
             .collect();
-        columns.push(column);
+        let data_type = snapshot
+            .schema
+            .field(field)
+            .map(|f| f.data_type.clone())
+            .ok_or_else(|| Error::UnknownField {
+                field,
+                context: "fold".into(),
+            })?;
+        columns.push(
+            Column::of(&data_type, &values)
+                .map_err(|m| m.error(fragment.id, path, field, &data_type))?,
+        );
     }
     let mut folded = fragment.clone();
     for file in &mut folded.files {
@@ -272,7 +280,7 @@ mod tests {
         assert_eq!(f.files[1].path, "file1.lance");
         assert_eq!(f.files[1].fields, vec![NAME, AGE, EMBEDDING]);
         assert_eq!(
-            f.files[1].columns[1],
+            f.files[1].columns[1].values(),
             [30, 26, 40, 23].map(Value::Int32).to_vec()
         );
         assert!(f.overlays.is_empty());
@@ -382,7 +390,7 @@ mod tests {
         let v4 = fold(&v3, 0, &plan, 4, "file1.lance").unwrap();
         let new_file = &v4.fragments[0].files[1];
         assert_eq!(
-            new_file.columns[1],
+            new_file.columns[1].values(),
             [30, 25, 40, 23].map(Value::Int32).to_vec()
         );
         assert_eq!(scan(&v4, None).unwrap(), scan(&v3, None).unwrap());

@@ -11,7 +11,7 @@ use roaring::RoaringBitmap;
 
 use crate::model::{
     Coverage, DataFile, DataType, Field, FieldId, Fragment, Index, IndexEntry, IndexKind, Lineage,
-    LineageSequence, Overlay, Schema, Snapshot, Value,
+    LineageSequence, Overlay, Schema, Snapshot, Value, cols,
 };
 use crate::resolve::resolve_column;
 
@@ -111,14 +111,14 @@ fn overlay(g: &mut Gen, fragment: u64, n: usize, rows: u64) -> Overlay {
                 .map(|o| o as u32)
                 .collect()
         };
-        columns.push(b.iter().map(|_| value(g, f)).collect());
+        columns.push(b.iter().map(|_| value(g, f)).collect::<Vec<Value>>());
         bitmaps.push(b);
     }
     Overlay {
         file: DataFile {
             path: format!("ovl-{fragment}-{n}.lance"),
             fields,
-            columns,
+            columns: cols(columns),
         },
         coverage: if dense {
             Coverage::Dense(shared)
@@ -149,7 +149,7 @@ fn fragment(g: &mut Gen, id: u64, next_row_id: &mut u64, stable: bool) -> Fragme
                 .collect()
         })
         .collect::<Vec<Vec<Value>>>();
-    let mut f = Fragment::new(id, &format!("base-{id}.lance"), fields, columns);
+    let mut f = Fragment::new(id, &format!("base-{id}.lance"), fields, cols(columns));
     f.physical_rows = rows;
     f.deletions = (0..rows)
         .filter(|_| g.one_in(4))

@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use roaring::RoaringBitmap;
 
 use super::{CompactionError, carried_value_fields, path_in_use};
-use crate::error::Result;
-use crate::model::{Coverage, DataFile, FieldId, Fragment, Overlay, Schema, Value};
+use crate::error::{Error, Result};
+use crate::model::{Column, Coverage, DataFile, FieldId, Fragment, Overlay, Schema, Value};
 
 /// Merges the overlays at `positions` (indices into `fragment.overlays`, any order) into one
 /// overlay whose data file is `path`, and returns the fragment with it in their place.
@@ -173,13 +173,26 @@ fn post_image(
             else {
                 continue;
             };
-            for (offset, value) in bitmap.iter().zip(values) {
-                cells.entry(offset).or_insert_with(|| value.clone());
+            for (rank, offset) in bitmap.iter().enumerate() {
+                cells
+                    .entry(offset)
+                    .or_insert_with(|| values.value(rank).unwrap_or(Value::Null));
             }
         }
         // BTreeMap iteration is ascending by offset: exactly rank order.
         bitmaps.push(cells.keys().copied().collect::<RoaringBitmap>());
-        columns.push(cells.into_values().collect::<Vec<Value>>());
+        let values: Vec<Value> = cells.into_values().collect();
+        let data_type = schema
+            .field(field)
+            .map(|f| f.data_type.clone())
+            .ok_or_else(|| Error::UnknownField {
+                field,
+                context: "merge".into(),
+            })?;
+        columns.push(
+            Column::of(&data_type, &values)
+                .map_err(|m| m.error(fragment.id, path, field, &data_type))?,
+        );
     }
     let coverage = match bitmaps.split_first() {
         Some((first, rest)) if rest.iter().all(|b| b == first) => Coverage::Dense(first.clone()),
@@ -203,6 +216,7 @@ fn post_image(
 
 #[cfg(test)]
 mod tests {
+    use crate::model::cols;
     use proptest::prelude::*;
 
     use super::*;
@@ -240,7 +254,7 @@ mod tests {
             file: DataFile {
                 path: path.into(),
                 fields: vec![field],
-                columns: vec![ints(values)],
+                columns: cols(vec![ints(values)]),
             },
             coverage: Coverage::Dense(bitmap(offsets)),
             committed_version: version,
@@ -253,12 +267,12 @@ mod tests {
             7,
             "base.lance",
             vec![0, 1, 2, 3],
-            vec![
+            cols(vec![
                 ints(&[1, 2, 3, 4]),
                 ints(&[5, 6, 7, 8]),
                 vec![Value::Struct(vec![]); 4],
                 ints(&[9, 9, 9, 9]),
-            ],
+            ]),
         );
         f.overlays = vec![
             overlay("v10.lance", 10, 0, &[0, 1], &[100, 101]),
@@ -308,7 +322,7 @@ mod tests {
         assert_eq!(merged.committed_version, 50);
         assert_eq!(merged.coverage, Coverage::Dense(bitmap(&[1, 2, 3])));
         // Offset 2 is covered by both: v50's 500 wins over v30's 302.
-        assert_eq!(merged.file.columns, vec![ints(&[300, 500, 503])]);
+        assert_eq!(merged.file.columns, cols(vec![ints(&[300, 500, 503])]));
         assert_eq!(after.overlays[0].file.path, "v10.lance");
         assert_eq!(resolved(&s, &before), resolved(&s, &after));
     }
@@ -355,7 +369,7 @@ mod tests {
             file: DataFile {
                 path: "new.lance".into(),
                 fields: vec![0, 42, 2],
-                columns: vec![vec![Value::Null], ints(&[1]), vec![Value::Null]],
+                columns: cols(vec![vec![Value::Null], ints(&[1]), vec![Value::Null]]),
             },
             coverage: Coverage::Dense(bitmap(&[3])),
             committed_version: 3,
@@ -365,7 +379,8 @@ mod tests {
         assert_eq!(after.overlays.len(), 1);
         let merged = &after.overlays[0];
         assert_eq!(merged.file.fields, vec![0]);
-        assert_eq!(merged.file.columns, vec![vec![Value::Null]]);
+        assert_eq!(merged.file.columns[0].values(), vec![Value::Null]);
+        assert_eq!(merged.file.columns.len(), 1);
         assert_eq!(merged.committed_version, 3);
         assert_eq!(resolved(&s, &f), resolved(&s, &after));
     }
@@ -427,12 +442,12 @@ mod tests {
             1,
             "base.lance",
             vec![0, 1, 2, 3],
-            vec![
+            cols(vec![
                 ints(&[1, 2, 3, 4, 5, 6, 7, 8]),
                 ints(&[11, 12, 13, 14, 15, 16, 17, 18]),
                 vec![Value::Struct(vec![]); ROWS],
                 ints(&[21, 22, 23, 24, 25, 26, 27, 28]),
-            ],
+            ]),
         );
         f.deletions = deleted
             .iter()
@@ -444,7 +459,7 @@ mod tests {
             let mut file = DataFile {
                 path: format!("o{i}.lance"),
                 fields: vec![],
-                columns: vec![],
+                columns: cols(vec![]),
             };
             let mut bitmaps = vec![];
             for (field, cells) in VALUE_FIELDS.iter().zip(per_field) {
@@ -457,8 +472,8 @@ mod tests {
                     .collect();
                 file.fields.push(*field);
                 bitmaps.push(covered.iter().map(|(o, _)| *o).collect::<RoaringBitmap>());
-                file.columns
-                    .push(covered.into_iter().map(|(_, v)| v).collect());
+                let values: Vec<Value> = covered.into_iter().map(|(_, v)| v).collect();
+                file.columns.extend(cols(vec![values]));
             }
             f.overlays.push(Overlay {
                 file,

@@ -36,8 +36,8 @@ use crate::lineage::{
     plan_compaction,
 };
 use crate::model::{
-    CREATED_AT_FIELD_ID, DataFile, DataType, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, Lineage,
-    LineageSequence, ROW_ID_FIELD_ID, Snapshot, Value,
+    CREATED_AT_FIELD_ID, Column, DataFile, DataType, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID,
+    Lineage, LineageSequence, ROW_ID_FIELD_ID, Snapshot, Value,
 };
 use crate::resolve::resolve_column;
 use crate::scan::DEFAULT_ROW_VERSION;
@@ -204,10 +204,11 @@ pub fn rewrite_rows_into(
             created_at: rest_carried.created_at.split_off(n),
             last_updated_at: rest_carried.last_updated_at.split_off(n),
         };
+        let values = std::mem::replace(&mut rest_columns, tail_columns);
         let file = DataFile {
             path: output.path.clone(),
             fields: fields.clone(),
-            columns: std::mem::replace(&mut rest_columns, tail_columns),
+            columns: stored_columns(snapshot, output, &fields, &values)?,
         };
         pieces.push((file, std::mem::replace(&mut rest_carried, tail_carried)));
     }
@@ -323,8 +324,7 @@ fn place_sequences(carried: RewriteLineage, spilled: &[FieldId], file: &mut Data
     let mut place = |field: FieldId, values: Vec<u64>| {
         if spilled.contains(&field) {
             file.fields.push(field);
-            file.columns
-                .push(values.into_iter().map(Value::UInt64).collect());
+            file.columns.push(Column::uint64(values));
             LineageSequence::Column
         } else {
             LineageSequence::Inline(values)
@@ -415,6 +415,31 @@ fn fields_with_data(snapshot: &Snapshot, inputs: &[Fragment]) -> Vec<FieldId> {
         .collect()
 }
 
+/// The stored columns of `fields` holding `values` (column by column), for output `output`.
+fn stored_columns(
+    snapshot: &Snapshot,
+    output: &RewriteOutput,
+    fields: &[FieldId],
+    values: &[Vec<Value>],
+) -> Result<Vec<Column>> {
+    fields
+        .iter()
+        .zip(values)
+        .map(|(&field, values)| {
+            let data_type = snapshot
+                .schema
+                .field(field)
+                .map(|f| f.data_type.clone())
+                .ok_or_else(|| Error::UnknownField {
+                    field,
+                    context: "rewrite".into(),
+                })?;
+            Column::of(&data_type, values)
+                .map_err(|m| m.error(output.fragment_id, &output.path, field, &data_type))
+        })
+        .collect()
+}
+
 /// What a base column stores for a resolved value: a struct column holds only validity.
 fn stored_form(snapshot: &Snapshot, field: FieldId, value: Value) -> Value {
     let is_struct = snapshot
@@ -497,7 +522,7 @@ mod tests {
         assert_eq!(f.files.len(), 1);
         assert_eq!(f.files[0].fields, vec![1, 2, 3, 4]);
         assert_eq!(
-            f.files[0].columns[2],
+            f.files[0].columns[2].values(),
             [26, 40, 23].map(Value::Int32).to_vec()
         );
         assert_eq!(f.lineage.row_ids, LineageSequence::Inline(vec![1, 2, 3]));
@@ -569,8 +594,10 @@ mod tests {
         let extra = 6 - f.physical_rows as usize;
         for file in &mut f.files {
             for column in &mut file.columns {
-                let last = column.last().cloned().unwrap();
-                column.extend(std::iter::repeat_n(last, extra));
+                let mut values = column.values();
+                let last = values.last().cloned().unwrap();
+                values.extend(std::iter::repeat_n(last, extra));
+                *column = column.with_values(&values).unwrap();
             }
         }
         f.physical_rows = 6;

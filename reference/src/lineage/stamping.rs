@@ -194,6 +194,7 @@ pub fn append_fragment(snapshot: &mut Snapshot, appended: AppendedFragment, vers
 
 #[cfg(test)]
 mod tests {
+    use crate::model::{Column, cols};
     use std::collections::BTreeMap;
 
     use super::*;
@@ -204,7 +205,7 @@ mod tests {
     }
 
     fn overlay(fields: Vec<i32>, coverage: Coverage) -> Overlay {
-        let columns = fields.iter().map(|_| Vec::new()).collect();
+        let columns = fields.iter().map(|_| Column::empty()).collect();
         Overlay {
             file: DataFile {
                 path: "ovl.lance".into(),
@@ -328,7 +329,11 @@ mod tests {
         f.files.push(DataFile {
             path: "lineage.lance".into(),
             fields: vec![LAST_UPDATED_AT_FIELD_ID],
-            columns: vec![vec![Value::UInt64(3), Value::UInt64(4), Value::UInt64(5)]],
+            columns: cols(vec![vec![
+                Value::UInt64(3),
+                Value::UInt64(4),
+                Value::UInt64(5),
+            ]]),
         });
         f.lineage.last_updated_at = LineageSequence::Column;
         stamp_overlays(
@@ -364,7 +369,7 @@ mod tests {
     fn retry_reassigns_every_commit_assigned_value_and_nothing_else() {
         // covers: LIN-STAMP-1, LIN-STAMP-2, LIN-STAMP-3, LIN-PLACE-1, OVL-VER-2
         let mut update = overlay(vec![2], Coverage::Dense(bitmap(&[1, 3])));
-        update.file.columns = vec![vec![Value::Int64(10), Value::Int64(30)]];
+        update.file.columns = cols(vec![vec![Value::Int64(10), Value::Int64(30)]]);
         let pending = PendingCommit {
             overlays: vec![(0, vec![update])],
             appended: vec![

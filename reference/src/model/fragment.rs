@@ -7,10 +7,13 @@
 //! field's type. Tombstoned (`-2`) and other negative ids keep their positions (so per-field
 //! bitmaps stay aligned) but are never read as user data.
 
+use arrow_array::Array;
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
 use roaring::RoaringBitmap;
 
+use super::column::Column;
 use super::schema::{DataType, FieldId, Schema};
-use super::value::Value;
 use crate::error::{Error, Result};
 
 /// The field id that marks a dead column in a data file or overlay.
@@ -29,8 +32,8 @@ pub struct DataFile {
     pub path: String,
     /// Field ids by column position; `-2` marks a tombstoned column.
     pub fields: Vec<FieldId>,
-    /// Column values, aligned with `fields`.
-    pub columns: Vec<Vec<Value>>,
+    /// Columns, aligned with `fields`.
+    pub columns: Vec<Column>,
 }
 
 /// Which offsets an overlay provides values for.
@@ -113,7 +116,7 @@ pub struct Fragment {
 
 impl Fragment {
     /// A fragment with one base file holding `columns` for `fields`, no deletions or overlays.
-    pub fn new(id: u64, path: &str, fields: Vec<FieldId>, columns: Vec<Vec<Value>>) -> Fragment {
+    pub fn new(id: u64, path: &str, fields: Vec<FieldId>, columns: Vec<Column>) -> Fragment {
         let physical_rows = columns.first().map_or(0, |c| c.len() as u64);
         Fragment {
             id,
@@ -166,22 +169,24 @@ impl Fragment {
             LineageSequence::Absent => Ok(None),
             LineageSequence::Inline(v) => Ok(Some(v.clone())),
             LineageSequence::Column => {
-                let (_, col) = self.lineage_column(field)?;
-                col.iter()
-                    .enumerate()
-                    .map(|(i, v)| match v {
-                        Value::UInt64(x) => Ok(*x),
-                        other => Err(Error::TypeMismatch {
-                            fragment: self.id,
-                            file: self.lineage_file_path(field),
-                            field,
-                            index: i as u64,
-                            expected: "uint64 (non-null)".into(),
-                            found: other.kind().into(),
-                        }),
-                    })
-                    .collect::<Result<Vec<u64>>>()
-                    .map(Some)
+                let (_, column) = self.lineage_column(field)?;
+                let values = column
+                    .array()
+                    .as_primitive_opt::<UInt64Type>()
+                    .filter(|a| a.null_count() == 0)
+                    .ok_or_else(|| Error::TypeMismatch {
+                        fragment: self.id,
+                        file: self.lineage_file_path(field),
+                        field,
+                        index: column.first_null().unwrap_or(0) as u64,
+                        expected: "uint64 (non-null)".into(),
+                        found: if column.first_null().is_some() {
+                            "null".into()
+                        } else {
+                            column.kind().into()
+                        },
+                    })?;
+                Ok(Some(values.values().to_vec()))
             }
         }
     }
@@ -194,7 +199,7 @@ impl Fragment {
     }
 
     /// The one file holding the hidden column `field`, and that column.
-    fn lineage_column(&self, field: FieldId) -> Result<(usize, &[Value])> {
+    fn lineage_column(&self, field: FieldId) -> Result<(usize, &Column)> {
         let holders: Vec<usize> = (0..self.files.len())
             .filter(|&i| self.files[i].fields.contains(&field))
             .collect();
@@ -205,7 +210,7 @@ impl Fragment {
                     .iter()
                     .position(|&f| f == field)
                     .and_then(|p| file.columns.get(p))
-                    .map(|c| (*one, c.as_slice()))
+                    .map(|c| (*one, c))
             }
             .ok_or_else(|| Error::ColumnCountMismatch {
                 fragment: self.id,
@@ -413,20 +418,26 @@ fn check_types(
     file: &str,
     field: FieldId,
     data_type: &DataType,
-    column: &[Value],
+    column: &Column,
     non_null: bool,
 ) -> Result<()> {
-    for (i, v) in column.iter().enumerate() {
-        if !v.fits(data_type) || (non_null && v.is_null()) {
-            return Err(Error::TypeMismatch {
-                fragment,
-                file: file.to_string(),
-                field,
-                index: i as u64,
-                expected: data_type.logical_type(),
-                found: v.kind().into(),
-            });
-        }
+    let misfit = |index: usize, found: &str| Error::TypeMismatch {
+        fragment,
+        file: file.to_string(),
+        field,
+        index: index as u64,
+        expected: data_type.logical_type(),
+        found: found.into(),
+    };
+    if !column.fits(data_type) {
+        // A column of another type misfits at its first value that is not NULL.
+        let index = (0..column.len())
+            .find(|&i| column.value(i).is_some_and(|v| !v.is_null()))
+            .unwrap_or(0);
+        return Err(misfit(index, column.kind()));
     }
-    Ok(())
+    match column.first_null() {
+        Some(index) if non_null => Err(misfit(index, "null")),
+        _ => Ok(()),
+    }
 }

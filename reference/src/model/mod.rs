@@ -10,7 +10,7 @@
 //! ├── schema: Schema (pre-order fields, nested struct / fixed_size_list)
 //! ├── fragments: [Fragment]
 //! │   ├── physical_rows, deletions (offsets)
-//! │   ├── files: [DataFile]            base columns by field id (-2 = tombstone)
+//! │   ├── files: [DataFile]            base columns by field id (-2 = tombstone), Arrow arrays
 //! │   ├── overlays: [Overlay]          stored order; precedence is (committed_version, position)
 //! │   │   ├── file: DataFile           one value column per field, values in rank order
 //! │   │   ├── coverage: Dense(bitmap) | Sparse([bitmap; fields])
@@ -19,12 +19,16 @@
 //! └── indices: [Index]                 fields, dataset_version, fragment coverage, entries
 //! ```
 
+mod column;
 mod fragment;
 mod index;
 mod schema;
 mod snapshot;
 mod value;
 
+#[cfg(test)]
+pub(crate) use column::test_columns as cols;
+pub use column::{Column, Misfit, stored_type, value_at, vector_item};
 pub use fragment::{
     CREATED_AT_FIELD_ID, Coverage, DataFile, Fragment, LAST_UPDATED_AT_FIELD_ID, Lineage,
     LineageSequence, Overlay, ROW_ID_FIELD_ID, TOMBSTONE_FIELD_ID,

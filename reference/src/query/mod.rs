@@ -723,6 +723,7 @@ fn top_k(mut scored: Vec<Scored>, k: usize) -> Vec<Scored> {
 mod tests {
     use super::*;
     use crate::ErrorClass;
+    use crate::model::cols;
     use crate::model::{Coverage, DataFile, Field, IndexEntry, Overlay, TOMBSTONE_FIELD_ID};
     use crate::worked_example::{self, AGE, AGE_INDEX, EMBEDDING, ID, NAME, NEW_BOB_EMBEDDING};
 
@@ -944,7 +945,7 @@ mod tests {
     fn one_column(data_type: DataType, values: Vec<Value>) -> Snapshot {
         let mut snapshot = worked_example::version_1();
         snapshot.schema = Schema::new(vec![Field::new(1, "x", data_type)]).unwrap();
-        snapshot.fragments = vec![Fragment::new(0, "x.lance", vec![1], vec![values])];
+        snapshot.fragments = vec![Fragment::new(0, "x.lance", vec![1], cols(vec![values]))];
         snapshot.indices.clear();
         snapshot.validate().unwrap();
         snapshot
@@ -1020,7 +1021,7 @@ mod tests {
             vec![1, 5, 6],
             vec![
                 (0..4).map(Value::Int64).collect(),
-                vec![Value::Struct(vec![]); 4],
+                vec![Value::Struct(vec![]); 4].into_iter().collect(),
                 (10..14).map(Value::Int32).collect(),
             ],
         );
@@ -1033,7 +1034,7 @@ mod tests {
             file: DataFile {
                 path: "o.lance".into(),
                 fields: vec![overlay_field],
-                columns: vec![vec![value]],
+                columns: cols(vec![vec![value]]),
             },
             coverage: Coverage::Dense([2u32].into_iter().collect()),
             committed_version: 2,
@@ -1116,7 +1117,8 @@ mod tests {
             fragment_bitmap: Some([0u32].into_iter().collect()),
             kind: IndexKind::Vector,
             entries: base
-                .iter()
+                .values()
+                .into_iter()
                 .enumerate()
                 .map(|(o, v)| IndexEntry {
                     fragment: 0,
@@ -1165,7 +1167,10 @@ mod tests {
         // first at distance 0. Filtering the index's top 2 afterwards would leave only Dave;
         // the prefilter keeps Bob out of the search, so Alice (the true second) is found.
         let mut snapshot = version_3_with_vector_index();
-        snapshot.fragments[0].overlays[1].file.columns[1][0] = Value::Vector(vec![Some(9.0); 3]);
+        snapshot.fragments[0].overlays[1].file.columns[1] =
+            snapshot.fragments[0].overlays[1].file.columns[1]
+                .replaced(0, Value::Vector(vec![Some(9.0); 3]))
+                .unwrap();
         let query = [0.0, 1.0, 0.0];
         let r = reconcile_vector(&snapshot, "embedding_idx", &query, 2).unwrap();
         let offsets = |scored: &[Scored]| scored.iter().map(|s| s.row.offset).collect::<Vec<_>>();
@@ -1183,8 +1188,12 @@ mod tests {
         // covers: OVL-QRY-4
         let mut snapshot = version_3_with_vector_index();
         let fragment = &mut snapshot.fragments[0];
-        fragment.files[0].columns[3][0] = Value::Null; // Alice
-        fragment.files[0].columns[3][2] = Value::Vector(vec![Some(0.0), None, Some(1.0)]); // Carol
+        fragment.files[0].columns[3] = fragment.files[0].columns[3]
+            .replaced(0, Value::Null)
+            .unwrap(); // Alice
+        fragment.files[0].columns[3] = fragment.files[0].columns[3]
+            .replaced(2, Value::Vector(vec![Some(0.0), None, Some(1.0)]))
+            .unwrap(); // Carol
         snapshot.indices[1].entries[0].value = Value::Null;
         snapshot.indices[1].entries[2].value = Value::Vector(vec![Some(0.0), None, Some(1.0)]);
         let r = reconcile_vector(&snapshot, "embedding_idx", &[0.0, 0.0, 0.0], 10).unwrap();

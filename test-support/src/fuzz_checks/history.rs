@@ -23,7 +23,7 @@ use lance_reference::lineage::{
     AppendedFragment, INLINE_MAX_BYTES_KEY, PendingCommit, SPILL_KEY, restamp,
 };
 use lance_reference::model::{
-    DataType, Field, FieldId, Fragment, IndexKind, Overlay, Schema, Snapshot, Value,
+    Column, DataType, Field, FieldId, Fragment, IndexKind, Overlay, Schema, Snapshot, Value,
 };
 use lance_reference::overlay_write::{Shape, build_overlay};
 use lance_reference::query::{Predicate, flat_filter, reconcile};
@@ -239,7 +239,9 @@ fn apply_overlay(
                 .rows
                 .get_mut(key)
                 .expect("every live row is in the model");
-            row.values[slot] = overlay.file.columns[pos][k].clone();
+            row.values[slot] = overlay.file.columns[pos]
+                .value(k)
+                .expect("a value per rank");
         }
     }
     if stable {
@@ -273,7 +275,11 @@ fn step(state: &mut State, op: &Op) -> Option<Snapshot> {
                 })
                 .collect();
             let path = state.fresh("base");
-            let mut fragment = Fragment::new(id, &path, FIELDS.to_vec(), columns.clone());
+            let stored = columns
+                .iter()
+                .map(|c| Column::infer(c).expect("a field's cells have its type"))
+                .collect();
+            let mut fragment = Fragment::new(id, &path, FIELDS.to_vec(), stored);
             fragment.physical_rows = rows as u64;
             let pending = PendingCommit {
                 overlays: Vec::new(),

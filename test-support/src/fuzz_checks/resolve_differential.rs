@@ -16,9 +16,9 @@
 //! must refuse the fragment, and resolving it must still not panic.
 
 use arbitrary::Arbitrary;
-use lance_reference::columnar::{resolve_array, value_at};
+use lance_reference::columnar::resolve_array;
 use lance_reference::model::{
-    Coverage, DataFile, DataType, Field, FieldId, Fragment, Lineage, Overlay, Schema,
+    Column, Coverage, DataFile, DataType, Field, FieldId, Fragment, Lineage, Overlay, Schema,
     TOMBSTONE_FIELD_ID, Value,
 };
 use lance_reference::resolve::{explain, resolve_column};
@@ -205,7 +205,7 @@ fn build(input: &Input, schema_version: u64) -> (Fragment, bool) {
         files.push(DataFile {
             path: format!("base{i}.lance"),
             fields,
-            columns,
+            columns: columns.iter().map(|c| stored(c)).collect(),
         });
     }
     let mut overlays = Vec::new();
@@ -215,11 +215,11 @@ fn build(input: &Input, schema_version: u64) -> (Fragment, bool) {
         let mut bitmaps = Vec::new();
         for (k, &field) in fields.iter().enumerate() {
             let rows_covered = plan_coverage(plan, k, rows);
-            columns.push(
-                (0..rows_covered.len())
+            columns.push(stored(
+                &(0..rows_covered.len())
                     .map(|j| plan_value(plan, field, k, j))
                     .collect::<Vec<_>>(),
-            );
+            ));
             bitmaps.push(
                 rows_covered
                     .iter()
@@ -266,6 +266,18 @@ fn build(input: &Input, schema_version: u64) -> (Fragment, bool) {
     (fragment, corrupted)
 }
 
+/// A stored column holding `values` (typed by them: a column of NULLs only has no type).
+fn stored(values: &[Value]) -> Column {
+    Column::infer(values).expect("a field's cells have its type")
+}
+
+/// Appends one NULL to `column`, keeping its type.
+fn push_null(column: &mut Column) {
+    let mut values = column.values();
+    values.push(Value::Null);
+    *column = column.with_values(&values).expect("NULL fits every column");
+}
+
 fn committed_version(plan: &OverlayPlan) -> u64 {
     u64::from(plan.committed_version % 4) + 1
 }
@@ -289,9 +301,11 @@ fn corrupt(fragment: &mut Fragment, corruption: Corruption, version: u64) -> boo
         Corruption::ShortValueColumn => match target {
             Some((o, pos)) => {
                 let column = &mut fragment.overlays[o].file.columns[pos];
-                if column.pop().is_none() {
-                    column.push(Value::Null); // empty coverage: one value too many instead
-                }
+                *column = if column.is_empty() {
+                    stored(&[Value::Null]) // empty coverage: one value too many instead
+                } else {
+                    column.truncated(column.len() - 1)
+                };
                 true
             }
             None => false,
@@ -300,17 +314,16 @@ fn corrupt(fragment: &mut Fragment, corruption: Corruption, version: u64) -> boo
             Some((o, pos)) => {
                 let overlay = &mut fragment.overlays[o];
                 let past = fragment.physical_rows as u32;
-                let field = overlay.file.fields[pos];
                 match &mut overlay.coverage {
                     Coverage::Dense(b) => {
                         b.insert(past);
-                        for (p, f) in overlay.file.fields.iter().enumerate() {
-                            overlay.file.columns[p].push(value(*f, Cell::Null));
+                        for p in 0..overlay.file.fields.len() {
+                            push_null(&mut overlay.file.columns[p]);
                         }
                     }
                     Coverage::Sparse(bs) => {
                         bs[pos].insert(past);
-                        overlay.file.columns[pos].push(value(field, Cell::Null));
+                        push_null(&mut overlay.file.columns[pos]);
                     }
                 }
                 true
@@ -351,9 +364,11 @@ fn corrupt(fragment: &mut Fragment, corruption: Corruption, version: u64) -> boo
             });
             match found {
                 Some(column) => {
-                    if column.pop().is_none() {
-                        column.push(Value::Null);
-                    }
+                    *column = if column.is_empty() {
+                        stored(&[Value::Null])
+                    } else {
+                        column.truncated(column.len() - 1)
+                    };
                     true
                 }
                 None => false,
@@ -467,7 +482,7 @@ pub fn check(data: &[u8]) {
         let live: Vec<&Value> = expected.iter().flatten().collect();
         assert_eq!(array.len(), live.len(), "field {field}: live rows");
         for (row, e) in live.iter().enumerate() {
-            let g = value_at(array.as_ref(), row)
+            let g = lance_reference::model::value_at(array.as_ref(), row)
                 .unwrap_or_else(|| panic!("field {field}: no value at row {row}"));
             assert!(
                 g.identical(e),
