@@ -17,7 +17,7 @@ use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields};
 
 use crate::error::{Error, Result};
 use crate::model::{Column, DataType, FieldId, Fragment, Schema, stored_type};
-use crate::resolve::{Winner, base_column, plan_column};
+use crate::resolve::{Winner, base_column, falls_through_everywhere, plan_column, struct_presence};
 
 /// The Arrow type of schema field `field`: a struct's children are its schema children, in
 /// schema order, named and nullable as there; any other type is its stored type
@@ -63,6 +63,20 @@ pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Re
         return resolve_struct_array(schema, fragment, field);
     }
     let arrow = arrow_type(schema, field)?;
+    if falls_through_everywhere(fragment, field)
+        && let Some((file, base)) = base_column(fragment, field)
+    {
+        if base.len() as u64 != fragment.physical_rows {
+            return Err(Error::BaseLengthMismatch {
+                fragment: fragment.id,
+                file: fragment.files[file].path.clone(),
+                field,
+                values: base.len() as u64,
+                physical_rows: fragment.physical_rows,
+            });
+        }
+        return source(base, &arrow, fragment, &fragment.files[file].path, field);
+    }
     let plan = plan_column(fragment, field)?;
     if let Some((file, base)) = plan.base.filter(|_| plan.overlay_wins == 0)
         && fragment.deletions.is_empty()
@@ -142,28 +156,7 @@ fn resolve_struct_array(schema: &Schema, fragment: &Fragment, field: FieldId) ->
         .map(|child| resolve_array(schema, fragment, child.id))
         .collect::<Result<_>>()?;
     let live: Vec<u32> = fragment.live_offsets()?.collect();
-    let validity: Option<Vec<bool>> = match base_column(fragment, field) {
-        Some((file, column)) => {
-            if column.len() as u64 != fragment.physical_rows {
-                return Err(Error::BaseLengthMismatch {
-                    fragment: fragment.id,
-                    file: fragment.files[file].path.clone(),
-                    field,
-                    values: column.len() as u64,
-                    physical_rows: fragment.physical_rows,
-                });
-            }
-            // A column of NULLs only holds no present struct.
-            let array = column.array();
-            let typed = *array.data_type() != ArrowType::Null;
-            Some(
-                live.iter()
-                    .map(|&o| typed && array.is_valid(o as usize))
-                    .collect(),
-            )
-        }
-        None => None,
-    };
+    let validity = struct_presence(fragment, field, &live)?;
     let length = live.len();
     let nulls = validity.map(NullBuffer::from);
     let arrow = ArrowType::Struct(fields.clone());
@@ -172,8 +165,8 @@ fn resolve_struct_array(schema: &Schema, fragment: &Fragment, field: FieldId) ->
         .map_err(|e| arrow_failure(fragment, field, &arrow, e))
 }
 
-/// An Arrow error while assembling a column. The plan's bounds and [`stored_array`]'s types
-/// leave none possible; should one occur it is reported as the type mismatch it would be.
+/// An Arrow error while assembling a column. The plan's bounds and the sources' types leave
+/// none possible; should one occur it is reported as the type mismatch it would be.
 fn arrow_failure(
     fragment: &Fragment,
     field: FieldId,

@@ -22,8 +22,8 @@
 //! and the kit call these functions rather than restating them.
 //!
 //! Resolution decides the [`Winner`] of every offset first ([`plan_column`]) and then builds
-//! its output with one gather, as `Value`s ([`resolve_column`]) or as an Arrow array
-//! ([`crate::columnar`]); the gathers restate no rule. A plan costs O(physical_rows + covered
+//! its output with one gather, an Arrow array ([`crate::columnar`]), which restates no rule;
+//! [`resolve_column`] reads that array back as `Value`s. A plan costs O(physical_rows + covered
 //! cells): overlays are visited newest first, each covered offset is claimed at most once, and
 //! ranks come from walking each bitmap in order, never from a search. [`explain`] answers the same question for one cell and
 //! records every step, for people and for `lance-conformance explain`.
@@ -296,6 +296,17 @@ pub fn explain(
     })
 }
 
+/// True when the winner of every offset of `field` is the base, known without deciding them
+/// one by one: no row is deleted, a base file holds the field, and no overlay carries it.
+pub fn falls_through_everywhere(fragment: &Fragment, field: FieldId) -> bool {
+    fragment.deletions.is_empty()
+        && base_column(fragment, field).is_some()
+        && fragment
+            .overlays
+            .iter()
+            .all(|o| coverage_of(o, field).is_none())
+}
+
 /// The winner of one cell: where the value at an offset comes from. Resolution first decides
 /// the winner of every offset ([`plan_column`]), then builds its output with one gather, as
 /// `Value`s ([`resolve_column`]) or as an Arrow array ([`crate::columnar`]).
@@ -405,83 +416,52 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
 }
 
 /// Resolves every physical row of one field. Entry `i` is the value at offset `i`, or `None`
-/// when offset `i` is deleted.
+/// when offset `i` is deleted: the Arrow gather ([`crate::columnar::resolve_array`]) read
+/// back as values, so rows of values and record batches cannot disagree.
 pub fn resolve_column(
     schema: &Schema,
     fragment: &Fragment,
     field: FieldId,
 ) -> Result<Vec<Option<Value>>> {
-    let schema_field = schema.field(field).ok_or_else(|| Error::UnknownField {
-        field,
-        context: "resolve".into(),
-    })?;
-    if schema_field.data_type == DataType::Struct {
-        let rows = fragment.offset_count()? as usize;
-        return resolve_struct(schema, fragment, field, rows);
-    }
-    let plan = plan_column(fragment, field)?;
-    // The gather: one pass in offset order, each winning value read once. A winner the
-    // plan's bounds do not back cannot occur; it would read as NULL.
-    let mut out = Vec::with_capacity(plan.winners.len());
-    for (offset, winner) in plan.winners.iter().enumerate() {
-        let value = match *winner {
-            Winner::Deleted => {
-                out.push(None);
-                continue;
-            }
-            Winner::Overlay { position, rank } => plan
-                .overlays
-                .get(position as usize)
-                .copied()
-                .flatten()
-                .and_then(|values| values.value(rank as usize)),
-            Winner::Base => plan.base.and_then(|(_, column)| column.value(offset)),
-            Winner::Null => None,
-        };
-        out.push(Some(value.unwrap_or(Value::Null)));
-    }
-    Ok(out)
+    let rows = fragment.offset_count()?;
+    let live = crate::columnar::resolve_array(schema, fragment, field)?;
+    let mut live = Column::new(live).values().into_iter();
+    Ok((0..rows)
+        .map(|offset| {
+            (!fragment.deletions.contains(offset)).then(|| live.next().unwrap_or(Value::Null))
+        })
+        .collect())
 }
 
-/// A struct column: the base's validity, with each present row assembled from its children.
-fn resolve_struct(
-    schema: &Schema,
+/// Whether a struct field is present at each of the `live` offsets, or `None` when it is
+/// present everywhere: the base's validity decides [OVL-SHAPE-5], and with no base column
+/// for the struct itself (a struct added after the fragment was written) the struct is
+/// present and its children may still be NULL [OVL-NULL-6]. A column of NULLs only holds no
+/// present struct.
+pub fn struct_presence(
     fragment: &Fragment,
     field: FieldId,
-    rows: usize,
-) -> Result<Vec<Option<Value>>> {
-    let children: Vec<Vec<Option<Value>>> = schema
-        .children(field)
-        .map(|child| resolve_column(schema, fragment, child.id))
-        .collect::<Result<_>>()?;
-    let validity = base_column(fragment, field);
-    let mut out = Vec::with_capacity(rows);
-    for offset in 0..rows {
-        if fragment.deletions.contains(offset as u32) {
-            out.push(None);
-            continue;
-        }
-        // With no base column for the struct itself (a struct added after the fragment was
-        // written), the struct is present and its children may still be NULL [OVL-NULL-6];
-        // otherwise the base's validity decides [OVL-SHAPE-5].
-        let present = match validity {
-            Some((file, column)) => {
-                !base_value(fragment, file, field, column, offset as u64)?.is_null()
-            }
-            None => true,
-        };
-        out.push(Some(if present {
-            Value::Struct(
-                children
-                    .iter()
-                    .map(|c| c.get(offset).cloned().flatten().unwrap_or(Value::Null))
-                    .collect(),
-            )
-        } else {
-            Value::Null
-        }));
+    live: &[u32],
+) -> Result<Option<Vec<bool>>> {
+    let Some((file, column)) = base_column(fragment, field) else {
+        return Ok(None);
+    };
+    if column.len() as u64 != fragment.physical_rows {
+        return Err(Error::BaseLengthMismatch {
+            fragment: fragment.id,
+            file: fragment.files[file].path.clone(),
+            field,
+            values: column.len() as u64,
+            physical_rows: fragment.physical_rows,
+        });
     }
-    Ok(out)
+    let array = column.array();
+    let typed = *array.data_type() != arrow_schema::DataType::Null;
+    Ok(Some(
+        live.iter()
+            .map(|&o| typed && arrow_array::Array::is_valid(array.as_ref(), o as usize))
+            .collect(),
+    ))
 }
 
 fn overlay_value(fragment: &Fragment, position: usize, field: FieldId, rank: u64) -> Result<Value> {

@@ -148,6 +148,20 @@ impl<'f> RowLineage<'f> {
         }
     }
 
+    /// A sequence of `field` holds one value per physical row, or this is an error.
+    fn check_length(&self, values: &[u64], field: FieldId) -> Result<()> {
+        if values.len() as u64 == self.fragment.physical_rows {
+            return Ok(());
+        }
+        Err(Error::BaseLengthMismatch {
+            fragment: self.fragment.id,
+            file: "(lineage)".into(),
+            field,
+            values: values.len() as u64,
+            physical_rows: self.fragment.physical_rows,
+        })
+    }
+
     // Sequence lengths were checked by `Fragment::validate`; a short one is still an error here.
     fn at(&self, values: &[u64], field: FieldId, offset: usize) -> Result<u64> {
         values
@@ -228,16 +242,31 @@ fn scan_fragment_batch(
         .map(|&f| resolve_array(&snapshot.schema, fragment, f))
         .collect::<Result<_>>()?;
     let lineage = RowLineage::of(snapshot, fragment)?;
-    let live: Vec<usize> = fragment.live_offsets()?.map(|o| o as usize).collect();
-    let fixed = |value: &dyn Fn(usize) -> Result<u64>| -> Result<ArrayRef> {
-        let values: Vec<u64> = live.iter().map(|&o| value(o)).collect::<Result<_>>()?;
-        Ok(Arc::new(UInt64Array::from(values)))
+    let live: Vec<u64> = fragment.live_offsets()?.map(u64::from).collect();
+    // A sequence value per live offset: a gather from the sequence, or a constant without one.
+    let per_row = |field: FieldId, values: &Option<Vec<u64>>, absent: &dyn Fn(u64) -> u64| {
+        let column: Vec<u64> = match values {
+            Some(values) => {
+                lineage.check_length(values, field)?;
+                live.iter().map(|&o| values[o as usize]).collect()
+            }
+            None => live.iter().map(|&o| absent(o)).collect(),
+        };
+        Ok::<ArrayRef, Error>(Arc::new(UInt64Array::from(column)))
     };
     columns.push(Arc::new(UInt64Array::from(vec![fragment.id; live.len()])));
-    columns.push(fixed(&|o| Ok(o as u64))?);
-    columns.push(fixed(&|o| lineage.row_id(o))?);
-    columns.push(fixed(&|o| lineage.version(CREATED_AT_FIELD_ID, o))?);
-    columns.push(fixed(&|o| lineage.version(LAST_UPDATED_AT_FIELD_ID, o))?);
+    columns.push(Arc::new(UInt64Array::from(live.clone())));
+    columns.push(per_row(ROW_ID_FIELD_ID, &lineage.row_ids, &|o| {
+        row_address(fragment.id, o)
+    })?);
+    columns.push(per_row(CREATED_AT_FIELD_ID, &lineage.created, &|_| {
+        DEFAULT_ROW_VERSION
+    })?);
+    columns.push(per_row(
+        LAST_UPDATED_AT_FIELD_ID,
+        &lineage.updated,
+        &|_| DEFAULT_ROW_VERSION,
+    )?);
     columns.extend(resolved);
     RecordBatch::try_new(schema.clone(), columns).map_err(|e| Error::TypeMismatch {
         fragment: fragment.id,

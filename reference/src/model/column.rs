@@ -220,9 +220,27 @@ impl Column {
 
     /// Every value, in order.
     pub fn values(&self) -> Vec<Value> {
-        (0..self.len())
-            .map(|i| self.value(i).unwrap_or(Value::Null))
-            .collect()
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
+        let a = self.0.as_ref();
+        macro_rules! each {
+            ($array:expr, $arm:expr) => {
+                $array.iter().map(|v| v.map_or(Value::Null, $arm)).collect()
+            };
+        }
+        // One downcast per column for the flat types; the rest element by element.
+        match a.data_type() {
+            ArrowType::Boolean => each!(a.as_boolean(), Value::Bool),
+            ArrowType::Int32 => each!(a.as_primitive::<Int32Type>(), Value::Int32),
+            ArrowType::Int64 => each!(a.as_primitive::<Int64Type>(), Value::Int64),
+            ArrowType::UInt64 => each!(a.as_primitive::<UInt64Type>(), Value::UInt64),
+            ArrowType::Float32 => each!(a.as_primitive::<Float32Type>(), Value::Float32),
+            ArrowType::Float64 => each!(a.as_primitive::<Float64Type>(), Value::Float64),
+            ArrowType::Utf8 => each!(a.as_string::<i32>(), |s: &str| Value::Utf8(s.to_string())),
+            _ => (0..self.len())
+                .map(|i| self.value(i).unwrap_or(Value::Null))
+                .collect(),
+        }
     }
 
     /// The same column with the value at `index` replaced by `value` (unchanged past the end).
