@@ -1,7 +1,8 @@
 //! The runner: checks a reader, in process or in another process, against every case of the
 //! corpus, and reports verdicts.
 //!
-//! Invariant: a run judges only a verified corpus (`SHA256SUMS` first, [`crate::checksums`]), sends a
+//! Invariant: a run reports verdicts only for a verified corpus (`SHA256SUMS`, hashed while the
+//! cases are judged and checked before any report is returned, [`crate::checksums`]), sends a
 //! reader only what it declared it can do ([`capability`]), compares every answer with the
 //! generated `expected/` files ([`compare`], [`execute`]), and turns verdicts into a run result
 //! by fixed rules ([`report`], [`known_failures`]). The same [`run_suite`] drives the built-in
@@ -145,7 +146,8 @@ pub fn load_corpus(options: &Options) -> Result<Vec<CaseDir>, RunnerError> {
     Ok(all)
 }
 
-/// Runs the selected cases against `reader` and reports. The corpus is verified first.
+/// Runs the selected cases against `reader` and reports. No report is returned unless the
+/// corpus is verified ([`checksums::Verification`]).
 pub fn run_suite(
     reader: &mut dyn ConformanceReader,
     options: Options,
@@ -176,9 +178,52 @@ pub(crate) fn run_cases(
         &BTreeSet<String>,
     ) -> CaseResult,
 ) -> Result<Report, RunnerError> {
-    let all = load_corpus(&options)?;
     let index = load_requirements(&options)?;
-    let unmatched = options.filters.unmatched(&all);
+    let all = corpus::load(&options.corpus, &index)?;
+    // Hashing the corpus overlaps with judging it; the verdicts are kept back until the corpus
+    // is verified, and dropped if it is not.
+    let mut verification = checksums::Verification::start(&options.corpus, &all);
+    let judged = judge_selected(
+        &mut options,
+        &all,
+        &index,
+        description,
+        &mut judge,
+        &mut verification,
+    );
+    let problems = verification.outcome().map_err(RunnerError::Input)?;
+    if !problems.is_empty() {
+        return Err(RunnerError::Checksums(problems));
+    }
+    let (description, cases) = judged?;
+    let ids: BTreeSet<String> = all.iter().map(|c| c.case.id.clone()).collect();
+    let mut report = Report::new(
+        description.implementation,
+        description.capabilities.into_iter().collect(),
+        cases,
+        options.known_failures.as_ref(),
+        &ids,
+    );
+    report.label = options.label.clone();
+    Ok(report)
+}
+
+/// Judges the cases the filters select (the options' extra results first), stopping early
+/// when `verification` has already failed (the caller then reports that, not these).
+fn judge_selected(
+    options: &mut Options,
+    all: &[CaseDir],
+    index: &RequirementIndex,
+    description: Answer<Description>,
+    judge: &mut impl FnMut(
+        &CaseDir,
+        &execute::Expected,
+        &RequirementIndex,
+        &BTreeSet<String>,
+    ) -> CaseResult,
+    verification: &mut checksums::Verification,
+) -> Result<(Description, Vec<CaseResult>), RunnerError> {
+    let unmatched = options.filters.unmatched(all);
     if !unmatched.is_empty() {
         return Err(RunnerError::Input(format!(
             "filters matching no case: {}",
@@ -194,20 +239,14 @@ pub(crate) fn run_cases(
     })?;
     let mut cases = std::mem::take(&mut options.extra);
     for (i, c) in selected.iter().enumerate() {
+        if verification.failed() {
+            break;
+        }
         if let Some(progress) = options.progress.as_mut() {
             progress(i, selected.len(), &c.case.id);
         }
         let expected = execute::load_expected(&c.dir).map_err(RunnerError::Input)?;
-        cases.push(judge(c, &expected, &index, &description.capabilities));
+        cases.push(judge(c, &expected, index, &description.capabilities));
     }
-    let ids: BTreeSet<String> = all.iter().map(|c| c.case.id.clone()).collect();
-    let mut report = Report::new(
-        description.implementation,
-        description.capabilities.into_iter().collect(),
-        cases,
-        options.known_failures.as_ref(),
-        &ids,
-    );
-    report.label = options.label.clone();
-    Ok(report)
+    Ok((description, cases))
 }
