@@ -292,6 +292,19 @@ mod tests {
         assert!(!same_value(&f("0.0"), &f("-0.0")));
         assert!(!same_value(&f("0.1"), &f("0.2")));
         assert!(!same_value(&t("int64", json!("1")), &t("int32", json!(1))));
+        assert!(!same_value(
+            &t("int64", json!("1")),
+            &t("uint64", json!("1"))
+        ));
+        let v = |ty: &str| t(ty, json!(["1.0", null]));
+        assert!(same_value(
+            &v("fixed_size_list<float32, 2>"),
+            &v("fixed_size_list<float32,2>")
+        ));
+        assert!(!same_value(
+            &v("fixed_size_list<float32,2>"),
+            &v("fixed_size_list<float64,2>")
+        ));
         assert!(!same_value(&t("utf8", json!("a")), &t("utf8", Json::Null)));
         let s = |v: Json| t("struct", v);
         let city = json!({"type": "utf8", "value": "Oslo"});

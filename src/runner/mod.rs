@@ -56,7 +56,8 @@ pub mod write_step;
 pub mod writer;
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 pub use conformance_reader::{Answer, ConformanceReader, Description, Refusal};
 pub use conformance_writer::ConformanceWriter;
@@ -238,15 +239,70 @@ fn judge_selected(
         })
     })?;
     let mut cases = std::mem::take(&mut options.extra);
-    for (i, c) in selected.iter().enumerate() {
-        if verification.failed() {
-            break;
+    let progress = &mut options.progress;
+    std::thread::scope(|scope| {
+        let mut expected = ExpectedAhead::start(scope, &selected);
+        for (i, c) in selected.iter().enumerate() {
+            if verification.failed() {
+                break;
+            }
+            if let Some(progress) = progress.as_mut() {
+                progress(i, selected.len(), &c.case.id);
+            }
+            let expected = expected.next(c).map_err(RunnerError::Input)?;
+            cases.push(judge(c, &expected, index, &description.capabilities));
         }
-        if let Some(progress) = options.progress.as_mut() {
-            progress(i, selected.len(), &c.case.id);
-        }
-        let expected = execute::load_expected(&c.dir).map_err(RunnerError::Input)?;
-        cases.push(judge(c, &expected, index, &description.capabilities));
-    }
+        Ok::<_, RunnerError>(())
+    })?;
     Ok((description, cases))
+}
+
+/// The selected cases' `expected/` ([`execute::load_expected`]), loaded on a second thread one
+/// case ahead of the judging (so reading and parsing them overlaps with judging, and at most
+/// two cases' results are held at once), and handed over in case order. Each case gets exactly
+/// what [`execute::load_expected`] answers for it, loaded in this thread when no second thread
+/// can be started.
+enum ExpectedAhead {
+    /// Loaded by the second thread, in case order.
+    Loader(mpsc::Receiver<Result<execute::Expected, String>>),
+    /// Loaded here, when asked.
+    Inline,
+}
+
+impl ExpectedAhead {
+    fn start<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        selected: &[&'scope CaseDir],
+    ) -> ExpectedAhead {
+        // A rendezvous: the next case's results are handed over only when they are asked for.
+        let (send, receive) = mpsc::sync_channel(0);
+        let dirs: Vec<&'scope Path> = selected.iter().map(|c| c.dir.as_path()).collect();
+        let spawned = std::thread::Builder::new()
+            .name("expected".into())
+            .spawn_scoped(scope, move || {
+                for dir in dirs {
+                    // The receiver is gone once the judging stopped early: nothing to load.
+                    if send.send(execute::load_expected(dir)).is_err() {
+                        break;
+                    }
+                }
+            });
+        match spawned {
+            Ok(_) => ExpectedAhead::Loader(receive),
+            Err(_) => ExpectedAhead::Inline,
+        }
+    }
+
+    /// The `expected/` of `case`, the next selected case.
+    fn next(&mut self, case: &CaseDir) -> Result<execute::Expected, String> {
+        match self {
+            ExpectedAhead::Loader(receive) => receive.recv().unwrap_or_else(|_| {
+                Err(format!(
+                    "{}: the expected results were not loaded",
+                    case.dir.display()
+                ))
+            }),
+            ExpectedAhead::Inline => execute::load_expected(&case.dir),
+        }
+    }
 }
