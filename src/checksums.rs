@@ -1,22 +1,26 @@
 //! `conformance-cases/SHA256SUMS`: which files a case generates, their checksums, and
-//! verifying them before anything is run.
+//! verifying them.
 //!
-//! Invariant: a run only starts on a corpus whose generated files are byte for byte the ones
-//! the checksum file lists, no more and no fewer, so a verdict always refers to the published
-//! corpus and never to a hand-edited or truncated copy. A mismatch is a runner error (exit 2),
-//! not a verdict on the reader. The generator writes the file with the same [`sums`] the runner
-//! verifies with; this module links neither the scenario engine nor the store, so the judge
-//! does not carry the builder.
+//! Invariant: a verdict is only ever reported for a corpus whose generated files are byte for
+//! byte the ones the checksum file lists, no more and no fewer, so a verdict always refers to
+//! the published corpus and never to a hand-edited or truncated copy. A mismatch is a runner
+//! error (exit 2), not a verdict on the reader, and no verdict of that run is reported. The
+//! runner may judge cases while [`Verification`] hashes the corpus on a second thread, but it
+//! returns a report only once that verification has finished clean. The generator writes the
+//! file with the same [`sums`] the runner verifies with; this module links neither the scenario
+//! engine nor the store, so the judge does not carry the builder.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::thread::JoinHandle;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 use crate::corpus::CaseDir;
 
-/// The generated subdirectories of a case directory.
 /// The generated subdirectories of a case directory: the dataset, the expected results, and a
 /// negative case's undamaged twin.
 pub const GENERATED_DIRS: [&str; 3] = ["dataset", "expected", "undamaged"];
@@ -33,7 +37,13 @@ pub fn generated_files(dir: &Path, base: &Path) -> Result<BTreeMap<String, Vec<u
     Ok(out)
 }
 
-fn collect(dir: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
+/// Walks the generated files under `dir`, keyed by their path relative to `base` (with `/`);
+/// `each` is given the key and the path.
+fn walk(
+    dir: &Path,
+    base: &Path,
+    each: &mut dyn FnMut(String, PathBuf) -> Result<()>,
+) -> Result<()> {
     if !dir.is_dir() {
         return Ok(());
     }
@@ -44,7 +54,7 @@ fn collect(dir: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Resu
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            collect(&path, base, out)?;
+            walk(&path, base, each)?;
         } else {
             let rel = path.strip_prefix(base).unwrap_or(&path);
             let key = rel
@@ -52,27 +62,51 @@ fn collect(dir: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Resu
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect::<Vec<_>>()
                 .join("/");
-            out.insert(
-                key,
-                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
-            );
+            each(key, path)?;
         }
     }
     Ok(())
 }
 
+fn collect(dir: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
+    walk(dir, base, &mut |key, path| {
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        out.insert(key, bytes);
+        Ok(())
+    })
+}
+
 /// `SHA256SUMS` text for every generated file of `cases` as they are on disk under `root`:
-/// `<hex>  <path>` lines sorted by path (the `sha256sum` format).
+/// `<hex>  <path>` lines sorted by path (the `sha256sum` format). Each file is hashed as it is
+/// read, through one small buffer, so the corpus is never held in memory at once.
 pub fn sums(root: &Path, cases: &[CaseDir]) -> Result<String> {
-    let mut all = BTreeMap::new();
-    for c in cases {
-        all.extend(generated_files(&c.dir, root)?);
+    let dirs: Vec<PathBuf> = cases.iter().map(|c| c.dir.clone()).collect();
+    sums_of_dirs(root, &dirs)
+}
+
+fn sums_of_dirs(root: &Path, dirs: &[PathBuf]) -> Result<String> {
+    let mut paths = BTreeMap::new();
+    for dir in dirs {
+        for sub in GENERATED_DIRS {
+            walk(&dir.join(sub), root, &mut |key, path| {
+                paths.insert(key, path);
+                Ok(())
+            })?;
+        }
     }
     let mut text = String::new();
-    for (path, bytes) in &all {
-        let digest = Sha256::digest(bytes);
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        text.push_str(&format!("{hex}  {path}\n"));
+    for (key, path) in &paths {
+        let mut hasher = Sha256::new();
+        let mut file =
+            std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        std::io::copy(&mut file, &mut hasher)
+            .with_context(|| format!("reading {}", path.display()))?;
+        for b in hasher.finalize() {
+            let _ = write!(text, "{b:02x}");
+        }
+        text.push_str("  ");
+        text.push_str(key);
+        text.push('\n');
     }
     Ok(text)
 }
@@ -80,10 +114,90 @@ pub fn sums(root: &Path, cases: &[CaseDir]) -> Result<String> {
 /// Compares the checksum file under `root` with the files on disk; returns one line per
 /// problem (empty when they agree).
 pub fn verify(root: &Path, cases: &[CaseDir]) -> Result<Vec<String>, String> {
+    let dirs: Vec<PathBuf> = cases.iter().map(|c| c.dir.clone()).collect();
+    verify_dirs(root, &dirs)
+}
+
+fn verify_dirs(root: &Path, dirs: &[PathBuf]) -> Result<Vec<String>, String> {
     let listed = std::fs::read_to_string(root.join(SUMS_FILE))
         .map_err(|e| format!("{}: {e}", root.join(SUMS_FILE).display()))?;
-    let actual = sums(root, cases).map_err(|e| format!("{e:#}"))?;
+    let actual = sums_of_dirs(root, dirs).map_err(|e| format!("{e:#}"))?;
     Ok(differences(&listed, &actual))
+}
+
+/// What [`verify`] answers: the problems found (none when the corpus is verified), or why it
+/// could not look.
+pub type Outcome = Result<Vec<String>, String>;
+
+/// A [`verify`] running on a second thread, so that hashing the corpus overlaps with judging
+/// it. Nothing judged meanwhile may be reported before [`Verification::outcome`] says the
+/// corpus is verified (see the module docs).
+#[derive(Debug)]
+pub struct Verification {
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    /// Still hashing (or finished, its answer not yet taken).
+    Running(Receiver<Outcome>, JoinHandle<()>),
+    /// The answer, taken.
+    Done(Outcome),
+}
+
+impl Verification {
+    /// Starts verifying `cases` under `root` on a second thread (in this thread when no thread
+    /// can be started).
+    pub fn start(root: &Path, cases: &[CaseDir]) -> Verification {
+        let root = root.to_path_buf();
+        let dirs: Vec<PathBuf> = cases.iter().map(|c| c.dir.clone()).collect();
+        let (send, receive) = mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("sha256sums".into())
+            .spawn({
+                let (root, dirs) = (root.clone(), dirs.clone());
+                move || {
+                    // The receiver is gone only when the run is over: nothing to tell.
+                    let _ = send.send(verify_dirs(&root, &dirs));
+                }
+            });
+        let state = match spawned {
+            Ok(handle) => State::Running(receive, handle),
+            Err(_) => State::Done(verify_dirs(&root, &dirs)),
+        };
+        Verification { state }
+    }
+
+    /// Whether the verification has already finished and found the corpus wrong (or could not
+    /// look): the run can stop judging. Does not wait.
+    pub fn failed(&mut self) -> bool {
+        if let State::Running(receive, _) = &self.state {
+            match receive.try_recv() {
+                Ok(outcome) => self.state = State::Done(outcome),
+                Err(TryRecvError::Empty) => return false,
+                Err(TryRecvError::Disconnected) => {
+                    self.state = State::Done(Err("checksum verification stopped".into()));
+                }
+            }
+        }
+        !matches!(&self.state, State::Done(Ok(problems)) if problems.is_empty())
+    }
+
+    /// Waits for the verification: the problems found (none when the corpus is verified), or
+    /// why it could not look.
+    pub fn outcome(self) -> Outcome {
+        match self.state {
+            State::Done(outcome) => outcome,
+            State::Running(receive, handle) => {
+                let outcome = receive
+                    .recv()
+                    .unwrap_or_else(|_| Err("checksum verification stopped".into()));
+                // The thread has sent its answer; joining only reaps it.
+                let _ = handle.join();
+                outcome
+            }
+        }
+    }
 }
 
 fn parse(text: &str) -> BTreeMap<&str, &str> {

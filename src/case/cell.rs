@@ -196,8 +196,16 @@ pub fn type_name(data_type: &DataType) -> String {
 
 /// Parses [`type_name`]'s spelling (spaces inside the angle brackets allowed).
 pub fn parse_type_name(s: &str) -> Option<DataType> {
-    let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    Some(match compact.as_str() {
+    if s.contains(char::is_whitespace) {
+        let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        return compact_type_name(&compact);
+    }
+    compact_type_name(s)
+}
+
+/// [`parse_type_name`] of a spelling without whitespace.
+fn compact_type_name(compact: &str) -> Option<DataType> {
+    Some(match compact {
         "bool" => DataType::Bool,
         "int32" => DataType::Int32,
         "int64" => DataType::Int64,

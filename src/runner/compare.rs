@@ -23,7 +23,7 @@ fn show(t: &Tagged) -> String {
 
 /// Whether two tagged values mean the same value (see the module docs).
 pub fn same_value(expected: &Tagged, got: &Tagged) -> bool {
-    if expected.data_type.replace(' ', "") != got.data_type.replace(' ', "") {
+    if !same_type_spelling(&expected.data_type, &got.data_type) {
         return false;
     }
     match (&expected.value, &got.value) {
@@ -47,6 +47,15 @@ pub fn same_value(expected: &Tagged, got: &Tagged) -> bool {
             _ => false,
         },
     }
+}
+
+/// Whether two type spellings are the same once spaces are left out (`fixed_size_list<float32,
+/// 3>` is `fixed_size_list<float32,3>`).
+fn same_type_spelling(a: &str, b: &str) -> bool {
+    a == b
+        || a.bytes()
+            .filter(|c| *c != b' ')
+            .eq(b.bytes().filter(|c| *c != b' '))
 }
 
 /// The first difference between the expected rows (values projected to `projection`, indices
@@ -84,14 +93,19 @@ pub fn scan(
         ));
     }
     for (i, (want, row)) in expected_rows.iter().zip(&got.rows).enumerate() {
-        let at = format!(
-            "row {i} (fragment {}, offset {})",
-            want.fragment, want.offset
-        );
+        // The row's label is spelled only for a difference.
+        let at = || {
+            format!(
+                "row {i} (fragment {}, offset {})",
+                want.fragment, want.offset
+            )
+        };
         if (want.fragment, want.offset) != (row.fragment, row.offset) {
             return Err(format!(
-                "{at}: got fragment {}, offset {}",
-                row.fragment, row.offset
+                "{}: got fragment {}, offset {}",
+                at(),
+                row.fragment,
+                row.offset
             ));
         }
         for (name, w, g) in [
@@ -105,7 +119,8 @@ pub fn scan(
         ] {
             if !same_value(w, g) {
                 return Err(format!(
-                    "{at}: {name}: expected {}, got {}",
+                    "{}: {name}: expected {}, got {}",
+                    at(),
                     show(w),
                     show(g)
                 ));
@@ -113,19 +128,21 @@ pub fn scan(
         }
         if row.values.len() != projection.len() {
             return Err(format!(
-                "{at}: {} values for {} columns",
+                "{}: {} values for {} columns",
+                at(),
                 row.values.len(),
                 projection.len()
             ));
         }
         for (p, g) in projection.iter().zip(&row.values) {
             let Some(w) = want.values.get(*p) else {
-                return Err(format!("{at}: the expected row has no column {p}"));
+                return Err(format!("{}: the expected row has no column {p}", at()));
             };
             if !same_value(w, g) {
                 let name = expected_columns.get(*p).map_or("?", |c| c.name.as_str());
                 return Err(format!(
-                    "{at}: {name}: expected {}, got {}",
+                    "{}: {name}: expected {}, got {}",
+                    at(),
                     show(w),
                     show(g)
                 ));
@@ -275,6 +292,19 @@ mod tests {
         assert!(!same_value(&f("0.0"), &f("-0.0")));
         assert!(!same_value(&f("0.1"), &f("0.2")));
         assert!(!same_value(&t("int64", json!("1")), &t("int32", json!(1))));
+        assert!(!same_value(
+            &t("int64", json!("1")),
+            &t("uint64", json!("1"))
+        ));
+        let v = |ty: &str| t(ty, json!(["1.0", null]));
+        assert!(same_value(
+            &v("fixed_size_list<float32, 2>"),
+            &v("fixed_size_list<float32,2>")
+        ));
+        assert!(!same_value(
+            &v("fixed_size_list<float32,2>"),
+            &v("fixed_size_list<float64,2>")
+        ));
         assert!(!same_value(&t("utf8", json!("a")), &t("utf8", Json::Null)));
         let s = |v: Json| t("struct", v);
         let city = json!({"type": "utf8", "value": "Oslo"});

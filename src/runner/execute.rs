@@ -33,6 +33,7 @@ use crate::case::{Capability, Cell, Level, PredicateSpec, QuerySpec, Requirement
 use crate::corpus::{CaseDir, UNDAMAGED_DIR, UNDAMAGED_EXPECTED};
 use crate::expected::tagged::{Tagged, tag, tag_scalar};
 use crate::expected::{self, ExpectedError, ExpectedVersion, QueryKind};
+use lance_reference::model::Snapshot;
 
 /// What a case's `expected/` directory holds.
 #[derive(Debug, Clone)]
@@ -653,11 +654,12 @@ fn damaged_queries(
     (queried, None)
 }
 
-/// Whether a reader with indices should answer `spec` at this version through its index:
+/// Whether a reader with indices should answer `spec` at `snapshot` (the version as the
+/// reference reads it) through its index:
 /// the index covers a fragment the version holds, and no leaf compares with a NULL literal (no
 /// index can answer `x = NULL`; it is UNKNOWN for every row). `None` when that cannot be told.
-fn index_expected(dataset: &Path, version: u64, spec: &QuerySpec) -> Option<bool> {
-    let snapshot = read_checked(dataset, version).ok()?;
+fn index_expected(snapshot: Option<&Snapshot>, spec: &QuerySpec) -> Option<bool> {
+    let snapshot = snapshot?;
     let index = snapshot.index(spec.index.as_str())?;
     let covered = snapshot.fragments.iter().any(|f| index.covers(f.id));
     Some(covered && !spec.predicate.as_ref().is_some_and(null_literal))
@@ -810,6 +812,9 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
             Err(r) => checks.refused_readable(name, r, level),
         }
     }
+    // The version as the reference reads it (typing the queries' literals, telling whether an
+    // index should answer), read once for all its queries.
+    let mut reference: Option<Result<Snapshot, ReadError>> = None;
     for q in &v.queries {
         if checks.broken {
             return;
@@ -831,7 +836,14 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
             );
             continue;
         };
-        let request = match query_request(Path::new(dataset), n, spec) {
+        let snapshot = reference
+            .get_or_insert_with(|| read_checked(Path::new(dataset), n))
+            .as_ref();
+        let request = match snapshot {
+            Ok(s) => query_request_with(Some(&s.schema), Path::new(dataset), n, spec),
+            Err(e) => Err(format!("reading the schema of v{n}: {}", e.message)),
+        };
+        let request = match request {
             Ok(r) => r,
             Err(m) => {
                 checks.push(
@@ -847,7 +859,7 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
         match checks.reader.query(&at, &request) {
             Ok(got) => match compare::query(q, &got, with_lists) {
                 Ok(()) => {
-                    let expected = index_expected(Path::new(dataset), n, spec);
+                    let expected = index_expected(snapshot.ok(), spec);
                     let (verdict, detail) = plan_verdict(got.plan.as_ref(), expected);
                     let kind = (verdict == Verdict::Fail).then_some(FailureKind::IndexNotUsed);
                     checks.push(name, verdict, kind, detail);

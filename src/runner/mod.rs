@@ -1,7 +1,8 @@
 //! The runner: checks a reader, in process or in another process, against every case of the
 //! corpus, and reports verdicts.
 //!
-//! Invariant: a run judges only a verified corpus (`SHA256SUMS` first, [`crate::checksums`]), sends a
+//! Invariant: a run reports verdicts only for a verified corpus (`SHA256SUMS`, hashed while the
+//! cases are judged and checked before any report is returned, [`crate::checksums`]), sends a
 //! reader only what it declared it can do ([`capability`]), compares every answer with the
 //! generated `expected/` files ([`compare`], [`execute`]), and turns verdicts into a run result
 //! by fixed rules ([`report`], [`known_failures`]). The same [`run_suite`] drives the built-in
@@ -55,7 +56,8 @@ pub mod write_step;
 pub mod writer;
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 pub use conformance_reader::{Answer, ConformanceReader, Description, Refusal};
 pub use conformance_writer::ConformanceWriter;
@@ -145,7 +147,8 @@ pub fn load_corpus(options: &Options) -> Result<Vec<CaseDir>, RunnerError> {
     Ok(all)
 }
 
-/// Runs the selected cases against `reader` and reports. The corpus is verified first.
+/// Runs the selected cases against `reader` and reports. No report is returned unless the
+/// corpus is verified ([`checksums::Verification`]).
 pub fn run_suite(
     reader: &mut dyn ConformanceReader,
     options: Options,
@@ -176,9 +179,52 @@ pub(crate) fn run_cases(
         &BTreeSet<String>,
     ) -> CaseResult,
 ) -> Result<Report, RunnerError> {
-    let all = load_corpus(&options)?;
     let index = load_requirements(&options)?;
-    let unmatched = options.filters.unmatched(&all);
+    let all = corpus::load(&options.corpus, &index)?;
+    // Hashing the corpus overlaps with judging it; the verdicts are kept back until the corpus
+    // is verified, and dropped if it is not.
+    let mut verification = checksums::Verification::start(&options.corpus, &all);
+    let judged = judge_selected(
+        &mut options,
+        &all,
+        &index,
+        description,
+        &mut judge,
+        &mut verification,
+    );
+    let problems = verification.outcome().map_err(RunnerError::Input)?;
+    if !problems.is_empty() {
+        return Err(RunnerError::Checksums(problems));
+    }
+    let (description, cases) = judged?;
+    let ids: BTreeSet<String> = all.iter().map(|c| c.case.id.clone()).collect();
+    let mut report = Report::new(
+        description.implementation,
+        description.capabilities.into_iter().collect(),
+        cases,
+        options.known_failures.as_ref(),
+        &ids,
+    );
+    report.label = options.label.clone();
+    Ok(report)
+}
+
+/// Judges the cases the filters select (the options' extra results first), stopping early
+/// when `verification` has already failed (the caller then reports that, not these).
+fn judge_selected(
+    options: &mut Options,
+    all: &[CaseDir],
+    index: &RequirementIndex,
+    description: Answer<Description>,
+    judge: &mut impl FnMut(
+        &CaseDir,
+        &execute::Expected,
+        &RequirementIndex,
+        &BTreeSet<String>,
+    ) -> CaseResult,
+    verification: &mut checksums::Verification,
+) -> Result<(Description, Vec<CaseResult>), RunnerError> {
+    let unmatched = options.filters.unmatched(all);
     if !unmatched.is_empty() {
         return Err(RunnerError::Input(format!(
             "filters matching no case: {}",
@@ -193,21 +239,70 @@ pub(crate) fn run_cases(
         })
     })?;
     let mut cases = std::mem::take(&mut options.extra);
-    for (i, c) in selected.iter().enumerate() {
-        if let Some(progress) = options.progress.as_mut() {
-            progress(i, selected.len(), &c.case.id);
+    let progress = &mut options.progress;
+    std::thread::scope(|scope| {
+        let mut expected = ExpectedAhead::start(scope, &selected);
+        for (i, c) in selected.iter().enumerate() {
+            if verification.failed() {
+                break;
+            }
+            if let Some(progress) = progress.as_mut() {
+                progress(i, selected.len(), &c.case.id);
+            }
+            let expected = expected.next(c).map_err(RunnerError::Input)?;
+            cases.push(judge(c, &expected, index, &description.capabilities));
         }
-        let expected = execute::load_expected(&c.dir).map_err(RunnerError::Input)?;
-        cases.push(judge(c, &expected, &index, &description.capabilities));
+        Ok::<_, RunnerError>(())
+    })?;
+    Ok((description, cases))
+}
+
+/// The selected cases' `expected/` ([`execute::load_expected`]), loaded on a second thread one
+/// case ahead of the judging (so reading and parsing them overlaps with judging, and at most
+/// two cases' results are held at once), and handed over in case order. Each case gets exactly
+/// what [`execute::load_expected`] answers for it, loaded in this thread when no second thread
+/// can be started.
+enum ExpectedAhead {
+    /// Loaded by the second thread, in case order.
+    Loader(mpsc::Receiver<Result<execute::Expected, String>>),
+    /// Loaded here, when asked.
+    Inline,
+}
+
+impl ExpectedAhead {
+    fn start<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        selected: &[&'scope CaseDir],
+    ) -> ExpectedAhead {
+        // A rendezvous: the next case's results are handed over only when they are asked for.
+        let (send, receive) = mpsc::sync_channel(0);
+        let dirs: Vec<&'scope Path> = selected.iter().map(|c| c.dir.as_path()).collect();
+        let spawned = std::thread::Builder::new()
+            .name("expected".into())
+            .spawn_scoped(scope, move || {
+                for dir in dirs {
+                    // The receiver is gone once the judging stopped early: nothing to load.
+                    if send.send(execute::load_expected(dir)).is_err() {
+                        break;
+                    }
+                }
+            });
+        match spawned {
+            Ok(_) => ExpectedAhead::Loader(receive),
+            Err(_) => ExpectedAhead::Inline,
+        }
     }
-    let ids: BTreeSet<String> = all.iter().map(|c| c.case.id.clone()).collect();
-    let mut report = Report::new(
-        description.implementation,
-        description.capabilities.into_iter().collect(),
-        cases,
-        options.known_failures.as_ref(),
-        &ids,
-    );
-    report.label = options.label.clone();
-    Ok(report)
+
+    /// The `expected/` of `case`, the next selected case.
+    fn next(&mut self, case: &CaseDir) -> Result<execute::Expected, String> {
+        match self {
+            ExpectedAhead::Loader(receive) => receive.recv().unwrap_or_else(|_| {
+                Err(format!(
+                    "{}: the expected results were not loaded",
+                    case.dir.display()
+                ))
+            }),
+            ExpectedAhead::Inline => execute::load_expected(&case.dir),
+        }
+    }
 }

@@ -680,7 +680,7 @@ pub fn run_case(
 }
 
 /// Runs the selected cases through `writer`, each in a fresh directory under `scratch`, and
-/// reports. The corpus is verified first.
+/// reports. No report is returned unless the corpus is verified.
 pub fn run_writer_suite(
     writer: &mut dyn ConformanceWriter,
     options: Options,

@@ -417,6 +417,45 @@ fn a_corpus_that_does_not_match_its_checksums_is_a_runner_error() {
         err.contains("content differs: overlays/null-cover/expected/v2.json"),
         "{err}"
     );
+    // The cases may be judged while the corpus is hashed, but no verdict is reported: only the
+    // closing line every run ends with.
+    assert_eq!(stdout(&out).trim(), "0 passed, 0 failed, 0 skipped");
+    // A dataset file differing by one byte, every expected file parsing: the same.
+    std::fs::write(
+        &file,
+        std::fs::read(root().join("conformance-cases/overlays/null-cover/expected/v2.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let data = corpus.join("overlays/null-cover/dataset/_versions");
+    let manifest = std::fs::read_dir(&data)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&manifest, &bytes).unwrap();
+    let out = run(&["run", "--corpus", &corpus_arg, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout(&out).trim(), "0 passed, 0 failed, 0 skipped");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("content differs: overlays/null-cover/dataset/_versions/"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(
+        &manifest,
+        bytes
+            .iter()
+            .enumerate()
+            .map(|(i, b)| if i == last { b ^ 1 } else { *b })
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
     // An extra file is caught too.
     std::fs::write(
         &file,
