@@ -21,6 +21,7 @@
 //!   neighbouring runs are never merged, even at equal versions.
 
 use prost::Message;
+use prost::encoding::{encode_varint, encoded_len_varint};
 use roaring::RoaringBitmap;
 
 use super::LineageError;
@@ -90,14 +91,17 @@ impl RowDatasetVersionSequence {
         let mut runs = Vec::with_capacity(msg.runs.len());
         let mut total = 0u64;
         for (i, run) in msg.runs.iter().enumerate() {
-            let location = format!("RowDatasetVersionSequence.runs[{i}]");
+            let location = || format!("RowDatasetVersionSequence.runs[{i}]");
             let Some(span) = &run.span else {
                 return Err(LineageError::MissingField {
-                    location,
+                    location: location(),
                     field: "RowDatasetVersionRun.span",
                 });
             };
-            let span = U64Segment::from_proto(span, &format!("{location}.span"))?;
+            // The location is spelled only when the span is refused (decoding it again names it
+            // in the error): formatting it for every run cost more than decoding the run.
+            let span = U64Segment::from_proto(span, "")
+                .or_else(|_| U64Segment::from_proto(span, &format!("{}.span", location())))?;
             total = total
                 .checked_add(span.len())
                 .ok_or(LineageError::LengthOverflow {
@@ -111,17 +115,42 @@ impl RowDatasetVersionSequence {
         Ok(RowDatasetVersionSequence { runs })
     }
 
-    /// The protobuf bytes.
+    /// The protobuf bytes: exactly what prost writes for the message (fields in tag order, zero
+    /// scalars omitted, the span sub-message always present). A run whose span is a `Range` (what
+    /// `from_versions` and `uniform` build, one per run) is written directly, without building
+    /// its protobuf value; any other span goes through prost.
     pub fn encode(&self) -> Vec<u8> {
-        let runs = self
-            .runs
-            .iter()
-            .map(|r| pb::RowDatasetVersionRun {
-                span: Some(r.span.to_proto()),
-                version: r.version,
-            })
-            .collect();
-        pb::RowDatasetVersionSequence { runs }.encode_to_vec()
+        let mut out = Vec::with_capacity(self.runs.len() * 8);
+        let mut scratch = Vec::new();
+        for run in &self.runs {
+            scratch.clear();
+            match run.span {
+                U64Segment::Range { start, end } => {
+                    // RowDatasetVersionRun.span (1) = U64Segment.range (1) = Range {1: start, 2: end}
+                    let range_len = uint64_field_len(start) + uint64_field_len(end);
+                    scratch.push(0x0a);
+                    encode_varint(
+                        (1 + encoded_len_varint(range_len as u64) + range_len) as u64,
+                        &mut scratch,
+                    );
+                    scratch.push(0x0a);
+                    encode_varint(range_len as u64, &mut scratch);
+                    put_uint64_field(0x08, start, &mut scratch);
+                    put_uint64_field(0x10, end, &mut scratch);
+                    put_uint64_field(0x10, run.version, &mut scratch);
+                }
+                _ => pb::RowDatasetVersionRun {
+                    span: Some(run.span.to_proto()),
+                    version: run.version,
+                }
+                .encode_raw(&mut scratch),
+            }
+            // RowDatasetVersionSequence.runs (1), length-delimited.
+            out.push(0x0a);
+            encode_varint(scratch.len() as u64, &mut out);
+            out.extend_from_slice(&scratch);
+        }
+        out
     }
 
     /// Number of rows covered (saturating; exact for a decoded or built sequence).
@@ -183,6 +212,23 @@ impl RowDatasetVersionSequence {
             }
         }
         Ok(RowDatasetVersionSequence { runs })
+    }
+}
+
+/// Bytes of a proto3 `uint64` field with a one-byte key: none for 0 (omitted), else key + varint.
+fn uint64_field_len(value: u64) -> usize {
+    if value == 0 {
+        0
+    } else {
+        1 + encoded_len_varint(value)
+    }
+}
+
+/// Writes a proto3 `uint64` field (one-byte `key`), omitted when `value` is 0.
+fn put_uint64_field(key: u8, value: u64, out: &mut Vec<u8>) {
+    if value != 0 {
+        out.push(key);
+        encode_varint(value, out);
     }
 }
 
