@@ -57,6 +57,31 @@ proptest! {
     }
 
     #[test]
+    fn version_encoding_is_what_prost_writes(
+        runs in proptest::collection::vec(
+            (prop_oneof![
+                (any::<u64>(), any::<u64>()).prop_map(|(a, b)| U64Segment::Range { start: a.min(b), end: a.max(b) }),
+                (0u64..3, 0u64..300).prop_map(|(a, n)| U64Segment::Range { start: a, end: a + n }),
+                values().prop_map(|v| U64Segment::from_values(&v)),
+            ], prop_oneof![Just(0u64), 0u64..200, any::<u64>()]),
+            0..20,
+        )
+    ) {
+        // covers: LIN-ENC-7
+        // `encode` writes Range spans itself; the bytes must be prost's for every run shape.
+        use lance_reference::proto::lance::table as pb;
+        use prost::Message;
+        let seq = RowDatasetVersionSequence {
+            runs: runs.into_iter().map(|(span, version)| version::VersionRun { span, version }).collect(),
+        };
+        let prost_bytes = pb::RowDatasetVersionSequence {
+            runs: seq.runs.iter().map(|r| pb::RowDatasetVersionRun { span: Some(r.span.to_proto()), version: r.version }).collect(),
+        }
+        .encode_to_vec();
+        prop_assert_eq!(seq.encode(), prost_bytes);
+    }
+
+    #[test]
     fn compaction_equals_the_vec_model(
         parts in proptest::collection::vec((values(), any::<u64>()), 1..4),
         cut in any::<u64>(),

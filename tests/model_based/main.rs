@@ -63,7 +63,8 @@
 //! ```text
 //! cargo test --release --test model_based                         # CI: 128 histories
 //! PROPTEST_CASES=5000 cargo test --release --test model_based     # a long run
-//! TMPDIR=/dev/shm PROPTEST_CASES=5000 cargo test ...             # the same, I/O in memory
+//! TMPDIR=/tmp PROPTEST_CASES=5000 cargo test ...                 # the same, I/O on /tmp
+//!                                                                 # (default: /dev/shm if present)
 //! LANCE_CONFORMANCE_EXPORT_CASE=/tmp/case.toml cargo test --release --test model_based
 //! ```
 //!
@@ -93,8 +94,10 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
 /// Histories per run unless `PROPTEST_CASES` says otherwise. The run is bound by file
-/// creation and removal (every history writes about three datasets), not by the checks: 128
-/// histories take about 30 s on a 2-core VM's disk and about 5 s with `TMPDIR` on tmpfs.
+/// creation and removal (every history writes about three datasets), not by the checks, so the
+/// datasets go to `/dev/shm` when the machine has one and `TMPDIR` is unset (`checks.rs`,
+/// `scratch_dir`): 128 histories took about 30 s on a 2-core VM's disk and take about 5 s on
+/// tmpfs.
 pub(crate) const DEFAULT_CASES: u32 = 128;
 /// The env var naming where a failing history is written as a `case.toml`.
 pub(crate) const EXPORT_VAR: &str = "LANCE_CONFORMANCE_EXPORT_CASE";

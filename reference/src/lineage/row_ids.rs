@@ -66,7 +66,9 @@ impl RowIdSequence {
         let mut segments = Vec::with_capacity(msg.segments.len());
         let mut total = 0u64;
         for (i, s) in msg.segments.iter().enumerate() {
-            let segment = U64Segment::from_proto(s, &format!("RowIdSequence.segments[{i}]"))?;
+            // The location is spelled only when the segment is refused (see `version.rs`).
+            let segment = U64Segment::from_proto(s, "")
+                .or_else(|_| U64Segment::from_proto(s, &format!("RowIdSequence.segments[{i}]")))?;
             total = total
                 .checked_add(segment.len())
                 .ok_or(LineageError::LengthOverflow {
