@@ -22,8 +22,8 @@
 //! and the kit call these functions rather than restating them.
 //!
 //! Resolution decides the [`Winner`] of every offset first ([`plan_column`]) and then builds
-//! its output with one gather, an Arrow array ([`crate::columnar`]), which restates no rule;
-//! [`resolve_column`] reads that array back as `Value`s. A plan costs O(physical_rows + covered
+//! its output with one gather, as `Value`s ([`resolve_column`]) or as an Arrow array
+//! ([`crate::columnar`]); the gathers restate no rule. A plan costs O(physical_rows + covered
 //! cells): overlays are visited newest first, each covered offset is claimed at most once, and
 //! ranks come from walking each bitmap in order, never from a search. [`explain`] answers the same question for one cell and
 //! records every step, for people and for `lance-conformance explain`.
@@ -416,21 +416,85 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
 }
 
 /// Resolves every physical row of one field. Entry `i` is the value at offset `i`, or `None`
-/// when offset `i` is deleted: the Arrow gather ([`crate::columnar::resolve_array`]) read
-/// back as values, so rows of values and record batches cannot disagree.
+/// when offset `i` is deleted.
 pub fn resolve_column(
     schema: &Schema,
     fragment: &Fragment,
     field: FieldId,
 ) -> Result<Vec<Option<Value>>> {
+    let schema_field = schema.field(field).ok_or_else(|| Error::UnknownField {
+        field,
+        context: "resolve".into(),
+    })?;
+    if schema_field.data_type == DataType::Struct {
+        return resolve_struct(schema, fragment, field);
+    }
+    let plan = plan_column(fragment, field)?;
+    // The sources as values, each converted once; then the gather: one pass in offset order,
+    // each winning value cloned once. A winner the plan's bounds do not back cannot occur; it
+    // would read as NULL.
+    let base = plan
+        .base
+        .map_or_else(Vec::new, |(_, column)| column.values());
+    let overlays: Vec<Vec<Value>> = plan
+        .overlays
+        .iter()
+        .map(|values| values.map_or_else(Vec::new, Column::values))
+        .collect();
+    let mut out = Vec::with_capacity(plan.winners.len());
+    for (offset, winner) in plan.winners.iter().enumerate() {
+        let value = match *winner {
+            Winner::Deleted => {
+                out.push(None);
+                continue;
+            }
+            Winner::Overlay { position, rank } => overlays
+                .get(position as usize)
+                .and_then(|values| values.get(rank as usize)),
+            Winner::Base => base.get(offset),
+            Winner::Null => None,
+        };
+        out.push(Some(value.cloned().unwrap_or(Value::Null)));
+    }
+    Ok(out)
+}
+
+/// A struct column: present where [`struct_presence`] says so, each present row assembled
+/// from its children.
+fn resolve_struct(
+    schema: &Schema,
+    fragment: &Fragment,
+    field: FieldId,
+) -> Result<Vec<Option<Value>>> {
+    let children: Vec<Vec<Option<Value>>> = schema
+        .children(field)
+        .map(|child| resolve_column(schema, fragment, child.id))
+        .collect::<Result<_>>()?;
     let rows = fragment.offset_count()?;
-    let live = crate::columnar::resolve_array(schema, fragment, field)?;
-    let mut live = Column::new(live).values().into_iter();
-    Ok((0..rows)
-        .map(|offset| {
-            (!fragment.deletions.contains(offset)).then(|| live.next().unwrap_or(Value::Null))
-        })
-        .collect())
+    let all: Vec<u32> = (0..rows).collect();
+    let presence = struct_presence(fragment, field, &all)?;
+    let mut out = Vec::with_capacity(all.len());
+    for offset in all {
+        if fragment.deletions.contains(offset) {
+            out.push(None);
+            continue;
+        }
+        let at = offset as usize;
+        let present = presence
+            .as_ref()
+            .is_none_or(|p| p.get(at).copied().unwrap_or(false));
+        out.push(Some(if present {
+            Value::Struct(
+                children
+                    .iter()
+                    .map(|c| c.get(at).cloned().flatten().unwrap_or(Value::Null))
+                    .collect(),
+            )
+        } else {
+            Value::Null
+        }));
+    }
+    Ok(out)
 }
 
 /// Whether a struct field is present at each of the `live` offsets, or `None` when it is
