@@ -101,8 +101,6 @@ writer_only=(
   vector_details_value
   # Called by unit tests only, or only by the writer run (src/runner/writer.rs).
   'ExclusionSets::get' 'Dataset::latest_version'
-  # Converts an Arrow element back to a `Value`, for tests and fuzz checks only.
-  value_at
   # Checks of the query a caller asks, not of stored data: the runner sends only the queries of
   # case files, and a case whose query is ill-formed (a literal not of its field's type, a
   # vector not of its field's dimension, k = 0) is refused when it is generated, by the typed
