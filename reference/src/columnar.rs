@@ -17,7 +17,9 @@ use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields};
 
 use crate::error::{Error, Result};
 use crate::model::{Column, DataType, FieldId, Fragment, Schema, stored_type};
-use crate::resolve::{Winner, base_column, falls_through_everywhere, plan_column, struct_presence};
+use crate::resolve::{
+    Winner, base_column, check_base_length, falls_through_everywhere, plan_column, struct_presence,
+};
 
 /// The Arrow type of schema field `field`: a struct's children are its schema children, in
 /// schema order, named and nullable as there; any other type is its stored type
@@ -66,15 +68,7 @@ pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Re
     if falls_through_everywhere(fragment, field)
         && let Some((file, base)) = base_column(fragment, field)
     {
-        if base.len() as u64 != fragment.physical_rows {
-            return Err(Error::BaseLengthMismatch {
-                fragment: fragment.id,
-                file: fragment.files[file].path.clone(),
-                field,
-                values: base.len() as u64,
-                physical_rows: fragment.physical_rows,
-            });
-        }
+        check_base_length(fragment, file, field, base)?;
         return source(base, &arrow, fragment, &fragment.files[file].path, field);
     }
     let plan = plan_column(fragment, field)?;

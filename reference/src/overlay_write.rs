@@ -116,7 +116,13 @@ pub fn build_overlay(
                         .unwrap_or(Value::Null),
                 })
                 .collect();
-            columns.push(stored_column(schema, fragment, path, *field, &values)?);
+            columns.push(Column::for_field(
+                schema,
+                *field,
+                &values,
+                fragment.id,
+                path,
+            )?);
         }
         (Coverage::Dense(union), columns)
     } else {
@@ -124,7 +130,7 @@ pub fn build_overlay(
             .iter()
             .map(|f| {
                 let values: Vec<Value> = updates[f].values().cloned().collect();
-                stored_column(schema, fragment, path, *f, &values)
+                Column::for_field(schema, *f, &values, fragment.id, path)
             })
             .collect::<Result<_>>()?;
         (Coverage::Sparse(bitmaps), columns)
@@ -138,24 +144,6 @@ pub fn build_overlay(
         coverage,
         committed_version: 0,
     }))
-}
-
-/// The value column of `field` holding `values`, in rank order.
-fn stored_column(
-    schema: &Schema,
-    fragment: &Fragment,
-    path: &str,
-    field: FieldId,
-    values: &[Value],
-) -> Result<Column> {
-    let data_type = schema
-        .field(field)
-        .map(|f| f.data_type.clone())
-        .ok_or_else(|| Error::UnknownField {
-            field,
-            context: path.to_string(),
-        })?;
-    Column::of(&data_type, values).map_err(|m| m.error(fragment.id, path, field, &data_type))
 }
 
 fn check_field(schema: &Schema, field: FieldId, path: &str) -> Result<()> {

@@ -398,14 +398,8 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
             }
         }
     }
-    if let Some((file, column)) = base.filter(|(_, column)| column.len() != rows) {
-        return Err(Error::BaseLengthMismatch {
-            fragment: fragment.id,
-            file: fragment.files[file].path.clone(),
-            field,
-            values: column.len() as u64,
-            physical_rows: fragment.physical_rows,
-        });
+    if let Some((file, column)) = base {
+        check_base_length(fragment, file, field, column)?;
     }
     Ok(ColumnPlan {
         winners,
@@ -510,15 +504,7 @@ pub fn struct_presence(
     let Some((file, column)) = base_column(fragment, field) else {
         return Ok(None);
     };
-    if column.len() as u64 != fragment.physical_rows {
-        return Err(Error::BaseLengthMismatch {
-            fragment: fragment.id,
-            file: fragment.files[file].path.clone(),
-            field,
-            values: column.len() as u64,
-            physical_rows: fragment.physical_rows,
-        });
-    }
+    check_base_length(fragment, file, field, column)?;
     let array = column.array();
     let typed = *array.data_type() != arrow_schema::DataType::Null;
     Ok(Some(
@@ -564,6 +550,26 @@ pub(crate) fn base_value(
             values: column.len() as u64,
             physical_rows: fragment.physical_rows,
         })
+}
+
+/// The base column `column` of `field` (in base file `file`) holds one value per physical row,
+/// or this is the [`Error::BaseLengthMismatch`] that leaves offsets without a value.
+pub fn check_base_length(
+    fragment: &Fragment,
+    file: usize,
+    field: FieldId,
+    column: &Column,
+) -> Result<()> {
+    if column.len() as u64 == fragment.physical_rows {
+        return Ok(());
+    }
+    Err(Error::BaseLengthMismatch {
+        fragment: fragment.id,
+        file: fragment.files[file].path.clone(),
+        field,
+        values: column.len() as u64,
+        physical_rows: fragment.physical_rows,
+    })
 }
 
 fn row_offset(fragment: &Fragment, offset: u64) -> Result<u32> {

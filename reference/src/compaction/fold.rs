@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 
 use super::{CompactionError, carried_value_fields, check_newer, path_in_use, uncover};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{Column, DataFile, FieldId, Fragment, Snapshot, TOMBSTONE_FIELD_ID, Value};
 use crate::resolve::resolve_column;
 
@@ -191,18 +191,13 @@ fn folded_fragment(
                 None => base.and_then(|c| c.value(offset)).unwrap_or(Value::Null),
             })
             .collect();
-        let data_type = snapshot
-            .schema
-            .field(field)
-            .map(|f| f.data_type.clone())
-            .ok_or_else(|| Error::UnknownField {
-                field,
-                context: "fold".into(),
-            })?;
-        columns.push(
-            Column::of(&data_type, &values)
-                .map_err(|m| m.error(fragment.id, path, field, &data_type))?,
-        );
+        columns.push(Column::for_field(
+            &snapshot.schema,
+            field,
+            &values,
+            fragment.id,
+            path,
+        )?);
     }
     let mut folded = fragment.clone();
     for file in &mut folded.files {

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use roaring::RoaringBitmap;
 
 use super::{CompactionError, carried_value_fields, path_in_use};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{Column, Coverage, DataFile, FieldId, Fragment, Overlay, Schema, Value};
 
 /// Merges the overlays at `positions` (indices into `fragment.overlays`, any order) into one
@@ -182,17 +182,13 @@ fn post_image(
         // BTreeMap iteration is ascending by offset: exactly rank order.
         bitmaps.push(cells.keys().copied().collect::<RoaringBitmap>());
         let values: Vec<Value> = cells.into_values().collect();
-        let data_type = schema
-            .field(field)
-            .map(|f| f.data_type.clone())
-            .ok_or_else(|| Error::UnknownField {
-                field,
-                context: "merge".into(),
-            })?;
-        columns.push(
-            Column::of(&data_type, &values)
-                .map_err(|m| m.error(fragment.id, path, field, &data_type))?,
-        );
+        columns.push(Column::for_field(
+            schema,
+            field,
+            &values,
+            fragment.id,
+            path,
+        )?);
     }
     let coverage = match bitmaps.split_first() {
         Some((first, rest)) if rest.iter().all(|b| b == first) => Coverage::Dense(first.clone()),

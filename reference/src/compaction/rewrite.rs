@@ -426,16 +426,13 @@ fn stored_columns(
         .iter()
         .zip(values)
         .map(|(&field, values)| {
-            let data_type = snapshot
-                .schema
-                .field(field)
-                .map(|f| f.data_type.clone())
-                .ok_or_else(|| Error::UnknownField {
-                    field,
-                    context: "rewrite".into(),
-                })?;
-            Column::of(&data_type, values)
-                .map_err(|m| m.error(output.fragment_id, &output.path, field, &data_type))
+            Column::for_field(
+                &snapshot.schema,
+                field,
+                values,
+                output.fragment_id,
+                &output.path,
+            )
         })
         .collect()
 }

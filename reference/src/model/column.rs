@@ -21,7 +21,7 @@ use arrow_array::{Array, ArrayRef, NullArray, StructArray, UInt64Array};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields};
 
-use super::schema::{DataType, FieldId};
+use super::schema::{DataType, FieldId, Schema};
 use super::value::Value;
 use crate::error::Error;
 
@@ -149,6 +149,25 @@ impl Column {
             Value::Struct(_) => DataType::Struct,
         };
         Column::of(&data_type, values)
+    }
+
+    /// The column a writer stores for schema field `field` in `file` of fragment `fragment`:
+    /// `values` in the field's type. An unknown field or a value of another type is an error.
+    pub fn for_field(
+        schema: &Schema,
+        field: FieldId,
+        values: &[Value],
+        fragment: u64,
+        file: &str,
+    ) -> Result<Column, Error> {
+        let data_type = &schema
+            .field(field)
+            .ok_or_else(|| Error::UnknownField {
+                field,
+                context: file.to_string(),
+            })?
+            .data_type;
+        Column::of(data_type, values).map_err(|m| m.error(fragment, file, field, data_type))
     }
 
     /// A column of this column's type holding `values` (typed by them when this one holds
