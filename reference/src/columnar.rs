@@ -6,8 +6,9 @@
 //! `interleave` per column, into an array of the field's Arrow type ([`arrow_type`]) holding the
 //! live (non-deleted) rows in offset order. The sources are the stored columns themselves; one
 //! whose type is not the field's is an error ([`Error::TypeMismatch`]), never a silently
-//! different value. When every winner is the base (no overlay won and no row is deleted) the
-//! gather is the identity, and its output is the base column itself.
+//! different value. When every winner is the base ([`crate::resolve::base_everywhere`]: no
+//! overlay carries the field and no row is deleted) the gather is the identity, and its output
+//! is the base column itself.
 
 use std::sync::Arc;
 
@@ -17,9 +18,7 @@ use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields};
 
 use crate::error::{Error, Result};
 use crate::model::{Column, DataType, FieldId, Fragment, Schema, stored_type};
-use crate::resolve::{
-    Winner, base_column, check_base_length, falls_through_everywhere, plan_column, struct_presence,
-};
+use crate::resolve::{Winner, base_everywhere, check_base_length, plan_column, struct_presence};
 
 /// The Arrow type of schema field `field`: a struct's children are its schema children, in
 /// schema order, named and nullable as there; any other type is its stored type
@@ -64,37 +63,24 @@ pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Re
     if schema_field.data_type == DataType::Struct {
         return resolve_struct_array(schema, fragment, field);
     }
+    let data_type = &schema_field.data_type;
     let arrow = arrow_type(schema, field)?;
-    if falls_through_everywhere(fragment, field)
-        && let Some((file, base)) = base_column(fragment, field)
-    {
+    let at = |column, file: &str| source(column, data_type, &arrow, fragment, file, field);
+    if let Some((file, base)) = base_everywhere(fragment, field) {
         check_base_length(fragment, file, field, base)?;
-        return source(base, &arrow, fragment, &fragment.files[file].path, field);
+        return at(base, &fragment.files[file].path);
     }
     let plan = plan_column(fragment, field)?;
-    if let Some((file, base)) = plan.base.filter(|_| plan.overlay_wins == 0)
-        && fragment.deletions.is_empty()
-    {
-        return source(base, &arrow, fragment, &fragment.files[file].path, field);
-    }
     // Source 0 is the base column (a single NULL when no base file holds the field); source
     // `1 + p` is the value column of the overlay at position `p`.
     let mut sources: Vec<ArrayRef> = Vec::with_capacity(1 + plan.overlays.len());
     sources.push(match plan.base {
-        Some((file, column)) => {
-            source(column, &arrow, fragment, &fragment.files[file].path, field)?
-        }
+        Some((file, column)) => at(column, &fragment.files[file].path)?,
         None => new_null_array(&arrow, 1),
     });
     for (position, values) in plan.overlays.iter().enumerate() {
         sources.push(match values {
-            Some(values) => source(
-                values,
-                &arrow,
-                fragment,
-                &fragment.overlays[position].file.path,
-                field,
-            )?,
+            Some(values) => at(values, &fragment.overlays[position].file.path)?,
             None => new_empty_array(&arrow),
         });
     }
@@ -115,29 +101,24 @@ pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Re
 }
 
 /// A stored column as a gather source of the field's Arrow type `arrow`: the column's own
-/// array, or NULLs of that type for a column of NULLs only. A column of any other type is the
-/// [`Error::TypeMismatch`] of its first value.
+/// array, or NULLs of that type for a column of NULLs only. A column of another type is the
+/// [`Error::TypeMismatch`] [`Column::check_fits`] names.
 fn source(
     column: &Column,
+    data_type: &DataType,
     arrow: &ArrowType,
     fragment: &Fragment,
     file: &str,
     field: FieldId,
 ) -> Result<ArrayRef> {
+    column
+        .check_fits(data_type)
+        .map_err(|m| m.error(fragment.id, file, field, data_type))?;
     let array = column.array();
-    if array.data_type() == arrow {
-        return Ok(array.clone());
-    }
-    if *array.data_type() == ArrowType::Null {
-        return Ok(new_null_array(arrow, array.len()));
-    }
-    Err(Error::TypeMismatch {
-        fragment: fragment.id,
-        file: file.to_string(),
-        field,
-        index: 0,
-        expected: arrow.to_string(),
-        found: column.kind().to_string(),
+    Ok(if array.data_type() == arrow {
+        array.clone()
+    } else {
+        new_null_array(arrow, array.len())
     })
 }
 
@@ -150,9 +131,9 @@ fn resolve_struct_array(schema: &Schema, fragment: &Fragment, field: FieldId) ->
         .map(|child| resolve_array(schema, fragment, child.id))
         .collect::<Result<_>>()?;
     let live: Vec<u32> = fragment.live_offsets()?.collect();
-    let validity = struct_presence(fragment, field, &live)?;
+    let nulls = struct_presence(fragment, field)?
+        .map(|present| NullBuffer::from_iter(live.iter().map(|&o| present.is_valid(o as usize))));
     let length = live.len();
-    let nulls = validity.map(NullBuffer::from);
     let arrow = ArrowType::Struct(fields.clone());
     StructArray::try_new_with_length(fields, children, nulls, length)
         .map(|a| Arc::new(a) as ArrayRef)

@@ -31,6 +31,7 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
+use arrow_buffer::NullBuffer;
 use roaring::RoaringBitmap;
 
 use crate::model::{
@@ -296,15 +297,17 @@ pub fn explain(
     })
 }
 
-/// True when the winner of every offset of `field` is the base, known without deciding them
-/// one by one: no row is deleted, a base file holds the field, and no overlay carries it.
-pub fn falls_through_everywhere(fragment: &Fragment, field: FieldId) -> bool {
-    fragment.deletions.is_empty()
-        && base_column(fragment, field).is_some()
-        && fragment
-            .overlays
-            .iter()
-            .all(|o| coverage_of(o, field).is_none())
+/// The base column of `field` (with its file's index) when it is the winner of every offset,
+/// known without deciding them one by one: no row is deleted, a base file holds the field,
+/// and no overlay carries it.
+pub fn base_everywhere(fragment: &Fragment, field: FieldId) -> Option<(usize, &Column)> {
+    let no_overlay = fragment
+        .overlays
+        .iter()
+        .all(|o| coverage_of(o, field).is_none());
+    (fragment.deletions.is_empty() && no_overlay)
+        .then(|| base_column(fragment, field))
+        .flatten()
 }
 
 /// The winner of one cell: where the value at an offset comes from. Resolution first decides
@@ -339,8 +342,6 @@ pub struct ColumnPlan<'a> {
     /// By overlay position: the value column [`Winner::Overlay`] reads by rank, `None` for an
     /// overlay that does not carry the field.
     pub overlays: Vec<Option<&'a Column>>,
-    /// How many offsets an overlay won; with no deletion either, every winner is the base.
-    pub overlay_wins: usize,
 }
 
 /// Decides the winner of every offset of the non-struct field `field` (the module's rule,
@@ -362,7 +363,6 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
             .ok_or_else(|| deletion_out_of_range(fragment, offset))? = Winner::Deleted;
     }
     let mut overlays = vec![None; fragment.overlays.len()];
-    let mut overlay_wins = 0;
     for position in precedence(fragment) {
         let overlay = &fragment.overlays[position];
         let Some((bitmap, values)) = covered_values(overlay, fragment.id, field)? else {
@@ -394,7 +394,6 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
                     position: position32,
                     rank,
                 };
-                overlay_wins += 1;
             }
         }
     }
@@ -405,7 +404,6 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
         winners,
         base,
         overlays,
-        overlay_wins,
     })
 }
 
@@ -465,18 +463,15 @@ fn resolve_struct(
         .map(|child| resolve_column(schema, fragment, child.id))
         .collect::<Result<_>>()?;
     let rows = fragment.offset_count()?;
-    let all: Vec<u32> = (0..rows).collect();
-    let presence = struct_presence(fragment, field, &all)?;
-    let mut out = Vec::with_capacity(all.len());
-    for offset in all {
+    let presence = struct_presence(fragment, field)?;
+    let mut out = Vec::with_capacity(rows as usize);
+    for offset in 0..rows {
         if fragment.deletions.contains(offset) {
             out.push(None);
             continue;
         }
         let at = offset as usize;
-        let present = presence
-            .as_ref()
-            .is_none_or(|p| p.get(at).copied().unwrap_or(false));
+        let present = presence.as_ref().is_none_or(|p| p.is_valid(at));
         out.push(Some(if present {
             Value::Struct(
                 children
@@ -491,27 +486,17 @@ fn resolve_struct(
     Ok(out)
 }
 
-/// Whether a struct field is present at each of the `live` offsets, or `None` when it is
-/// present everywhere: the base's validity decides [OVL-SHAPE-5], and with no base column
-/// for the struct itself (a struct added after the fragment was written) the struct is
-/// present and its children may still be NULL [OVL-NULL-6]. A column of NULLs only holds no
-/// present struct.
-pub fn struct_presence(
-    fragment: &Fragment,
-    field: FieldId,
-    live: &[u32],
-) -> Result<Option<Vec<bool>>> {
+/// Where a struct field is present, one bit per physical row, or `None` when it is present
+/// everywhere: the base's validity decides [OVL-SHAPE-5], and with no base column for the
+/// struct itself (a struct added after the fragment was written) the struct is present and
+/// its children may still be NULL [OVL-NULL-6]. A column of NULLs only holds no present
+/// struct.
+pub fn struct_presence(fragment: &Fragment, field: FieldId) -> Result<Option<NullBuffer>> {
     let Some((file, column)) = base_column(fragment, field) else {
         return Ok(None);
     };
     check_base_length(fragment, file, field, column)?;
-    let array = column.array();
-    let typed = *array.data_type() != arrow_schema::DataType::Null;
-    Ok(Some(
-        live.iter()
-            .map(|&o| typed && arrow_array::Array::is_valid(array.as_ref(), o as usize))
-            .collect(),
-    ))
+    Ok(column.array().logical_nulls())
 }
 
 fn overlay_value(fragment: &Fragment, position: usize, field: FieldId, rank: u64) -> Result<Value> {

@@ -84,9 +84,9 @@ pub fn scan_fragment(
         out.push(ScanRow {
             fragment: fragment.id,
             offset: offset as u64,
-            row_id: lineage.row_id(offset)?,
-            created_at: lineage.version(CREATED_AT_FIELD_ID, offset)?,
-            last_updated_at: lineage.version(LAST_UPDATED_AT_FIELD_ID, offset)?,
+            row_id: lineage.row_id(offset),
+            created_at: lineage.version(CREATED_AT_FIELD_ID, offset),
+            last_updated_at: lineage.version(LAST_UPDATED_AT_FIELD_ID, offset),
             values,
         });
     }
@@ -119,61 +119,53 @@ impl<'f> RowLineage<'f> {
             } else {
                 None
             };
-        Ok(RowLineage {
+        let lineage = RowLineage {
             fragment,
             row_ids,
             created: fragment.lineage_values(CREATED_AT_FIELD_ID)?,
             updated: fragment.lineage_values(LAST_UPDATED_AT_FIELD_ID)?,
-        })
+        };
+        // `Fragment::validate` checked the lengths; a short sequence is still an error here,
+        // once, so that every lookup below is in bounds.
+        for (field, values) in [
+            (ROW_ID_FIELD_ID, &lineage.row_ids),
+            (CREATED_AT_FIELD_ID, &lineage.created),
+            (LAST_UPDATED_AT_FIELD_ID, &lineage.updated),
+        ] {
+            if let Some(values) = values
+                .as_ref()
+                .filter(|v| v.len() as u64 != fragment.physical_rows)
+            {
+                return Err(Error::BaseLengthMismatch {
+                    fragment: fragment.id,
+                    file: "(lineage)".into(),
+                    field,
+                    values: values.len() as u64,
+                    physical_rows: fragment.physical_rows,
+                });
+            }
+        }
+        Ok(lineage)
     }
 
-    /// `_rowid` at `offset`.
-    fn row_id(&self, offset: usize) -> Result<u64> {
+    /// `_rowid` at `offset`, a physical offset of the fragment.
+    fn row_id(&self, offset: usize) -> u64 {
         match &self.row_ids {
-            Some(ids) => self.at(ids, ROW_ID_FIELD_ID, offset),
-            None => Ok(row_address(self.fragment.id, offset as u64)),
+            Some(ids) => ids[offset],
+            None => row_address(self.fragment.id, offset as u64),
         }
     }
 
-    /// The created-at (`CREATED_AT_FIELD_ID`) or last-updated-at version at `offset`.
-    fn version(&self, field: FieldId, offset: usize) -> Result<u64> {
+    /// The created-at (`CREATED_AT_FIELD_ID`) or last-updated-at version at `offset`, a
+    /// physical offset of the fragment.
+    fn version(&self, field: FieldId, offset: usize) -> u64 {
         let seq = if field == CREATED_AT_FIELD_ID {
             &self.created
         } else {
             &self.updated
         };
-        match seq {
-            None => Ok(DEFAULT_ROW_VERSION),
-            Some(values) => self.at(values, field, offset),
-        }
-    }
-
-    /// A sequence of `field` holds one value per physical row, or this is an error.
-    fn check_length(&self, values: &[u64], field: FieldId) -> Result<()> {
-        if values.len() as u64 == self.fragment.physical_rows {
-            return Ok(());
-        }
-        Err(Error::BaseLengthMismatch {
-            fragment: self.fragment.id,
-            file: "(lineage)".into(),
-            field,
-            values: values.len() as u64,
-            physical_rows: self.fragment.physical_rows,
-        })
-    }
-
-    // Sequence lengths were checked by `Fragment::validate`; a short one is still an error here.
-    fn at(&self, values: &[u64], field: FieldId, offset: usize) -> Result<u64> {
-        values
-            .get(offset)
-            .copied()
-            .ok_or_else(|| Error::BaseLengthMismatch {
-                fragment: self.fragment.id,
-                file: "(lineage)".into(),
-                field,
-                values: values.len() as u64,
-                physical_rows: self.fragment.physical_rows,
-            })
+        seq.as_ref()
+            .map_or(DEFAULT_ROW_VERSION, |values| values[offset])
     }
 }
 
@@ -242,31 +234,17 @@ fn scan_fragment_batch(
         .map(|&f| resolve_array(&snapshot.schema, fragment, f))
         .collect::<Result<_>>()?;
     let lineage = RowLineage::of(snapshot, fragment)?;
-    let live: Vec<u64> = fragment.live_offsets()?.map(u64::from).collect();
-    // A sequence value per live offset: a gather from the sequence, or a constant without one.
-    let per_row = |field: FieldId, values: &Option<Vec<u64>>, absent: &dyn Fn(u64) -> u64| {
-        let column: Vec<u64> = match values {
-            Some(values) => {
-                lineage.check_length(values, field)?;
-                live.iter().map(|&o| values[o as usize]).collect()
-            }
-            None => live.iter().map(|&o| absent(o)).collect(),
-        };
-        Ok::<ArrayRef, Error>(Arc::new(UInt64Array::from(column)))
+    let live: Vec<usize> = fragment.live_offsets()?.map(|o| o as usize).collect();
+    let per_row = |value: &dyn Fn(usize) -> u64| -> ArrayRef {
+        Arc::new(UInt64Array::from_iter_values(
+            live.iter().map(|&o| value(o)),
+        ))
     };
-    columns.push(Arc::new(UInt64Array::from(vec![fragment.id; live.len()])));
-    columns.push(Arc::new(UInt64Array::from(live.clone())));
-    columns.push(per_row(ROW_ID_FIELD_ID, &lineage.row_ids, &|o| {
-        row_address(fragment.id, o)
-    })?);
-    columns.push(per_row(CREATED_AT_FIELD_ID, &lineage.created, &|_| {
-        DEFAULT_ROW_VERSION
-    })?);
-    columns.push(per_row(
-        LAST_UPDATED_AT_FIELD_ID,
-        &lineage.updated,
-        &|_| DEFAULT_ROW_VERSION,
-    )?);
+    columns.push(per_row(&|_| fragment.id));
+    columns.push(per_row(&|o| o as u64));
+    columns.push(per_row(&|o| lineage.row_id(o)));
+    columns.push(per_row(&|o| lineage.version(CREATED_AT_FIELD_ID, o)));
+    columns.push(per_row(&|o| lineage.version(LAST_UPDATED_AT_FIELD_ID, o)));
     columns.extend(resolved);
     RecordBatch::try_new(schema.clone(), columns).map_err(|e| Error::TypeMismatch {
         fragment: fragment.id,

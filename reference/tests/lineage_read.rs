@@ -1,6 +1,7 @@
 //! Reading lineage: where each sequence comes from (inline arm, hidden column), what `_rowid`
 //! means with and without stable row ids, and what makes a hidden column unreadable.
 
+use lance_conformance_test_support::dataset_scenarios::columns as cols;
 use lance_reference::model::{
     CREATED_AT_FIELD_ID, DataFile, LAST_UPDATED_AT_FIELD_ID, LineageSequence, ROW_ID_FIELD_ID,
     Snapshot, Value,
@@ -146,13 +147,4 @@ fn table_config_never_changes_what_is_read() {
         scan(&configured, None).unwrap(),
         scan(&spilled(), None).unwrap()
     );
-}
-
-/// Columns holding `values`, each typed by its values.
-#[allow(clippy::unwrap_used)]
-fn cols(values: Vec<Vec<Value>>) -> Vec<lance_reference::model::Column> {
-    values
-        .iter()
-        .map(|v| lance_reference::model::Column::infer(v).unwrap())
-        .collect()
 }

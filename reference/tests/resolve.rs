@@ -2,6 +2,7 @@
 //! tombstones, structs, and a differential check against a naive dense-grid oracle.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use lance_conformance_test_support::dataset_scenarios::columns as cols;
 use lance_reference::model::{
     Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Value,
 };
@@ -624,13 +625,4 @@ proptest! {
             }
         }
     }
-}
-
-/// Columns holding `values`, each typed by its values.
-#[allow(clippy::unwrap_used)]
-fn cols(values: Vec<Vec<Value>>) -> Vec<lance_reference::model::Column> {
-    values
-        .iter()
-        .map(|v| lance_reference::model::Column::infer(v).unwrap())
-        .collect()
 }

@@ -134,17 +134,22 @@ fn u64s(v: impl IntoIterator<Item = u64>) -> Vec<Value> {
     v.into_iter().map(Value::UInt64).collect()
 }
 
-fn file(fields: Vec<i32>, columns: Vec<Vec<Value>>) -> DataFile {
+fn file(fields: Vec<i32>, values: Vec<Vec<Value>>) -> DataFile {
     DataFile {
         path: String::new(),
         fields,
-        columns: columns.iter().map(|c| column(c)).collect(),
+        columns: columns(values),
     }
 }
 
-/// The column holding `values`, typed by them.
+/// The column holding `values`, typed by them (a column of NULLs only has no type).
 pub fn column(values: &[Value]) -> Column {
     Column::infer(values).unwrap()
+}
+
+/// Columns holding `values`, each typed by its values.
+pub fn columns(values: Vec<Vec<Value>>) -> Vec<Column> {
+    values.iter().map(|v| column(v)).collect()
 }
 
 /// Stable row ids; every feature. Three versions.

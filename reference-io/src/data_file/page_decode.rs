@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
-use arrow_array::types::UInt64Type;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int32Array,
-    Int64Array, StructArray, UInt64Array, new_null_array,
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeListArray, PrimitiveArray,
+    StructArray, UInt64Array, new_null_array,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType as ArrowType, Fields};
@@ -371,26 +371,11 @@ impl PageData<'_> {
                 BooleanBuffer::new(Buffer::from(data), 0, rows),
                 None,
             )),
-            Kind::Int32 => Arc::new(Int32Array::new(
-                ScalarBuffer::from(Buffer::from(data)),
-                None,
-            )),
-            Kind::Int64 => Arc::new(Int64Array::new(
-                ScalarBuffer::from(Buffer::from(data)),
-                None,
-            )),
-            Kind::Float32 => Arc::new(Float32Array::new(
-                ScalarBuffer::from(Buffer::from(data)),
-                None,
-            )),
-            Kind::Float64 => Arc::new(Float64Array::new(
-                ScalarBuffer::from(Buffer::from(data)),
-                None,
-            )),
-            Kind::UInt64 | Kind::Code if bits == 64 => Arc::new(UInt64Array::new(
-                ScalarBuffer::from(Buffer::from(data)),
-                None,
-            )),
+            Kind::Int32 => copied::<Int32Type>(data),
+            Kind::Int64 => copied::<Int64Type>(data),
+            Kind::Float32 => copied::<Float32Type>(data),
+            Kind::Float64 => copied::<Float64Type>(data),
+            Kind::UInt64 | Kind::Code if bits == 64 => copied::<UInt64Type>(data),
             _ => {
                 let width = (bits / 8) as usize;
                 Arc::new(UInt64Array::from_iter_values(
@@ -624,6 +609,15 @@ fn codes(array: &ArrayRef) -> UInt64Array {
         .as_primitive_opt::<UInt64Type>()
         .cloned()
         .unwrap_or_else(|| UInt64Array::from(Vec::<u64>::new()))
+}
+
+/// The little-endian values of `T` in `data` (exactly whole values), copied into an aligned
+/// buffer.
+fn copied<T: ArrowPrimitiveType>(data: &[u8]) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(
+        ScalarBuffer::from(Buffer::from(data)),
+        None,
+    ))
 }
 
 /// One little-endian unsigned integer from a chunk of at most 8 bytes.

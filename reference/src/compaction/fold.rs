@@ -52,7 +52,7 @@ pub type FoldPlan = BTreeMap<String, IndexPolicy>;
 /// Refused ([`CompactionError`]): `new_version` not newer than the snapshot, a fragment with no
 /// overlays, a path already in use, a plan naming an unknown index, and a plan missing an index
 /// the fold would leave stale. An invalid snapshot or an unknown fragment is the
-/// corresponding [`Error`].
+/// corresponding [`Error`](crate::Error).
 pub fn fold(
     snapshot: &Snapshot,
     fragment_id: u64,

@@ -201,17 +201,30 @@ impl Column {
         *arrow == ArrowType::Null || stored_type(data_type).as_ref() == Some(arrow)
     }
 
+    /// The column fits a field of `data_type` ([`Column::fits`]), or the [`Misfit`] is its
+    /// first value that is not NULL.
+    pub fn check_fits(&self, data_type: &DataType) -> Result<(), Misfit> {
+        if self.fits(data_type) {
+            return Ok(());
+        }
+        let first_value = match self.0.logical_nulls() {
+            Some(nulls) => nulls.valid_indices().next().unwrap_or(0),
+            None => 0,
+        };
+        Err(Misfit {
+            index: first_value,
+            found: self.kind(),
+        })
+    }
+
     /// True when every value is NULL (an empty column included).
     pub fn only_nulls(&self) -> bool {
-        *self.0.data_type() == ArrowType::Null || self.0.null_count() == self.0.len()
+        self.0.logical_null_count() == self.0.len()
     }
 
     /// The index of the first NULL, if any.
     pub fn first_null(&self) -> Option<usize> {
-        if *self.0.data_type() == ArrowType::Null {
-            return (!self.0.is_empty()).then_some(0);
-        }
-        let nulls = self.0.nulls().filter(|n| n.null_count() > 0)?;
+        let nulls = self.0.logical_nulls().filter(|n| n.null_count() > 0)?;
         (0..nulls.len()).find(|&i| nulls.is_null(i))
     }
 

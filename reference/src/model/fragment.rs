@@ -7,12 +7,11 @@
 //! field's type. Tombstoned (`-2`) and other negative ids keep their positions (so per-field
 //! bitmaps stay aligned) but are never read as user data.
 
-use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use roaring::RoaringBitmap;
 
-use super::column::Column;
+use super::column::{Column, Misfit};
 use super::schema::{DataType, FieldId, Schema};
 use crate::error::{Error, Result};
 
@@ -170,23 +169,23 @@ impl Fragment {
             LineageSequence::Inline(v) => Ok(Some(v.clone())),
             LineageSequence::Column => {
                 let (_, column) = self.lineage_column(field)?;
-                let values = column
-                    .array()
-                    .as_primitive_opt::<UInt64Type>()
-                    .filter(|a| a.null_count() == 0)
-                    .ok_or_else(|| Error::TypeMismatch {
+                let uint64 = column.array().as_primitive_opt::<UInt64Type>();
+                match (uint64, column.first_null()) {
+                    (Some(values), None) => Ok(Some(values.values().to_vec())),
+                    (_, null) => Err(Error::TypeMismatch {
                         fragment: self.id,
                         file: self.lineage_file_path(field),
                         field,
-                        index: column.first_null().unwrap_or(0) as u64,
+                        index: null.unwrap_or(0) as u64,
                         expected: "uint64 (non-null)".into(),
-                        found: if column.first_null().is_some() {
-                            "null".into()
+                        found: if null.is_some() {
+                            "null"
                         } else {
-                            column.kind().into()
-                        },
-                    })?;
-                Ok(Some(values.values().to_vec()))
+                            column.kind()
+                        }
+                        .into(),
+                    }),
+                }
             }
         }
     }
@@ -421,23 +420,13 @@ fn check_types(
     column: &Column,
     non_null: bool,
 ) -> Result<()> {
-    let misfit = |index: usize, found: &str| Error::TypeMismatch {
-        fragment,
-        file: file.to_string(),
-        field,
-        index: index as u64,
-        expected: data_type.logical_type(),
-        found: found.into(),
-    };
-    if !column.fits(data_type) {
-        // A column of another type misfits at its first value that is not NULL.
-        let index = (0..column.len())
-            .find(|&i| column.value(i).is_some_and(|v| !v.is_null()))
-            .unwrap_or(0);
-        return Err(misfit(index, column.kind()));
-    }
+    let misfit = |m: Misfit| m.error(fragment, file, field, data_type);
+    column.check_fits(data_type).map_err(misfit)?;
     match column.first_null() {
-        Some(index) if non_null => Err(misfit(index, "null")),
+        Some(index) if non_null => Err(misfit(Misfit {
+            index,
+            found: "null",
+        })),
         _ => Ok(()),
     }
 }

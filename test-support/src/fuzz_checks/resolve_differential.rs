@@ -17,6 +17,8 @@
 
 use arbitrary::Arbitrary;
 use lance_reference::columnar::resolve_array;
+
+use crate::dataset_scenarios::column as stored;
 use lance_reference::model::{
     Column, Coverage, DataFile, DataType, Field, FieldId, Fragment, Lineage, Overlay, Schema,
     TOMBSTONE_FIELD_ID, Value,
@@ -264,11 +266,6 @@ fn build(input: &Input, schema_version: u64) -> (Fragment, bool) {
         corrupted = corrupt(&mut fragment, corruption, schema_version);
     }
     (fragment, corrupted)
-}
-
-/// A stored column holding `values` (typed by them: a column of NULLs only has no type).
-fn stored(values: &[Value]) -> Column {
-    Column::infer(values).expect("a field's cells have its type")
 }
 
 /// Appends one NULL to `column`, keeping its type.
