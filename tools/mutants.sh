@@ -20,7 +20,7 @@
 #
 # Needs cargo-mutants (cargo install cargo-mutants --locked). Not run by CI: a full run builds
 # several hundred mutants (about 10 s each, incremental, on two cores) and takes hours.
-# Figures of the last run and the explanation of every missed mutant: README.md.
+# Figures of the last run and the explanation of every missed mutant: conformance-cases/STRENGTH.md.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -130,7 +130,7 @@ exclude_re="$exclude_re|$(IFS='|'; echo "${equivalent[*]}")"
 # cargo-mutants 27.1.0 applies --exclude-re to every mutant but "delete field X from struct Y
 # expression": the 35 such mutants of encode_manifest and schema_to_proto (writer-only: only
 # encoders build protobuf messages) are tested anyway and land in missed.txt. Leave them out
-# of the figures (README.md, Mutation testing).
+# of the figures (conformance-cases/STRENGTH.md, Mutation testing).
 
 # No debug info: it is never read here, and without it each mutant builds and links faster.
 export CARGO_PROFILE_DEV_DEBUG=0
