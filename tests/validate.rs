@@ -63,9 +63,12 @@ fn validate_accepts_and_refuses_the_corpus_as_the_cases_say() {
             let want: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(&error).unwrap()).unwrap();
             let report = validate(&case.join("dataset"), None).unwrap();
+            // A refusal the kit cannot judge past (`unsupported`) is reported apart from the
+            // findings; either way it is the case's refusal.
             let got: Vec<(u64, &str, &str)> = report
                 .findings
                 .iter()
+                .chain(&report.unjudged)
                 .map(|f| (f.version, f.class.as_str(), f.code))
                 .collect();
             let expected = vec![(
@@ -219,6 +222,28 @@ fn a_fold_must_not_change_lineage() {
     }
     let ids = found(&versions);
     assert!(ids.contains(&"OVL-FOLD-4".to_string()), "{ids:?}");
+}
+
+#[test]
+fn what_the_kit_cannot_read_is_not_a_finding() {
+    // A data file version the reference does not decode: the version is not judged, nothing is
+    // found, and the exit code is 2 ("cannot judge"), not 1 ("findings").
+    let case = corpus().join("dataset/data-file-v2-1");
+    let report = validate(&case.join("dataset"), None).unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert_eq!(report.unjudged.len(), 1, "{:?}", report.unjudged);
+    assert_eq!(report.unjudged[0].code, "unsupported");
+    assert!(!report.conforming());
+    assert_eq!(report.exit_code(), 2);
+    let text = lance_conformance::validate::report::human(&report);
+    assert!(
+        text.contains(" CANNOT JUDGE unsupported_feature/unsupported "),
+        "{text}"
+    );
+    assert!(text.contains(", 1 not judged"), "{text}");
+    // Its undamaged twin is judged in full and is clean.
+    let twin = validate(&case.join("undamaged"), None).unwrap();
+    assert_eq!(twin.exit_code(), 0, "{:?}", twin.unjudged);
 }
 
 #[test]

@@ -47,6 +47,15 @@ impl Finding {
         }
     }
 
+    /// Whether this refusal is a limit of the kit (a feature the reference does not implement:
+    /// a data file version or encoding it does not decode, an index it does not read) rather than
+    /// a requirement the dataset breaks. Such a refusal means the version could not be judged:
+    /// it is reported apart from the findings and makes `validate` exit 2 (`spec/validate.md`).
+    pub fn is_kit_limit(&self) -> bool {
+        self.class == ErrorClass::UnsupportedFeature
+            && matches!(self.code, "unsupported" | "index_unsupported")
+    }
+
     /// A writer-side refusal of a readable version (`error` from a reference writer check),
     /// breaking `requirements` besides those the corpus pins to its code.
     pub fn writer(

@@ -77,7 +77,7 @@ pub fn command(args: &ValidateArgs) -> u8 {
                 Format::Json => print!("{}", report::json(&report)),
                 _ => print!("{}", report::human(&report)),
             }
-            u8::from(!report.conforming())
+            report.exit_code()
         }
         Err(e) => {
             eprintln!("lance-conformance validate: {e}");
@@ -103,6 +103,7 @@ pub fn validate(root: &Path, only: Option<u64>) -> Result<Report, SetupError> {
             report
                 .findings
                 .push(Finding::refusal(newest, "_versions", &e));
+            separate_kit_limits(&mut report);
             return Ok(report);
         }
     };
@@ -138,7 +139,18 @@ pub fn validate(root: &Path, only: Option<u64>) -> Result<Report, SetupError> {
         }
         prev = cur;
     }
+    separate_kit_limits(&mut report);
     Ok(report)
+}
+
+/// Moves the refusals that are limits of the kit out of the findings: they say the version
+/// could not be judged, not that it breaks a requirement.
+fn separate_kit_limits(report: &mut Report) {
+    let (unjudged, findings) = std::mem::take(&mut report.findings)
+        .into_iter()
+        .partition(Finding::is_kit_limit);
+    report.findings = findings;
+    report.unjudged = unjudged;
 }
 
 /// The highest version any manifest name in `_versions/` denotes (0 when none parses): where a

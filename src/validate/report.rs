@@ -2,8 +2,9 @@
 //!
 //! Invariant: every rendering is a pure function of the [`Report`] (no clock, no
 //! environment); each finding shows its version, requirement ids, class and code, file, field
-//! and message; the human form ends with the closing line
-//! `N version(s) judged, N commit(s) judged, N finding(s)`. The JSON form is described by
+//! and message; what could not be judged is shown apart (`CANNOT JUDGE`, JSON `unjudged`),
+//! never as a finding; the human form ends with the closing line
+//! `N version(s) judged, N commit(s) judged, N finding(s)` (and `, N not judged` when any). The JSON form is described by
 //! `spec/schemas/validate.schema.json`.
 
 use std::fmt::Write as _;
@@ -24,12 +25,27 @@ pub struct Report {
     pub commits: Vec<(u64, Vec<&'static str>)>,
     /// Every finding, in version order.
     pub findings: Vec<Finding>,
+    /// What could not be judged, in version order: refusals that are limits of the kit
+    /// ([`Finding::is_kit_limit`]), not requirements the dataset breaks.
+    pub unjudged: Vec<Finding>,
 }
 
 impl Report {
-    /// Whether nothing was found.
+    /// Whether everything was judged and nothing was found.
     pub fn conforming(&self) -> bool {
-        self.findings.is_empty()
+        self.findings.is_empty() && self.unjudged.is_empty()
+    }
+
+    /// The exit code: 1 when anything was found (a breach is established whatever else could
+    /// not be read), else 2 when something could not be judged, else 0.
+    pub fn exit_code(&self) -> u8 {
+        if !self.findings.is_empty() {
+            1
+        } else if !self.unjudged.is_empty() {
+            2
+        } else {
+            0
+        }
     }
 }
 
@@ -52,7 +68,12 @@ pub fn human(report: &Report) -> String {
             kinds.map(|k| format!("; commit: {k}")).unwrap_or_default()
         );
     }
-    for f in &report.findings {
+    for (f, verdict) in report
+        .findings
+        .iter()
+        .map(|f| (f, "FAIL"))
+        .chain(report.unjudged.iter().map(|f| (f, "CANNOT JUDGE")))
+    {
         let reqs = if f.requirements.is_empty() {
             "-".to_string()
         } else {
@@ -68,7 +89,7 @@ pub fn human(report: &Report) -> String {
         };
         let _ = writeln!(
             s,
-            "v{} FAIL {}/{} [{}] {location}{}",
+            "v{} {verdict} {}/{} [{}] {location}{}",
             f.version,
             f.class.as_str(),
             f.code,
@@ -78,10 +99,15 @@ pub fn human(report: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "{} version(s) judged, {} commit(s) judged, {} finding(s)",
+        "{} version(s) judged, {} commit(s) judged, {} finding(s){}",
         report.versions.len(),
         report.commits.len(),
-        report.findings.len()
+        report.findings.len(),
+        if report.unjudged.is_empty() {
+            String::new()
+        } else {
+            format!(", {} not judged", report.unjudged.len())
+        }
     );
     s
 }
@@ -102,6 +128,7 @@ pub fn to_json(report: &Report) -> Json {
             .map(|(v, kinds)| json!({"version": v, "kinds": kinds}))
             .collect::<Vec<_>>(),
         "findings": report.findings.iter().map(finding_json).collect::<Vec<_>>(),
+        "unjudged": report.unjudged.iter().map(finding_json).collect::<Vec<_>>(),
     })
 }
 
