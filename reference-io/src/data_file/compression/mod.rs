@@ -16,6 +16,7 @@
 //! | [`byte_stream_split`] | `ByteStreamSplit` | `lance-encoding/src/encodings/physical/byte_stream_split.rs` |
 
 pub mod fastlanes;
+pub mod fsst;
 
 #[cfg(test)]
 mod tests;

@@ -482,3 +482,345 @@ mod fastlanes {
         }
     }
 }
+
+mod fsst {
+    use super::super::fsst::{ESCAPE, MAGIC, SYMBOL_TABLE_LEN, decompress};
+    use super::*;
+
+    /// A symbol table as the module documents it: header, the symbols, then their lengths.
+    fn table_bytes(symbols: &[Vec<u8>], compressed: bool) -> Vec<u8> {
+        assert!(symbols.len() <= 255);
+        let mut table = vec![0u8; SYMBOL_TABLE_LEN];
+        table[0] = symbols.len() as u8;
+        table[3] = u8::from(compressed);
+        table[4..8].copy_from_slice(&MAGIC);
+        for (code, symbol) in symbols.iter().enumerate() {
+            assert!((1..=8).contains(&symbol.len()));
+            table[8 + 8 * code..][..symbol.len()].copy_from_slice(symbol);
+            table[8 + 8 * symbols.len() + code] = symbol.len() as u8;
+        }
+        table
+    }
+
+    /// Compresses each string greedily (the longest symbol that matches, else an escape and
+    /// the byte), after `prefix` bytes that no offset covers. Returns the offsets and bytes.
+    fn encode(symbols: &[Vec<u8>], strings: &[Vec<u8>], prefix: usize) -> (Vec<u64>, Vec<u8>) {
+        let mut bytes = vec![0xee; prefix];
+        let mut offsets = vec![prefix as u64];
+        for s in strings {
+            let mut rest = &s[..];
+            while !rest.is_empty() {
+                let best = symbols
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, sym)| rest.starts_with(sym))
+                    .max_by_key(|(_, sym)| sym.len());
+                match best {
+                    Some((code, sym)) => {
+                        bytes.push(code as u8);
+                        rest = &rest[sym.len()..];
+                    }
+                    None => {
+                        bytes.extend([ESCAPE, rest[0]]);
+                        rest = &rest[1..];
+                    }
+                }
+            }
+            offsets.push(bytes.len() as u64);
+        }
+        (offsets, bytes)
+    }
+
+    fn expected(strings: &[Vec<u8>]) -> (Vec<u64>, Vec<u8>) {
+        let mut offsets = vec![0u64];
+        let mut bytes = Vec::new();
+        for s in strings {
+            bytes.extend(s);
+            offsets.push(bytes.len() as u64);
+        }
+        (offsets, bytes)
+    }
+
+    fn random_symbols(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|_| {
+                let len = 1 + (rng.next() % 8) as usize;
+                // A small alphabet so that symbols match the strings often.
+                (0..len).map(|_| b'a' + (rng.next() % 6) as u8).collect()
+            })
+            .collect()
+    }
+
+    fn random_strings(rng: &mut Rng, n: usize, max_len: u64) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|_| {
+                let len = (rng.next() % (max_len + 1)) as usize;
+                (0..len)
+                    .map(|_| match rng.next() % 10 {
+                        // Bytes no symbol holds, and the escape code itself as a literal.
+                        0 => 0xff,
+                        1 => (rng.next() % 256) as u8,
+                        _ => b'a' + (rng.next() % 6) as u8,
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn round_trips_tables_of_every_size() {
+        let mut rng = Rng(0xf55f);
+        for num_symbols in [0usize, 1, 2, 7, 100, 254, 255] {
+            for num_strings in [0usize, 1, 2, 100] {
+                for prefix in [0usize, 5] {
+                    let symbols = random_symbols(&mut rng, num_symbols);
+                    let strings = random_strings(&mut rng, num_strings, 40);
+                    let (offsets, bytes) = encode(&symbols, &strings, prefix);
+                    let table = table_bytes(&symbols, true);
+                    assert_eq!(
+                        decompress(&table, &offsets, &bytes).unwrap(),
+                        expected(&strings),
+                        "{num_symbols} symbols, {num_strings} strings, prefix {prefix}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_first_len_bytes_of_a_symbol_count() {
+        // Symbol 0 is "ab" with "cdefgh" behind it in its 8 bytes; symbol 1 is 8 bytes long.
+        let mut table = table_bytes(&[b"ab".to_vec(), b"12345678".to_vec()], true);
+        table[10..16].copy_from_slice(b"cdefgh");
+        let decoded = decompress(&table, &[0, 3, 3, 4], &[0, 1, 0, 1]).unwrap();
+        assert_eq!(
+            decoded,
+            (vec![0, 12, 12, 20], b"ab12345678ab12345678".to_vec())
+        );
+    }
+
+    #[test]
+    fn uncompressed_strings_are_their_bytes_rebased_to_zero() {
+        let table = table_bytes(&[b"zz".to_vec()], false);
+        let decoded = decompress(&table, &[2, 4, 4, 7], b"xxhiyou").unwrap();
+        assert_eq!(decoded, (vec![0, 2, 2, 5], b"hiyou".to_vec()));
+        // Codes are not interpreted: 0 and 255 are bytes like any other.
+        let decoded = decompress(&table, &[0, 2], &[0, 255]).unwrap();
+        assert_eq!(decoded, (vec![0, 2], vec![0, 255]));
+    }
+
+    #[test]
+    fn no_strings_decode_to_one_offset() {
+        let table = table_bytes(&[b"a".to_vec()], true);
+        assert_eq!(
+            decompress(&table, &[3], &[1, 2, 3]).unwrap(),
+            (vec![0], vec![])
+        );
+    }
+
+    #[test]
+    fn pylance_chunk_decodes_to_the_strings_pylance_reads() {
+        let f = &fixtures("fsst")[0];
+        let table = fixture_bytes("fsst_symbol_table.in");
+        // The header as pylance wrote it: 255 symbols, compressed, the magic.
+        assert_eq!(table[0], 255);
+        assert_eq!(table[3], 1);
+        let chunk = fixture_bytes("fsst_chunk.in");
+        let n = field(f, "num_values") as usize;
+        // A legacy binary mini-block: n + 1 chunk-relative u32 offsets, then the bytes.
+        let offsets: Vec<u64> = chunk[..4 * (n + 1)]
+            .chunks(4)
+            .map(|c| u64::from(u32::from_le_bytes(c.try_into().unwrap())))
+            .collect();
+        let strings: Vec<String> =
+            serde_json::from_slice(&fixture_bytes("fsst_chunk.out")).unwrap();
+        assert_eq!(strings.len(), n);
+        let expected = expected(
+            &strings
+                .iter()
+                .map(|s| s.as_bytes().to_vec())
+                .collect::<Vec<_>>(),
+        );
+        let decoded = decompress(&table, &offsets, &chunk).unwrap();
+        assert_eq!(decoded, expected);
+        // Really compressed: fewer code bytes than decoded bytes.
+        assert!(offsets[n] - offsets[0] < expected.1.len() as u64);
+    }
+
+    #[test]
+    fn refuses_a_table_of_the_wrong_length() {
+        for len in [0, 8, SYMBOL_TABLE_LEN - 1, SYMBOL_TABLE_LEN + 1] {
+            let e = decompress(&vec![0; len], &[0], &[]).unwrap_err();
+            assert_eq!(
+                e,
+                KernelError::FsstSymbolTableLength {
+                    len,
+                    expected: 2312
+                }
+            );
+        }
+        assert_eq!(
+            decompress(&[], &[0], &[]).unwrap_err().to_string(),
+            "FSST: symbol table has 0 bytes, expected 2312"
+        );
+    }
+
+    #[test]
+    fn refuses_a_wrong_magic() {
+        let mut table = table_bytes(&[], true);
+        table[7] = 0x47;
+        let e = decompress(&table, &[0], &[]).unwrap_err();
+        assert_eq!(
+            e,
+            KernelError::FsstBadMagic {
+                found: *b"TSSG",
+                expected: *b"TSSF"
+            }
+        );
+        // Lance's mask check would accept extra bits; this reader does not.
+        table[7] = 0xff;
+        assert!(matches!(
+            decompress(&table, &[0], &[]).unwrap_err(),
+            KernelError::FsstBadMagic { .. }
+        ));
+    }
+
+    #[test]
+    fn refuses_symbol_lengths_outside_one_to_eight() {
+        for bad in [0u8, 9, 255] {
+            let mut table = table_bytes(&[b"a".to_vec(), b"bc".to_vec(), b"d".to_vec()], true);
+            table[8 + 3 * 8 + 1] = bad;
+            let e = decompress(&table, &[0], &[]).unwrap_err();
+            assert_eq!(e, KernelError::FsstSymbolLength { code: 1, len: bad });
+        }
+    }
+
+    #[test]
+    fn refuses_bad_offsets() {
+        let table = table_bytes(&[b"a".to_vec()], true);
+        assert_eq!(
+            decompress(&table, &[], &[]).unwrap_err(),
+            KernelError::FsstNoOffsets
+        );
+        for compressed in [true, false] {
+            let table = table_bytes(&[b"a".to_vec()], compressed);
+            let e = decompress(&table, &[0, 2, 1], &[0, 0, 0]).unwrap_err();
+            assert_eq!(
+                e,
+                KernelError::FsstOffsetDecreases {
+                    index: 2,
+                    offset: 1,
+                    previous_index: 1,
+                    previous: 2
+                }
+            );
+            let e = decompress(&table, &[0, 4], &[0, 0, 0]).unwrap_err();
+            assert_eq!(
+                e,
+                KernelError::FsstOffsetOutOfBounds {
+                    index: 1,
+                    offset: 4,
+                    len: 3
+                }
+            );
+            let e = decompress(&table, &[u64::MAX], &[]).unwrap_err();
+            assert!(matches!(
+                e,
+                KernelError::FsstOffsetOutOfBounds { index: 0, .. }
+            ));
+        }
+    }
+
+    #[test]
+    fn refuses_a_code_without_a_symbol() {
+        let table = table_bytes(&[b"a".to_vec(), b"b".to_vec()], true);
+        let e = decompress(&table, &[0, 2, 4], &[0, 1, 1, 2]).unwrap_err();
+        assert_eq!(
+            e,
+            KernelError::FsstUnknownCode {
+                value: 1,
+                position: 3,
+                code: 2,
+                num_symbols: 2
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "FSST: value 1 has code 2 at byte 3, but the symbol table has only 2 symbols \
+             (codes 0..2; 255 escapes)"
+        );
+        // With no symbols every code but the escape is unknown.
+        let empty = table_bytes(&[], true);
+        assert!(matches!(
+            decompress(&empty, &[0, 1], &[0]).unwrap_err(),
+            KernelError::FsstUnknownCode {
+                code: 0,
+                num_symbols: 0,
+                ..
+            }
+        ));
+        assert_eq!(
+            decompress(&empty, &[0, 2], &[255, 0]).unwrap(),
+            (vec![0, 1], vec![0])
+        );
+    }
+
+    #[test]
+    fn refuses_an_escape_whose_literal_is_in_the_next_string() {
+        let table = table_bytes(&[b"a".to_vec()], true);
+        // String 0 is [0, 255]; its escape's literal would be string 1's first byte.
+        let e = decompress(&table, &[0, 2, 3], &[0, 255, 0]).unwrap_err();
+        assert_eq!(
+            e,
+            KernelError::FsstDanglingEscape {
+                value: 0,
+                position: 1
+            }
+        );
+        let e = decompress(&table, &[0, 1], &[255]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "FSST: value 0 ends with an escape code at byte 0 and no literal byte"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn round_trips_any_strings(
+            num_symbols in 0usize..=255,
+            num_strings in 0usize..60,
+            prefix in 0usize..4,
+            seed in any::<u64>(),
+        ) {
+            let mut rng = Rng(seed | 1);
+            let symbols = random_symbols(&mut rng, num_symbols);
+            let strings = random_strings(&mut rng, num_strings, 30);
+            let (offsets, bytes) = encode(&symbols, &strings, prefix);
+            let table = table_bytes(&symbols, true);
+            prop_assert_eq!(decompress(&table, &offsets, &bytes).unwrap(), expected(&strings));
+        }
+
+        #[test]
+        fn never_panics_on_arbitrary_bytes(
+            header in any::<[u8; 4]>(),
+            body in proptest::collection::vec(any::<u8>(), SYMBOL_TABLE_LEN - 8),
+            mut offsets in proptest::collection::vec(0u64..300, 0..40),
+            sorted in any::<bool>(),
+            compressed in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let mut table = header.to_vec();
+            table.extend(MAGIC);
+            table.extend(body);
+            if sorted {
+                offsets.sort_unstable();
+            }
+            if let Ok((out_offsets, out)) = decompress(&table, &offsets, &compressed) {
+                prop_assert_eq!(out_offsets.len(), offsets.len());
+                prop_assert_eq!(out_offsets.last().copied(), Some(out.len() as u64));
+                prop_assert!(out.len() <= 8 * compressed.len());
+            }
+        }
+    }
+}
