@@ -15,6 +15,7 @@
 //! | [`fsst`] | `Fsst` | `fsst/src/fsst.rs`, `lance-encoding/src/encodings/physical/fsst.rs` |
 //! | [`byte_stream_split`] | `ByteStreamSplit` | `lance-encoding/src/encodings/physical/byte_stream_split.rs` |
 
+pub mod byte_stream_split;
 pub mod fastlanes;
 pub mod fsst;
 

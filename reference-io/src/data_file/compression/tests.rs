@@ -824,3 +824,117 @@ mod fsst {
         }
     }
 }
+
+mod byte_stream_split {
+    use super::super::byte_stream_split::decode;
+    use super::*;
+
+    /// The streams of `values` (little-endian, `bits` wide): byte `j` of value `i` at
+    /// `j × n + i`.
+    fn encode(bits: u32, values: &[u64]) -> Vec<u8> {
+        let k = bits as usize / 8;
+        let mut out = vec![0u8; k * values.len()];
+        for (i, v) in values.iter().enumerate() {
+            for j in 0..k {
+                out[j * values.len() + i] = v.to_le_bytes()[j];
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_width_and_length_round_trips() {
+        let mut rng = Rng(0xb55);
+        for bits in WIDTHS {
+            for n in LENGTHS {
+                let values = rng.values(n, bits);
+                let decoded = decode(bits, &encode(bits, &values), n).unwrap();
+                assert_eq!(decoded, le_bytes(bits, &values), "{bits}/{n}");
+            }
+        }
+    }
+
+    #[test]
+    fn lance_documented_example() {
+        // f32 [1.0, 2.0, 3.0, 4.0], the example of Lance's module documentation.
+        let streams = [
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x40, 0x80, 0x3f, 0x40,
+            0x40, 0x40,
+        ];
+        let decoded = decode(32, &streams, 4).unwrap();
+        let floats: Vec<f32> = decoded
+            .chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(floats, [1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn pylance_chunks_decode_to_the_values_pylance_reads() {
+        for f in fixtures("byte_stream_split") {
+            let name = f["name"].as_str().unwrap();
+            let input = fixture_bytes(&format!("{name}.in"));
+            let expected = fixture_bytes(&format!("{name}.out"));
+            let bits = field(&f, "uncompressed_bits") as u32;
+            let n = field(&f, "num_values") as usize;
+            assert_eq!(decode(bits, &input, n).unwrap(), expected, "{name}");
+            // Really split: the bytes as they are are not the values.
+            assert_ne!(input, expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn refuses_unsupported_widths() {
+        for bits in [0, 1, 12, 24, 128] {
+            let e = decode(bits, &[], 0).unwrap_err();
+            assert!(matches!(e, KernelError::UnsupportedWidth { bits: b, .. } if b == bits));
+        }
+    }
+
+    #[test]
+    fn refuses_any_other_length() {
+        for (len, n) in [(0, 1), (7, 2), (9, 2), (8, 0)] {
+            let e = decode(32, &vec![0; len], n).unwrap_err();
+            assert_eq!(
+                e,
+                KernelError::ByteStreamSplitLength {
+                    num_values: n,
+                    bits: 32,
+                    expected: 4 * n as u128,
+                    len,
+                }
+            );
+        }
+        // A count no buffer backs is refused, not allocated.
+        let e = decode(64, &[0; 8], usize::MAX).unwrap_err();
+        assert!(matches!(e, KernelError::ByteStreamSplitLength { .. }));
+        assert_eq!(
+            decode(16, &[1, 2, 3], 1).unwrap_err().to_string(),
+            "byte-stream-split: 1 values of 16 bits take 2 bytes, but the buffer has 3 bytes"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips_any_values(
+            bits_index in 0usize..4,
+            n in 0usize..3000,
+            seed in any::<u64>(),
+        ) {
+            let bits = WIDTHS[bits_index];
+            let values = Rng(seed | 1).values(n, bits);
+            prop_assert_eq!(decode(bits, &encode(bits, &values), n).unwrap(), le_bytes(bits, &values));
+        }
+
+        #[test]
+        fn never_panics_on_arbitrary_bytes(
+            bits in prop_oneof![Just(8u32), Just(16), Just(32), Just(64), any::<u32>()],
+            bytes in proptest::collection::vec(any::<u8>(), 0..500),
+            n in prop_oneof![0usize..200, any::<usize>()],
+        ) {
+            if let Ok(out) = decode(bits, &bytes, n) {
+                prop_assert_eq!(out.len(), bytes.len());
+            }
+        }
+    }
+}

@@ -8,7 +8,9 @@ bytes / 8 - 1; page buffer 1: the chunks, each a u16 value count, a u16 definiti
 when the page has definition levels, one u32 size per value buffer, padding to 8, then the
 definition levels and the value buffers, each padded to 8), and copies out the bytes that a
 kernel receives, with the values pylance's LanceFileReader reads for them. fixtures.json lists
-them; the `.in` files are kernel inputs, the `.out` files the expected little-endian values.
+them; the `.in` files are kernel inputs, the `.out` files the expected little-endian values
+(for FSST, a JSON list of the strings). The FSST fixture differs from run to run: Lance samples
+the strings it builds its symbol table from with an OS-seeded generator.
 """
 
 import json
@@ -147,6 +149,36 @@ def main():
         save("fsst_chunk.out", json.dumps(strings).encode())
         fixtures.append(dict(name="fsst_chunk", kernel="fsst", num_values=count,
                              source=f"5000-row file, utf8 column, chunk starting at row {row}"))
+
+        # Byte-stream-split: asked for with field metadata, and wrapped in General{zstd} (each
+        # chunk's values buffer is a zstd frame, possibly behind an 8-byte length prefix). The
+        # fixture is the last (partial) chunk after zstd decompression, as the kernel gets it.
+        n = 1100
+        meta = {"lance-encoding:bss": "on", "lance-encoding:compression": "zstd"}
+        schema = pa.schema([pa.field("f32", pa.float32(), metadata=meta),
+                            pa.field("f64", pa.float64(), metadata=meta)])
+        t = pa.table({"f32": pa.array(rng.normal(size=n).astype(np.float32)),
+                      "f64": pa.array(rng.normal(size=n))}, schema=schema)
+        path = os.path.join(tmp, "bss.lance")
+        bss_meta, bss_table = write(path, t)
+        with open(path, "rb") as f:
+            bss_data = f.read()
+        for column, name, bits in ((0, "f32", 32), (1, "f64", 64)):
+            page = bss_meta.columns[column].pages[0]
+            assert "ByteStreamSplit" in page.encoding and "Zstd" in page.encoding
+            row, count, _, bufs = list(chunks(bss_data, page))[-1]
+            frame = bytes(bufs[0])
+            if frame[:4] != b"\x28\xb5\x2f\xfd":
+                assert struct.unpack_from("<Q", frame)[0] == count * bits // 8
+                frame = frame[8:]
+            split = pa.decompress(frame, decompressed_size=count * bits // 8, codec="zstd",
+                                  asbytes=True)
+            values = bss_table.column(name).to_numpy()[row : row + count]
+            save(f"byte_stream_split_{name}.in", split)
+            save(f"byte_stream_split_{name}.out", values.astype(values.dtype.newbyteorder("<")).tobytes())
+            fixtures.append(dict(name=f"byte_stream_split_{name}", kernel="byte_stream_split",
+                                 uncompressed_bits=bits, num_values=count,
+                                 source=f"{n}-row file, {name} column (bss on, zstd), last chunk"))
 
     with open(os.path.join(HERE, "fixtures.json"), "w") as f:
         json.dump(fixtures, f, indent=1)
