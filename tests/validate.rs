@@ -465,3 +465,192 @@ fn a_spill_the_writers_own_encoding_may_explain_is_not_a_finding() {
     versions[2].config = versions[3].config.clone();
     assert_eq!(found(&versions), Vec::<String>::new());
 }
+
+/// The worked example's third version with spilling on and a 0-byte budget, and a fourth made
+/// from it by a row-moving update of fragment 0's offset 2: the row is deleted there and
+/// carried into a new fragment 1 with its row id and created-at, its last-updated-at stamped
+/// with version 4 and inline (commit-assigned, [LIN-PLACE-1]).
+fn spilled_update(last_updated_spilled: bool) -> Vec<Snapshot> {
+    use lance_reference::lineage::{CarriedLineage, INLINE_MAX_BYTES_KEY, SPILL_KEY};
+    use lance_reference::model::{
+        CREATED_AT_FIELD_ID, Column, LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID,
+    };
+    let mut versions = with_fourth(|v3| {
+        let mut v3 = v3.clone();
+        v3.config.insert(SPILL_KEY.into(), "true".into());
+        v3.config.insert(INLINE_MAX_BYTES_KEY.into(), "0".into());
+        let old = &v3.fragments[0];
+        let at = |field| old.lineage_values(field).unwrap().unwrap()[2];
+        let file = &old.files[0];
+        let columns = file
+            .columns
+            .iter()
+            .map(|c| Column::infer(&[c.value(2).unwrap()]).unwrap())
+            .collect();
+        let fragment = Fragment::new(1, "updated.lance", file.fields.clone(), columns);
+        let mut next = PendingCommit {
+            overlays: Vec::new(),
+            appended: vec![AppendedFragment {
+                fragment,
+                carried: Some(CarriedLineage {
+                    row_ids: LineageSequence::Inline(vec![at(ROW_ID_FIELD_ID)]),
+                    created_at: LineageSequence::Inline(vec![at(CREATED_AT_FIELD_ID)]),
+                }),
+            }],
+        }
+        .apply(&v3, 4)
+        .unwrap();
+        next.fragments[0].deletions.insert(2);
+        if last_updated_spilled {
+            let moved = &mut next.fragments[1];
+            moved.files[0].fields.push(LAST_UPDATED_AT_FIELD_ID);
+            moved.files[0].columns.push(Column::uint64(vec![4]));
+            moved.lineage.last_updated_at = LineageSequence::Column;
+        }
+        set_commit_flags(&mut next);
+        next
+    });
+    versions[2].config = versions[3].config.clone();
+    versions
+}
+
+#[test]
+fn a_row_moving_update_keeps_its_stamps_inline_whatever_the_budget() {
+    // covers: LIN-PLACE-1, LIN-PLACE-2
+    // Lance 14 writes exactly this under `lance.row_lineage.spill=true`: the carried row id and
+    // created-at are short enough to stay inline (or may spill, [LIN-PLACE-2]), and the stamped
+    // last-updated-at is inline although the budget is 0 bytes. [LIN-PLACE-3] is a compactor's
+    // rule and does not apply to an update.
+    let versions = spilled_update(false);
+    let dir = written(&versions);
+    let report = validate(dir.path(), None).unwrap();
+    assert_eq!(report.findings, Vec::new(), "{report:?}");
+    assert!(
+        report
+            .commits
+            .iter()
+            .any(|(v, k)| *v == 4 && k.contains(&"update")),
+        "{:?}",
+        report.commits
+    );
+    // The same update with its stamps spilled breaks [LIN-PLACE-1].
+    let ids = found(&spilled_update(true));
+    assert_eq!(ids, vec!["LIN-PLACE-1".to_string()]);
+}
+
+/// Rewrites the footer of every file under `dir` named `*.lance` (or `name`) to format version
+/// 2.1, which this kit does not decode: its reads refuse them as unsupported.
+fn undecodable(dir: &Path, name: &str) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if !p.file_name().unwrap().to_string_lossy().ends_with(name) {
+            continue;
+        }
+        let mut bytes = std::fs::read(&p).unwrap();
+        let n = bytes.len();
+        bytes[n - 8..n - 4].copy_from_slice(&[2, 0, 1, 0]); // major 2, minor 1 (LE u16s)
+        std::fs::write(&p, bytes).unwrap();
+    }
+}
+
+#[test]
+fn a_version_whose_data_the_kit_cannot_decode_is_judged_by_its_manifest() {
+    // covers: OVL-VER-1
+    use lance_conformance::validate::version::Level;
+    // The worked example with every data file in a format the kit does not decode: each
+    // version is not judged in full (exit 2), but its manifest is, and so are the commits.
+    let dir = written(&worked_example::versions().unwrap());
+    undecodable(&dir.path().join("data"), ".lance");
+    let report = validate(dir.path(), None).unwrap();
+    assert_eq!(report.findings, Vec::new(), "{report:?}");
+    assert_eq!(report.exit_code(), 2);
+    assert!(
+        report
+            .versions
+            .iter()
+            .all(|(_, level)| *level == Some(Level::Manifest)),
+        "{:?}",
+        report.versions
+    );
+    assert_eq!(report.commits.len(), report.versions.len() - 1);
+    assert!(
+        report
+            .unjudged
+            .iter()
+            .all(|f| f.code == "unsupported_file_version"),
+        "{:?}",
+        report.unjudged
+    );
+    let text = lance_conformance::validate::report::human(&report);
+    assert!(text.contains("read at the manifest level"), "{text}");
+    // A manifest-level breach is still found: an added overlay that does not carry its
+    // commit's version ([OVL-VER-1]) needs no cell to be seen.
+    let mut versions = worked_example::versions().unwrap();
+    versions.truncate(3);
+    versions[2].fragments[0].overlays[1].committed_version = 2;
+    let dir = written(&versions);
+    undecodable(&dir.path().join("data"), ".lance");
+    let report = validate(dir.path(), None).unwrap();
+    let ids: Vec<&String> = report
+        .findings
+        .iter()
+        .flat_map(|f| &f.requirements)
+        .collect();
+    assert!(ids.contains(&&"OVL-VER-1".to_string()), "{report:?}");
+    assert_eq!(report.exit_code(), 1);
+}
+
+#[test]
+fn a_version_whose_index_the_kit_cannot_read_is_judged_without_it() {
+    // covers: IDX-READ-1
+    use lance_conformance::validate::version::Level;
+    use lance_reference::index_build::build_index;
+    use lance_reference::model::IndexKind;
+    use lance_reference::worked_example::EMBEDDING;
+    // The worked example with a vector index built at version 4 and a fifth version deleting
+    // a row; the index's `lance:index` then names a type the kit does not read.
+    let mut versions = worked_example::versions().unwrap();
+    let v4 = versions.last().unwrap().clone();
+    let mut read_at = v4.clone();
+    read_at.indices.clear();
+    let mut v5 = build_index(&read_at, &v4, "emb_idx", &[EMBEDDING], IndexKind::Vector, 5).unwrap();
+    v5.version = 5;
+    let mut v6 = v5.clone();
+    v6.version = 6;
+    v6.fragments[0].deletions.insert(0);
+    set_commit_flags(&mut v6);
+    versions.push(v5);
+    versions.push(v6);
+    let dir = written(&versions);
+    let idx = std::fs::read_dir(dir.path().join("_indices"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("index.idx"))
+        .find(|p| p.is_file())
+        .expect("the vector index's directory");
+    let bytes = std::fs::read(&idx).unwrap();
+    let text = b"\"type\":\"IVF_FLAT\"";
+    let at = bytes
+        .windows(text.len())
+        .position(|w| w == text)
+        .expect("the lance:index metadata");
+    let mut patched = bytes.clone();
+    patched[at..at + text.len()].copy_from_slice(b"\"type\":\"IVF_HNSW\"");
+    std::fs::write(&idx, patched).unwrap();
+    let report = validate(dir.path(), None).unwrap();
+    assert_eq!(report.findings, Vec::new(), "{report:?}");
+    assert_eq!(report.exit_code(), 2);
+    let levels: Vec<Option<Level>> = report.versions.iter().map(|(_, l)| *l).collect();
+    assert_eq!(
+        &levels[4..],
+        &[Some(Level::Data), Some(Level::Data)],
+        "{levels:?}"
+    );
+    assert!(
+        report
+            .unjudged
+            .iter()
+            .all(|f| f.code == "index_unsupported")
+    );
+    // The commits around the versions read without their index are judged in full.
+    assert_eq!(report.commits.last(), Some(&(6, vec!["delete"])));
+}

@@ -1,6 +1,8 @@
 //! The files of an index (`_indices/<uuid>/`): a BTree scalar index and an IVF_FLAT vector
-//! index with one partition, written as Lance 14.0.2 writes them and read back with every check
-//! a reader needs before it answers a query from them.
+//! index, written as Lance 14.0.2 writes them (the kit's writer uses one partition) and read
+//! back, with any partition count, with every check a reader needs before it answers a query
+//! from them. Other vector index types (IVF_PQ, IVF_SQ, HNSW variants: quantized or graph
+//! storage the kit does not decode) are refused by name as unsupported.
 //!
 //! Invariant: [`btree_files`] and [`ivf_files`] are deterministic (sorted metadata, no clock,
 //! a fixed centroid) and write exactly the layouts below; [`read_btree`] and [`read_ivf`]
@@ -26,6 +28,8 @@
 //!         auxiliary.idx      _rowid: uint64 (row ids)   flat: fixed_size_list<float32, N>
 //!                            rows in ascending row id order
 //!                            global buffer 1: IVF {offsets [0], lengths [rows]}
+//!         (Lance: P partitions, centroids [P, N], lance:flat lists P entries, and
+//!          auxiliary.idx holds partition i at rows offsets[i] .. offsets[i] + lengths[i])
 //!                            metadata distance_type = "l2", lance:ivf = "1",
 //!                            storage_metadata = ["{\"dim\":N}"]
 //! ```
@@ -135,6 +139,9 @@ pub enum IndexFileError {
         fragment: u64,
         /// Physical offset.
         offset: u32,
+        /// Whether the fragment is remapped (it did not exist at `dataset_version`, and the
+        /// files hold entries for it): judged by [IDX-READ-9], else by [IDX-READ-3].
+        remapped: bool,
     },
     /// `fragment_bitmap` names a fragment the table holds now that did not exist at the
     /// index's `dataset_version`: the index claims rows it never saw.
@@ -162,10 +169,12 @@ pub enum IndexFileError {
         offset: u32,
         /// The stored value.
         stored: String,
-        /// The value at `dataset_version`.
+        /// The value at `dataset_version` (for a remapped fragment: its base value now).
         expected: String,
         /// The version the index claims.
         dataset_version: u64,
+        /// Whether the fragment is remapped ([IDX-READ-9]; else [IDX-READ-3]).
+        remapped: bool,
     },
     /// An index this reader does not read (`index_version`, a layout option, a key type).
     #[error("{file}: unsupported: {feature}")]
@@ -373,8 +382,28 @@ pub fn ivf_files(
     dimension: u32,
     entries: &[(u64, Value)],
 ) -> Result<Vec<(String, Vec<u8>)>, IndexFileError> {
-    let mut rows: Vec<&(u64, Value)> = entries.iter().collect();
-    rows.sort_by_key(|r| r.0);
+    ivf_partitioned_files(dimension, &[entries])
+}
+
+/// The two files of an IVF_FLAT index whose partition *i* holds `partitions[i]` (each sorted
+/// by row id in the file; every centroid zero, so every partition is as near as any other).
+/// The kit's writer uses one partition ([`ivf_files`]); Lance builds many, and a reader reads
+/// any count.
+pub fn ivf_partitioned_files(
+    dimension: u32,
+    partitions: &[&[(u64, Value)]],
+) -> Result<Vec<(String, Vec<u8>)>, IndexFileError> {
+    let mut rows: Vec<&(u64, Value)> = Vec::new();
+    let mut lengths = Vec::with_capacity(partitions.len());
+    for entries in partitions {
+        let mut part: Vec<&(u64, Value)> = entries.iter().collect();
+        part.sort_by_key(|r| r.0);
+        let count = u32::try_from(part.len()).map_err(|_| {
+            layout_error(IVF_STORAGE, "more rows than a partition length can count")
+        })?;
+        lengths.push(count);
+        rows.extend(part);
+    }
     for r in &rows {
         let ok = matches!(&r.1, Value::Vector(v) if v.len() == dimension as usize && v.iter().all(Option::is_some));
         if !ok {
@@ -387,8 +416,10 @@ pub fn ivf_files(
             ));
         }
     }
-    let count = u32::try_from(rows.len())
-        .map_err(|_| layout_error(IVF_STORAGE, "more rows than a partition length can count"))?;
+    let count = u32::try_from(lengths.len())
+        .map_err(|_| layout_error(IVF_INDEX, "more partitions than a shape can count"))?;
+    let flat_marker = serde_json::to_vec(&vec![""; lengths.len()])
+        .map_err(|e| layout_error(IVF_INDEX, e.to_string()))?;
     let index = write_data_file_with(
         &[ColumnData::new(
             field(0, "__flat_marker", DataType::UInt64, false),
@@ -396,14 +427,17 @@ pub fn ivf_files(
         )],
         &FileExtras {
             metadata: BTreeMap::from([
-                ("lance:flat".to_string(), br#"[""]"#.to_vec()),
+                ("lance:flat".to_string(), flat_marker),
                 (
                     "lance:index".to_string(),
                     IVF_FLAT_INDEX_META.as_bytes().to_vec(),
                 ),
                 ("lance:ivf".to_string(), b"1".to_vec()),
             ]),
-            global_buffers: vec![ivf_message(vec![0], Some((1, dimension)))],
+            global_buffers: vec![ivf_message(
+                vec![0; lengths.len()],
+                Some((count, dimension)),
+            )],
         },
     );
     let index = written(IVF_INDEX, index)?;
@@ -427,7 +461,7 @@ pub fn ivf_files(
                     format!(r#"["{{\"dim\":{dimension}}}"]"#).into_bytes(),
                 ),
             ]),
-            global_buffers: vec![ivf_message(vec![count], None)],
+            global_buffers: vec![ivf_message(lengths, None)],
         },
     );
     let storage = written(IVF_STORAGE, storage)?;
@@ -750,12 +784,6 @@ pub fn read_ivf(
             format!("lance:flat {flat} does not list {partitions} partitions"),
         ));
     }
-    if partitions != 1 {
-        return Err(IndexFileError::Unsupported {
-            file: IVF_INDEX.into(),
-            feature: format!("{partitions} partitions (the kit reads one)"),
-        });
-    }
 
     let storage = parse(IVF_STORAGE, file(files, IVF_STORAGE)?)?;
     let vector_type = DataType::FixedSizeList { dimension };
@@ -896,6 +924,28 @@ mod tests {
         assert_eq!(read_ivf(&files, 2).unwrap(), vec![(3, v(2.0)), (7, v(1.0))]);
         let err = read_ivf(&files, 3).unwrap_err();
         assert_eq!(err.code(), "index_file_layout");
+    }
+
+    #[test]
+    fn an_ivf_index_of_many_partitions_reads_back_every_partition() {
+        // covers: IDX-FILE-4, IDX-READ-2
+        // Lance builds IVF_FLAT with many partitions (num_partitions); each partition's rows are
+        // one run of auxiliary.idx.
+        let v = |x: f32| Value::Vector(vec![Some(x), Some(0.5)]);
+        let (a, b, c) = (vec![(9, v(1.0)), (2, v(2.0))], vec![], vec![(4, v(3.0))]);
+        let files: BTreeMap<String, Vec<u8>> = ivf_partitioned_files(2, &[&a, &b, &c])
+            .unwrap()
+            .into_iter()
+            .collect();
+        assert_eq!(
+            read_ivf(&files, 2).unwrap(),
+            vec![(2, v(2.0)), (9, v(1.0)), (4, v(3.0))]
+        );
+        // Storage whose partitions are not the index's three is refused.
+        let mut lying = files.clone();
+        let two = ivf_partitioned_files(2, &[&a, &c]).unwrap();
+        lying.insert(IVF_STORAGE.into(), two[0].1.clone());
+        assert_eq!(read_ivf(&lying, 2).unwrap_err().code(), "index_file_layout");
     }
 
     #[test]

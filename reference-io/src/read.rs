@@ -30,11 +30,15 @@
 //! addresses for a BTree of `index_version` 1, row ids (through that version's row-id
 //! sequences) for a vector index and a BTree of `index_version` 0. Entries for fragments
 //! outside `fragment_bitmap` are ignored (coverage only narrows after a build). For every
-//! covered fragment the stored entries must equal the rebuild of that version, and a covered
-//! fragment of the version read must have existed at `dataset_version`
-//! ([`lance_reference::index_build::entries`]): a row without an entry, an entry whose value
-//! differs, and an entry naming no row of that version are each an error of its own. An
-//! index whose `dataset_version` has no manifest is an error.
+//! covered fragment that existed at `dataset_version` the stored entries must equal the
+//! rebuild of that version ([`lance_reference::index_build::entries`]): a row without an
+//! entry, an entry whose value differs, and an entry naming no row of that version are each an
+//! error of its own. A covered fragment of the version read that did not exist then is
+//! *covered after the build* (a compaction remapped the index into it, or an incremental index
+//! update added it) when the files hold entries for it: every live row of it in the version
+//! read needs an entry equal to its value, except rows in the index's exclusion set, whose
+//! entries are never used; with no entry for it, the coverage is refused. An index whose
+//! `dataset_version` has no manifest is an error.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -49,16 +53,17 @@ use super::index_file::{
     read_ivf,
 };
 use super::layout::IndexLayout;
-use super::layout::{FileLayout, Layout};
+use super::layout::{FileLayout, FragmentLayout, Layout};
 use super::manifest_file::decode_manifest_file;
 use super::version_names::{VERSIONS_DIR, VersionEntry, list_versions};
+use lance_reference::exclusion::exclusion_set;
 use lance_reference::flags::check_reader_flags;
 use lance_reference::index_build::entries as index_entries;
 use lance_reference::model::{
-    CREATED_AT_FIELD_ID, Column, DataFile, DataType, Index, IndexEntry, IndexKind,
+    CREATED_AT_FIELD_ID, Column, DataFile, DataType, Fragment, Index, IndexEntry, IndexKind,
     LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID, Schema, Snapshot, TOMBSTONE_FIELD_ID, Value,
 };
-use lance_reference::readable::check_readable;
+use lance_reference::readable::{check_readable, check_readable_manifest};
 
 /// Limits that keep reading untrusted directories bounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,7 +301,7 @@ impl Dataset {
 
     /// Reads version `version` (see the module docs for every check).
     pub fn read_version(&self, version: u64) -> Result<(Snapshot, Layout), DatasetError> {
-        self.read_uncached(version, &mut BTreeMap::new())
+        self.read_uncached(version, &mut BTreeMap::new(), true)
     }
 
     /// Reads every attached version, ascending.
@@ -316,18 +321,35 @@ impl Dataset {
         if let Some(hit) = cache.get(&version) {
             return Ok(hit.clone());
         }
-        let read = self.read_uncached(version, cache)?;
+        let read = self.read_uncached(version, cache, true)?;
         cache.insert(version, read.clone());
         Ok(read)
     }
 
-    /// Reads `version` without caching it (older versions its indices need are cached), so a
-    /// single read does not copy the whole table.
-    fn read_uncached(
-        &self,
-        version: u64,
-        cache: &mut BTreeMap<u64, (Snapshot, Layout)>,
-    ) -> Result<(Snapshot, Layout), DatasetError> {
+    /// Reads the manifest level of `version`: the manifest, the reader word, the deletion
+    /// files and every rule of [`check_readable_manifest`], without reading a data, overlay or
+    /// index file (every `columns` list stays empty, no index has entries). `validate` judges
+    /// a version by it when [`Dataset::read_version`] refuses a file this kit cannot decode.
+    pub fn read_manifest_level(&self, version: u64) -> Result<(Snapshot, Layout), DatasetError> {
+        let (mut snapshot, layout, file) = self.decoded(version)?;
+        for (i, (fragment, fl)) in snapshot
+            .fragments
+            .iter_mut()
+            .zip(&layout.fragments)
+            .enumerate()
+        {
+            self.read_deletions(&file, i, fragment, fl)?;
+        }
+        check_readable_manifest(&snapshot).map_err(|error| DatasetError::Model {
+            file: file.clone(),
+            error: Box::new(error),
+        })?;
+        Ok((snapshot, layout))
+    }
+
+    /// The decoded manifest of `version` (its name, framing and inner version checked) with
+    /// the reader word checked, and the manifest's root-relative path.
+    fn decoded(&self, version: u64) -> Result<(Snapshot, Layout, String), DatasetError> {
         let entry = self
             .entries
             .iter()
@@ -347,13 +369,63 @@ impl Dataset {
                 inner: manifest_file.manifest.version,
             });
         }
-        let (mut snapshot, layout) =
+        let (snapshot, layout) =
             decode_manifest(&manifest_file, &file, self.options.max_fragment_rows)?;
-        let flags = |error| DatasetError::Flags {
+        check_reader_flags(snapshot.reader_flags).map_err(|error| DatasetError::Flags {
             file: file.clone(),
             error,
+        })?;
+        Ok((snapshot, layout, file))
+    }
+
+    /// Reads fragment `i`'s deletion file, if it has one, into `fragment.deletions`.
+    fn read_deletions(
+        &self,
+        file: &str,
+        i: usize,
+        fragment: &mut Fragment,
+        fl: &FragmentLayout,
+    ) -> Result<(), DatasetError> {
+        let Some(d) = &fl.deletion else {
+            return Ok(());
         };
-        check_reader_flags(snapshot.reader_flags).map_err(flags)?;
+        let field = format!("{file}: fragments[{i}].deletion_file");
+        let bytes = read_bounded(&self.root, &d.path, self.options.max_file_bytes, &field)?;
+        let stored = DeletionFile {
+            file_type: d.form.proto_value(),
+            read_version: d.read_version,
+            id: d.id,
+            num_deleted_rows: d.num_deleted_rows,
+            base_id: None,
+        };
+        fragment.deletions =
+            read_deletion_file(fragment.id, &stored, &bytes, fragment.physical_rows).map_err(
+                |error| DatasetError::FileFormat {
+                    field,
+                    error: Box::new(error),
+                },
+            )?;
+        Ok(())
+    }
+
+    /// Reads the data level of `version`: everything [`Dataset::read_version`] reads and
+    /// checks except the index files (no index has entries). `validate` judges a version by it
+    /// when an index file is one this kit cannot decode.
+    pub fn read_data_level(&self, version: u64) -> Result<(Snapshot, Layout), DatasetError> {
+        self.read_uncached(version, &mut BTreeMap::new(), false)
+    }
+
+    /// Reads `version` without caching it (older versions its indices need are cached), so a
+    /// single read does not copy the whole table; `indices` false leaves the index files
+    /// unread.
+    fn read_uncached(
+        &self,
+        version: u64,
+        cache: &mut BTreeMap<u64, (Snapshot, Layout)>,
+        indices: bool,
+    ) -> Result<(Snapshot, Layout), DatasetError> {
+        let (mut snapshot, layout, file) = self.decoded(version)?;
+        let limit = self.options.max_file_bytes;
         for (i, (fragment, fl)) in snapshot
             .fragments
             .iter_mut()
@@ -377,28 +449,15 @@ impl Dataset {
                     limit,
                 )?;
             }
-            if let Some(d) = &fl.deletion {
-                let field = format!("{file}: fragments[{i}].deletion_file");
-                let bytes = read_bounded(&self.root, &d.path, limit, &field)?;
-                let stored = DeletionFile {
-                    file_type: d.form.proto_value(),
-                    read_version: d.read_version,
-                    id: d.id,
-                    num_deleted_rows: d.num_deleted_rows,
-                    base_id: None,
-                };
-                fragment.deletions =
-                    read_deletion_file(fragment.id, &stored, &bytes, fragment.physical_rows)
-                        .map_err(|error| DatasetError::FileFormat {
-                            field,
-                            error: Box::new(error),
-                        })?;
-            }
+            self.read_deletions(&file, i, fragment, fl)?;
         }
         check_readable(&snapshot).map_err(|error| DatasetError::Model {
             file: file.clone(),
             error: Box::new(error),
         })?;
+        if !indices {
+            return Ok((snapshot, layout));
+        }
         for n in 0..snapshot.indices.len() {
             let dataset_version = snapshot.indices[n].dataset_version;
             let field = format!("{file}: indices[{n}]");
@@ -439,8 +498,7 @@ impl Dataset {
                     limit,
                     &field,
                 )?;
-                let now: Vec<u64> = snapshot.fragments.iter().map(|f| f.id).collect();
-                checked_entries(at_build, &now, index, il, stored).map_err(|e| match e {
+                checked_entries(at_build, &snapshot, index, il, stored).map_err(|e| match e {
                     Checked::Model(error) => DatasetError::Model {
                         file: field.clone(),
                         error: Box::new(error),
@@ -567,6 +625,125 @@ fn in_dir(dir: &str, e: IndexFileError) -> IndexFileError {
     }
 }
 
+/// The entries of the `remapped` fragments of `now` from their stored pairs (`stored`, by
+/// fragment and offset) ([IDX-READ-9]): every live row of such a fragment has one, holding the
+/// row's value, except the rows its overlays cover for a field related to the index (all of
+/// them newer than the index): those are in the exclusion set ([OVL-IDX-1]), so their entries
+/// are never used and may hold the base value (a remap) or the overlaid one (an incremental
+/// index update). An entry for a row deleted since is dropped, as deletions apply to an
+/// index's answers ([IDX-READ-5]).
+fn remapped_entries(
+    now: &Snapshot,
+    remapped: &[&Fragment],
+    index: &Index,
+    mut stored: BTreeMap<(u64, u32), Value>,
+) -> Result<Vec<IndexEntry>, Checked> {
+    if remapped.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut excluded: BTreeMap<u64, roaring::RoaringBitmap> = BTreeMap::new();
+    let mut entries = Vec::new();
+    for f in remapped {
+        let set = exclusion_set(&now.schema, index, f);
+        for offset in &set {
+            if let Some(value) = stored.remove(&(f.id, offset)) {
+                entries.push(IndexEntry {
+                    fragment: f.id,
+                    offset,
+                    value,
+                });
+            }
+        }
+        excluded.insert(f.id, set);
+    }
+    let as_stored = Snapshot {
+        fragments: remapped
+            .iter()
+            .map(|f| {
+                let mut f = (*f).clone();
+                f.overlays.clear();
+                f
+            })
+            .collect(),
+        version: now.version,
+        schema: now.schema.clone(),
+        indices: Vec::new(),
+        config: BTreeMap::new(),
+        stable_row_ids: now.stable_row_ids,
+        next_row_id: now.next_row_id,
+        reader_flags: now.reader_flags,
+        writer_flags: now.writer_flags,
+    };
+    let rebuilt = index_entries(&as_stored, index).map_err(Checked::Model)?;
+    for e in rebuilt {
+        if excluded
+            .get(&e.fragment)
+            .is_some_and(|set| set.contains(e.offset))
+        {
+            continue;
+        }
+        let Some(value) = stored.remove(&(e.fragment, e.offset)) else {
+            return Err(Checked::Index(IndexFileError::MissingEntry {
+                index: index.name.clone(),
+                fragment: e.fragment,
+                offset: e.offset,
+                remapped: true,
+            }));
+        };
+        if !value.identical(&e.value) {
+            return Err(Checked::Index(IndexFileError::StaleEntry {
+                index: index.name.clone(),
+                fragment: e.fragment,
+                offset: e.offset,
+                stored: value.to_string(),
+                expected: format!(
+                    "{} (its value in fragment {}, covered after the build)",
+                    e.value, e.fragment
+                ),
+                dataset_version: index.dataset_version,
+                remapped: true,
+            }));
+        }
+        entries.push(IndexEntry {
+            fragment: e.fragment,
+            offset: e.offset,
+            value,
+        });
+    }
+    let deleted = |(fragment, offset): &(u64, u32)| {
+        remapped
+            .iter()
+            .any(|f| f.id == *fragment && f.deletions.contains(*offset))
+    };
+    if let Some(((fragment, offset), value)) = stored.into_iter().find(|(k, _)| !deleted(k)) {
+        return Err(Checked::Index(IndexFileError::StaleEntry {
+            index: index.name.clone(),
+            fragment,
+            offset,
+            stored: value.to_string(),
+            expected: "no entry (the index holds no NULL or partly NULL vector)".into(),
+            dataset_version: index.dataset_version,
+            remapped: true,
+        }));
+    }
+    entries.sort_by_key(|e| (e.fragment, e.offset));
+    Ok(entries)
+}
+
+/// Every row of `fragments` by its stable row id: (fragment id, offset).
+fn rows_by_row_id<'a>(
+    fragments: impl Iterator<Item = &'a Fragment>,
+) -> Result<BTreeMap<u64, (u64, u32)>, Checked> {
+    let mut out = BTreeMap::new();
+    for f in fragments {
+        let ids = f.lineage_values(ROW_ID_FIELD_ID).map_err(Checked::Model)?;
+        for (offset, id) in ids.unwrap_or_default().into_iter().enumerate() {
+            out.insert(id, (f.id, offset as u32));
+        }
+    }
+    Ok(out)
+}
+
 /// Why [`checked_entries`] refused.
 enum Checked {
     Model(lance_reference::Error),
@@ -590,10 +767,11 @@ fn stores_addresses(index: &Index, layout: &IndexLayout) -> Result<bool, IndexFi
 }
 
 /// The entries of `index` from its stored pairs, checked against `at_build` (the version the
-/// index claims) and the fragment ids of the version read (`now`): see the module docs.
+/// index claims) and, for remapped fragments, against `now` (the version read): see the module
+/// docs.
 fn checked_entries(
     at_build: &Snapshot,
-    now: &[u64],
+    now: &Snapshot,
     index: &Index,
     layout: &IndexLayout,
     stored: Vec<(u64, Value)>,
@@ -606,38 +784,43 @@ fn checked_entries(
         })
     };
     let addresses = stores_addresses(index, layout).map_err(Checked::Index)?;
-    if let Some(&fragment) = now
+    // Covered fragments of the version read that did not exist at `dataset_version`: covered
+    // after the build (a compaction remapped the index into them, or an incremental update
+    // added them), judged against the version read ([IDX-READ-4], [IDX-READ-9]).
+    let remapped: Vec<&Fragment> = now
+        .fragments
         .iter()
-        .filter(|_| index.fragment_bitmap.is_some())
-        .find(|id| index.covers(**id) && !at_build.fragments.iter().any(|f| f.id == **id))
-    {
-        return Err(Checked::Index(IndexFileError::CoverageWithoutEntries {
-            index: index.name.clone(),
-            fragment,
-            dataset_version: at_build.version,
-        }));
-    }
-    let mut by_row_id: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
-    if !addresses && at_build.stable_row_ids {
-        for f in &at_build.fragments {
-            let ids = f.lineage_values(ROW_ID_FIELD_ID).map_err(Checked::Model)?;
-            for (offset, id) in ids.unwrap_or_default().into_iter().enumerate() {
-                by_row_id.insert(id, (f.id, offset as u32));
-            }
-        }
-    }
+        .filter(|f| index.fragment_bitmap.is_some() && index.covers(f.id))
+        .filter(|f| !at_build.fragments.iter().any(|b| b.id == f.id))
+        .collect();
+    let by_ids = !addresses && at_build.stable_row_ids;
+    let (then, later) = if by_ids {
+        (
+            rows_by_row_id(at_build.fragments.iter())?,
+            rows_by_row_id(remapped.iter().copied())?,
+        )
+    } else {
+        (BTreeMap::new(), BTreeMap::new())
+    };
     let mut rows: BTreeMap<(u64, u32), Value> = BTreeMap::new();
+    let mut remapped_rows: BTreeMap<(u64, u32), Value> = BTreeMap::new();
     for (id, value) in stored {
-        let (fragment, offset) = if addresses || !at_build.stable_row_ids {
+        let (fragment, offset) = if !by_ids {
             (id >> 32, (id & 0xffff_ffff) as u32)
         } else {
-            match by_row_id.get(&id) {
-                Some(row) => *row,
+            // A row id names the row of a covered fragment at `dataset_version`, else its row
+            // in a remapped fragment now.
+            let covered_then = then.get(&id).copied().filter(|r| index.covers(r.0));
+            match covered_then
+                .or_else(|| later.get(&id).copied())
+                .or_else(|| then.get(&id).copied())
+            {
+                Some(row) => row,
                 None => {
                     return Err(unknown(
                         id,
                         format!(
-                            "no row has this row id at dataset_version {}",
+                            "no row has this row id at dataset_version {} or in a remapped fragment",
                             at_build.version
                         ),
                     ));
@@ -645,6 +828,19 @@ fn checked_entries(
             }
         };
         if !index.covers(fragment) {
+            continue;
+        }
+        if let Some(f) = remapped.iter().find(|f| f.id == fragment) {
+            if u64::from(offset) >= f.physical_rows {
+                return Err(unknown(
+                    id,
+                    format!(
+                        "offset {offset} is past remapped fragment {fragment}'s {} rows",
+                        f.physical_rows
+                    ),
+                ));
+            }
+            remapped_rows.insert((fragment, offset), value);
             continue;
         }
         let Some(f) = at_build.fragments.iter().find(|f| f.id == fragment) else {
@@ -676,6 +872,17 @@ fn checked_entries(
         }
         rows.insert((fragment, offset), value);
     }
+    // A remapped fragment the files hold nothing for is coverage the index never had.
+    if let Some(f) = remapped
+        .iter()
+        .find(|f| !remapped_rows.keys().any(|(id, _)| *id == f.id))
+    {
+        return Err(Checked::Index(IndexFileError::CoverageWithoutEntries {
+            index: index.name.clone(),
+            fragment: f.id,
+            dataset_version: at_build.version,
+        }));
+    }
     let rebuilt = index_entries(at_build, index).map_err(Checked::Model)?;
     let mut entries = Vec::with_capacity(rebuilt.len());
     for e in rebuilt {
@@ -684,6 +891,7 @@ fn checked_entries(
                 index: index.name.clone(),
                 fragment: e.fragment,
                 offset: e.offset,
+                remapped: false,
             }));
         };
         if !value.identical(&e.value) {
@@ -694,6 +902,7 @@ fn checked_entries(
                 stored: value.to_string(),
                 expected: e.value.to_string(),
                 dataset_version: at_build.version,
+                remapped: false,
             }));
         }
         entries.push(IndexEntry {
@@ -702,6 +911,7 @@ fn checked_entries(
             value,
         });
     }
+    entries.extend(remapped_entries(now, &remapped, index, remapped_rows)?);
     if let Some(((fragment, offset), value)) = rows.into_iter().next() {
         return Err(Checked::Index(IndexFileError::StaleEntry {
             index: index.name.clone(),
@@ -710,6 +920,7 @@ fn checked_entries(
             stored: value.to_string(),
             expected: "no entry (the index holds no NULL or partly NULL vector)".into(),
             dataset_version: at_build.version,
+            remapped: false,
         }));
     }
     Ok(entries)

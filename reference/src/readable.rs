@@ -19,3 +19,11 @@ pub fn check_readable(snapshot: &Snapshot) -> Result<()> {
     flags::check_for_read(snapshot)?;
     snapshot.validate()
 }
+
+/// The part of [`check_readable`] that needs no data file: the reader word, flags against the
+/// content, and [`Snapshot::validate_manifest`]. `validate` judges a version by it when a data
+/// or index file could not be decoded by this kit (spec/validate.md).
+pub fn check_readable_manifest(snapshot: &Snapshot) -> Result<()> {
+    flags::check_for_read(snapshot)?;
+    snapshot.validate_manifest()
+}

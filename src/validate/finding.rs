@@ -8,6 +8,8 @@
 
 use lance_reference::ErrorClass;
 use lance_reference::error::CodedError;
+use lance_reference_io::DatasetError;
+use lance_reference_io::index_file::IndexFileError;
 
 /// The generated error-code table: which requirement ids the corpus pins to each code.
 const ERROR_CODES_MD: &str = include_str!("../../spec/error-codes.md");
@@ -47,13 +49,32 @@ impl Finding {
         }
     }
 
+    /// A refusal by the reference reader of a version: class and code of `error`, and the
+    /// requirement ids that refusal is about ([`refusal_requirements`]).
+    pub fn read_refusal(version: u64, file: &str, error: &DatasetError) -> Finding {
+        Finding {
+            requirements: refusal_requirements(error),
+            ..Finding::refusal(version, file, error)
+        }
+    }
+
     /// Whether this refusal is a limit of the kit (a feature the reference does not implement:
     /// a data file version or encoding it does not decode, an index it does not read) rather than
     /// a requirement the dataset breaks. Such a refusal means the version could not be judged:
     /// it is reported apart from the findings and makes `validate` exit 2 (`spec/validate.md`).
     pub fn is_kit_limit(&self) -> bool {
         self.class == ErrorClass::UnsupportedFeature
-            && matches!(self.code, "unsupported" | "index_unsupported")
+            && matches!(
+                self.code,
+                "unsupported"
+                    | "index_unsupported"
+                    | "unsupported_file_version"
+                    | "unsupported_encoding"
+                    | "unsupported_arrow_feature"
+                    | "unknown_deletion_file_type"
+                    | "row_limit_exceeded"
+                    | "file_too_large"
+            )
     }
 
     /// A writer-side refusal of a readable version (`error` from a reference writer check),
@@ -107,6 +128,48 @@ pub fn pinned_requirements(code: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The requirement ids a reader refusal is about, from the error variant: an `unsupported`
+/// refusal names the rule of the field it is about (a data file version [DS-FILE-3], a
+/// `base_id` [DS-PATH-4], `covering_fields` [IDX-READ-8], an external lineage arm
+/// [LIN-EXT-1]; none for a feature no requirement names, such as an index kind or a logical
+/// type the kit does not implement), an index file refusal names the [IDX-READ-1]…[IDX-READ-4]
+/// or [IDX-READ-9] rule it applies; any other refusal, the ids the corpus pins to its code.
+pub fn refusal_requirements(error: &DatasetError) -> Vec<String> {
+    let ids = |ids: &[&str]| ids.iter().map(|r| (*r).to_string()).collect();
+    match error {
+        DatasetError::Unsupported { field, .. } => {
+            let last = field.rsplit('.').next().unwrap_or(field);
+            let last = last.split('[').next().unwrap_or(last);
+            match last {
+                "file_major_version" | "file_minor_version" => ids(&["DS-FILE-3"]),
+                "base_id" => ids(&["DS-PATH-4"]),
+                "covering_fields" => ids(&["IDX-READ-8"]),
+                l if l.starts_with("external_") => ids(&["LIN-EXT-1"]),
+                _ => Vec::new(),
+            }
+        }
+        DatasetError::FileTooLarge { .. } => ids(&["DS-FILE-2"]),
+        DatasetError::IndexFile { error, .. } => match error.as_ref() {
+            IndexFileError::SizeMismatch { .. } | IndexFileError::DataFile { .. } => {
+                ids(&["IDX-READ-1"])
+            }
+            IndexFileError::Layout { .. }
+            | IndexFileError::LookupMismatch { .. }
+            | IndexFileError::Unsorted { .. }
+            | IndexFileError::DuplicateId { .. } => ids(&["IDX-READ-2"]),
+            IndexFileError::MissingEntry { remapped: true, .. }
+            | IndexFileError::StaleEntry { remapped: true, .. } => ids(&["IDX-READ-9"]),
+            IndexFileError::UnknownRow { .. }
+            | IndexFileError::MissingEntry { .. }
+            | IndexFileError::StaleEntry { .. } => ids(&["IDX-READ-3"]),
+            IndexFileError::CoverageWithoutEntries { .. } => ids(&["IDX-READ-4"]),
+            IndexFileError::Unsupported { .. } => Vec::new(),
+            other => pinned_requirements(other.code()),
+        },
+        other => pinned_requirements(other.code()),
+    }
 }
 
 /// A rule a writer or a commit must keep, which a reader of one version does not check: found
@@ -302,6 +365,39 @@ impl HistoryError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_names_the_requirements_of_its_variant() {
+        // covers: DS-FILE-3, LIN-EXT-1
+        let unsupported = |field: &str| DatasetError::Unsupported {
+            file: "m".into(),
+            field: field.into(),
+            feature: "f".into(),
+        };
+        // The code `unsupported` is pinned to five ids; each refusal names its own.
+        assert!(pinned_requirements("unsupported").len() > 1);
+        let of = |field: &str| refusal_requirements(&unsupported(field));
+        assert_eq!(
+            of("fragments[0].files[0].file_major_version"),
+            ["DS-FILE-3"]
+        );
+        assert_eq!(of("fragments[2].deletion_file.base_id"), ["DS-PATH-4"]);
+        assert_eq!(of("indices[0].covering_fields"), ["IDX-READ-8"]);
+        assert_eq!(
+            of("fragments[1].external_last_updated_at_versions"),
+            ["LIN-EXT-1"]
+        );
+        assert!(of("indices[1].index_details.type_url").is_empty());
+        let coverage = DatasetError::IndexFile {
+            field: "indices[0]".into(),
+            error: Box::new(IndexFileError::CoverageWithoutEntries {
+                index: "i".into(),
+                fragment: 1,
+                dataset_version: 1,
+            }),
+        };
+        assert_eq!(refusal_requirements(&coverage), ["IDX-READ-4"]);
+    }
 
     #[test]
     fn pinned_requirements_come_from_the_table() {

@@ -39,7 +39,7 @@ use lance_reference::resolve::resolve_column;
 use lance_reference::scan::{DEFAULT_ROW_VERSION, ScanRow, scan_fragment};
 
 use super::finding::{Finding, HistoryError};
-use super::version::ReadVersion;
+use super::version::{Level, ReadVersion};
 
 /// The three lineage sequences, with their reserved ids and names.
 const SEQUENCES: [(SequenceKind, FieldId, &str); 3] = [
@@ -64,18 +64,34 @@ pub struct Judged {
 }
 
 /// Judges the commit that produced `cur` against `prev`, the version before it.
+///
+/// When either version was read at the manifest level only ([`Level::Manifest`]), both are
+/// compared without their columns, and only the rules that need no cell are judged: the
+/// classes, overlay versions and coverage, lineage held inline, the placement of sequences.
 pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion) -> Judged {
+    let data = prev.level != Level::Manifest && cur.level != Level::Manifest;
+    let stripped;
+    let (p, c) = if data {
+        (&prev.snapshot, &cur.snapshot)
+    } else {
+        stripped = (
+            without_columns(&prev.snapshot),
+            without_columns(&cur.snapshot),
+        );
+        (&stripped.0, &stripped.1)
+    };
     let mut out = Commit {
-        prev: &prev.snapshot,
-        cur: &cur.snapshot,
+        prev: p,
+        cur: c,
         file: &cur.file,
         inline_lengths: &cur.inline_lengths,
+        data,
         findings: Vec::new(),
         kinds: BTreeSet::new(),
     };
     out.other_kinds();
-    for (i, fc) in cur.snapshot.fragments.iter().enumerate() {
-        if let Some(fp) = prev.snapshot.fragments.iter().find(|f| f.id == fc.id) {
+    for (i, fc) in c.fragments.iter().enumerate() {
+        if let Some(fp) = p.fragments.iter().find(|f| f.id == fc.id) {
             out.kept_fragment(i, fp, fc);
         }
     }
@@ -86,12 +102,29 @@ pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion) -> Judged {
     }
 }
 
+/// `snapshot` with every data file's columns dropped, as a manifest-level read leaves it.
+fn without_columns(snapshot: &Snapshot) -> Snapshot {
+    let mut out = snapshot.clone();
+    for f in &mut out.fragments {
+        for file in &mut f.files {
+            file.columns.clear();
+        }
+        for o in &mut f.overlays {
+            o.file.columns.clear();
+        }
+    }
+    out
+}
+
 struct Commit<'a> {
     prev: &'a Snapshot,
     cur: &'a Snapshot,
     file: &'a str,
     /// The stored inline lineage lengths of `cur`'s fragments.
     inline_lengths: &'a BTreeMap<u64, [Option<usize>; 3]>,
+    /// Whether both versions' columns were read: without them no cell is compared and no row
+    /// of an added fragment is followed.
+    data: bool,
     findings: Vec<Finding>,
     kinds: BTreeSet<&'static str>,
 }
@@ -340,6 +373,9 @@ impl Commit<'_> {
         fc: &Fragment,
         req: &'static str,
     ) {
+        if !self.data {
+            return;
+        }
         for field in self.prev.schema.top_level().map(|f| f.id) {
             let (Ok(before), Ok(after)) = (
                 resolve_column(&self.prev.schema, fp, field),
@@ -469,9 +505,10 @@ impl Commit<'_> {
         if added.is_empty() {
             return;
         }
-        if !self.cur.stable_row_ids || !self.prev.stable_row_ids {
+        if !self.cur.stable_row_ids || !self.prev.stable_row_ids || !self.data {
             let removed = self.prev.fragments.len() + added.len() > self.cur.fragments.len();
-            // Without stable row ids a rewrite cannot be told from a delete and an append.
+            // Without stable row ids a rewrite cannot be told from a delete and an append;
+            // without the columns no row is followed.
             self.kinds
                 .insert(if removed { "replace" } else { "append" });
             return;
@@ -491,6 +528,7 @@ impl Commit<'_> {
             }
             let mut inserted_here = false;
             let mut carried_here = false;
+            let mut stamped_here = false;
             for row in &rows {
                 seen.insert(row.row_id);
                 if row.row_id >= self.prev.next_row_id {
@@ -501,13 +539,21 @@ impl Commit<'_> {
                     carried_here = true;
                     match self.carried_row(&at, row, old) {
                         Carried::Unchanged => carried_unchanged += 1,
-                        Carried::Stamped => carried_stamped = true,
+                        Carried::Stamped => {
+                            carried_stamped = true;
+                            stamped_here = true;
+                        }
                         Carried::Wrong => {}
                     }
                 }
             }
             for (kind, _, name) in SEQUENCES {
-                if inserted_here && is_spilled(fc, kind) {
+                // Commit-assigned lineage is inline ([LIN-PLACE-1]): every sequence of inserted
+                // rows, and the last-updated-at a row-moving update stamps. The row ids and
+                // created-at an update carries may be spilled or not ([LIN-PLACE-2]).
+                let assigned =
+                    inserted_here || (stamped_here && kind == SequenceKind::LastUpdatedAt);
+                if assigned && is_spilled(fc, kind) {
                     self.push(
                         format!("{at}.lineage"),
                         HistoryError::Placement {
@@ -520,7 +566,9 @@ impl Commit<'_> {
                     );
                 }
             }
-            if carried_here && !inserted_here {
+            // Only a fragment of carried, unchanged rows is a compaction's output, which
+            // [LIN-PLACE-3] places by the budget; an update's output is placed by the rules above.
+            if carried_here && !inserted_here && !stamped_here {
                 self.carried_placement(&at, fc);
             }
         }

@@ -5,7 +5,10 @@
 //! ([`version`]) and each commit against the version before it ([`history`]); at most two
 //! versions' snapshots are held at once, so memory follows the largest two versions, not the
 //! history. A version the reader refuses is one finding, with the reader's class and code, and
-//! the commits on either side of it are not judged (nothing readable to compare). Exit codes
+//! the commits on either side of it are not judged (nothing readable to compare); a refusal
+//! that is a limit of the kit (a file it cannot decode) is not a finding, and the version is
+//! still judged at the level below it (without its index files, or by its manifest alone),
+//! and so are the commits around it, by the rules that level can decide. Exit codes
 //! mirror `run`: 0 when nothing is found, 1 on any finding, 2 when validate cannot judge (the
 //! directory does not exist, `--version` names no listed version).
 //!
@@ -102,7 +105,7 @@ pub fn validate(root: &Path, only: Option<u64>) -> Result<Report, SetupError> {
             let newest = newest_listed(root);
             report
                 .findings
-                .push(Finding::refusal(newest, "_versions", &e));
+                .push(Finding::read_refusal(newest, "_versions", &e));
             separate_kit_limits(&mut report);
             return Ok(report);
         }
@@ -130,7 +133,7 @@ pub fn validate(root: &Path, only: Option<u64>) -> Result<Report, SetupError> {
         .and_then(|v| version::check(&dataset, *v).0);
     for v in selected {
         let (cur, findings) = version::check(&dataset, v);
-        report.versions.push((v, cur.is_some()));
+        report.versions.push((v, cur.as_ref().map(|c| c.level)));
         report.findings.extend(findings);
         if let (Some(p), Some(c)) = (&prev, &cur) {
             let judged = history::check_commit(p, c);

@@ -12,14 +12,16 @@ use std::fmt::Write as _;
 use serde_json::{Value as Json, json};
 
 use super::finding::Finding;
+use super::version::Level;
 
 /// What `validate` found in one dataset directory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
     /// The dataset directory, as given.
     pub dataset: String,
-    /// The versions judged, ascending, with whether the reader accepted each.
-    pub versions: Vec<(u64, bool)>,
+    /// The versions judged, ascending, with how much of each the reader accepted (`None`:
+    /// nothing, the version was refused).
+    pub versions: Vec<(u64, Option<Level>)>,
     /// The commits judged against the version before them: version and what the commit was
     /// classified as.
     pub commits: Vec<(u64, Vec<&'static str>)>,
@@ -64,7 +66,12 @@ pub fn human(report: &Report) -> String {
         let _ = writeln!(
             s,
             "v{v} {}{}",
-            if *readable { "read" } else { "refused" },
+            match readable {
+                Some(Level::Full) => "read",
+                Some(Level::Data) => "read without its index files",
+                Some(Level::Manifest) => "read at the manifest level (no data file)",
+                None => "refused",
+            },
             kinds.map(|k| format!("; commit: {k}")).unwrap_or_default()
         );
     }
@@ -120,7 +127,11 @@ pub fn to_json(report: &Report) -> Json {
         "versions": report
             .versions
             .iter()
-            .map(|(v, readable)| json!({"version": v, "readable": readable}))
+            .map(|(v, level)| json!({
+                "version": v,
+                "readable": level.is_some(),
+                "level": level.map(Level::as_str),
+            }))
             .collect::<Vec<_>>(),
         "commits": report
             .commits

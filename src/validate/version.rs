@@ -3,8 +3,11 @@
 //! Invariant: a version is judged by the reference reader first
 //! ([`Dataset::read_version`], which ends with [`lance_reference::readable::check_readable`]):
 //! its refusal is the version's one finding, with the reader's class and code, so a negative
-//! case's damage is reported exactly as a reader must report it. Only a version the reader
-//! accepts gets the writer-side rules a reader does not check: the flag words a writer may
+//! case's damage is reported exactly as a reader must report it. A refusal that only says the
+//! kit cannot decode a file (a kit limit) is followed by a read of the levels below it (all but
+//! the index files; the manifest and deletion files alone), which are judged as far as they
+//! go. Only a version the reader accepts, at some level, gets the writer-side rules a reader
+//! does not check: the flag words a writer may
 //! write and that they match the content ([`check_written_flags`]), and overlays stored in
 //! non-decreasing `committed_version` order ([OVL-PREC-5]), and no negative overlay field id
 //! other than the tombstone ([OVL-TOMB-6]). No rule is written here a second
@@ -15,7 +18,7 @@ use lance_reference::model::{Snapshot, TOMBSTONE_FIELD_ID};
 use std::collections::BTreeMap;
 
 use lance_reference_io::manifest_file::decode_manifest_file;
-use lance_reference_io::{Dataset, Layout};
+use lance_reference_io::{Dataset, DatasetError, Layout};
 
 use super::finding::{Finding, HistoryError};
 
@@ -32,6 +35,9 @@ pub struct ReadVersion {
     /// (row ids, created-at, last-updated-at; `None` when not inline): the length
     /// [LIN-PLACE-3] compares with the budget ([LIN-ENC-6]).
     pub inline_lengths: BTreeMap<u64, [Option<usize>; 3]>,
+    /// How much of it was read: a commit involving a version read at the manifest level is
+    /// judged only by the rules that need no cell or hidden column.
+    pub level: Level,
 }
 
 /// The stored inline lineage lengths of every fragment of the manifest `file` (empty when it
@@ -71,22 +77,76 @@ fn inline_lengths(dataset: &Dataset, file: &str) -> BTreeMap<u64, [Option<usize>
 
 /// Reads and judges `version` of `dataset`: the version when the reader accepts it (possibly
 /// with writer-side findings), and the findings.
+///
+/// A refusal that is a limit of the kit ([`Finding::is_kit_limit`]: a file it cannot decode)
+/// does not end the judgement: the version is read again without what could not be decoded,
+/// first without its index files ([`Dataset::read_data_level`]), then without any data file
+/// ([`Dataset::read_manifest_level`]), and what that level reads is judged as usual. The
+/// refusal is kept (it is what makes the version not judged in full), and a refusal of the
+/// lower level that is not a kit limit is a finding of its own.
 pub fn check(dataset: &Dataset, version: u64) -> (Option<ReadVersion>, Vec<Finding>) {
     let file = manifest_file(dataset, version);
-    match dataset.read_version(version) {
-        Err(e) => (None, vec![Finding::refusal(version, &file, &e)]),
-        Ok((snapshot, layout)) => {
-            let findings = writer_rules(&snapshot, &file);
-            let inline_lengths = inline_lengths(dataset, &file);
-            (
-                Some(ReadVersion {
-                    snapshot,
-                    layout,
-                    file,
-                    inline_lengths,
-                }),
-                findings,
-            )
+    let mut findings = Vec::new();
+    let mut level = Level::Full;
+    let mut read = dataset.read_version(version);
+    while let Err(e) = &read {
+        let refusal = Finding::read_refusal(version, &file, e);
+        let lower = match level {
+            _ if !refusal.is_kit_limit() => None,
+            Level::Full if matches!(e, DatasetError::IndexFile { .. }) => Some(Level::Data),
+            Level::Full | Level::Data => Some(Level::Manifest),
+            Level::Manifest => None,
+        };
+        // A lower level that refuses with the same kit limit adds nothing.
+        if !findings.contains(&refusal) {
+            findings.push(refusal);
+        }
+        let Some(lower) = lower else {
+            return (None, findings);
+        };
+        level = lower;
+        read = match level {
+            Level::Data => dataset.read_data_level(version),
+            _ => dataset.read_manifest_level(version),
+        };
+    }
+    let Ok((snapshot, layout)) = read else {
+        return (None, findings);
+    };
+    findings.extend(writer_rules(&snapshot, &file));
+    let inline_lengths = inline_lengths(dataset, &file);
+    (
+        Some(ReadVersion {
+            snapshot,
+            layout,
+            file,
+            inline_lengths,
+            level,
+        }),
+        findings,
+    )
+}
+
+/// How much of a version was read and judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Everything: manifest, data files, index files.
+    Full,
+    /// All but the index files (one of them is a kind or layout the kit does not read); no
+    /// index has entries.
+    Data,
+    /// The manifest, the reader word and the deletion files (a data file is one the kit does
+    /// not decode); every `columns` list is empty.
+    Manifest,
+}
+
+impl Level {
+    /// The level's name in JSON output: `full`, `data` or `manifest`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Full => "full",
+            Level::Data => "data",
+            Level::Manifest => "manifest",
         }
     }
 }

@@ -199,24 +199,28 @@ impl Fragment {
 
     /// The one file holding the hidden column `field`, and that column.
     fn lineage_column(&self, field: FieldId) -> Result<(usize, &Column)> {
+        let one = self.lineage_holder(field)?;
+        let file = &self.files[one];
+        file.fields
+            .iter()
+            .position(|&f| f == field)
+            .and_then(|p| file.columns.get(p))
+            .map(|c| (one, c))
+            .ok_or_else(|| Error::ColumnCountMismatch {
+                fragment: self.id,
+                file: file.path.clone(),
+                fields: file.fields.len(),
+                columns: file.columns.len(),
+            })
+    }
+
+    /// The one file whose `fields` hold the hidden column `field`.
+    fn lineage_holder(&self, field: FieldId) -> Result<usize> {
         let holders: Vec<usize> = (0..self.files.len())
             .filter(|&i| self.files[i].fields.contains(&field))
             .collect();
         match holders.as_slice() {
-            [one] => {
-                let file = &self.files[*one];
-                file.fields
-                    .iter()
-                    .position(|&f| f == field)
-                    .and_then(|p| file.columns.get(p))
-                    .map(|c| (*one, c))
-            }
-            .ok_or_else(|| Error::ColumnCountMismatch {
-                fragment: self.id,
-                file: self.files[*one].path.clone(),
-                fields: self.files[*one].fields.len(),
-                columns: self.files[*one].columns.len(),
-            }),
+            [one] => Ok(*one),
             [] => Err(Error::MissingLineageColumn {
                 fragment: self.id,
                 field,
@@ -238,6 +242,19 @@ impl Fragment {
     /// `version` is the dataset version of the snapshot holding the fragment: an overlay cannot
     /// have become effective after it, nor at version 0.
     pub fn validate(&self, schema: &Schema, version: u64) -> Result<()> {
+        self.check(schema, version, true)
+    }
+
+    /// The invariants of [`Fragment::validate`] that the manifest alone decides, in the same
+    /// order: everything but the columns (their count, lengths and types, and the value count
+    /// of each overlay position). A fragment whose files were not read (their `columns` empty)
+    /// is judged by this.
+    pub fn validate_manifest(&self, schema: &Schema, version: u64) -> Result<()> {
+        self.check(schema, version, false)
+    }
+
+    /// [`Fragment::validate`] (`data`) or [`Fragment::validate_manifest`].
+    fn check(&self, schema: &Schema, version: u64, data: bool) -> Result<()> {
         let frag = self.id;
         if let Some(max) = self.deletions.max() {
             if u64::from(max) >= self.physical_rows {
@@ -252,7 +269,9 @@ impl Fragment {
         }
         let mut live_base: Vec<FieldId> = Vec::new();
         for file in &self.files {
-            check_file_shape(frag, file)?;
+            if data {
+                check_file_shape(frag, file)?;
+            }
             for (pos, &field) in file.fields.iter().enumerate() {
                 if field == TOMBSTONE_FIELD_ID {
                     continue;
@@ -266,6 +285,9 @@ impl Fragment {
                     });
                 }
                 live_base.push(field);
+                if !data {
+                    continue;
+                }
                 let col = &file.columns[pos];
                 if col.len() as u64 != self.physical_rows {
                     return Err(Error::BaseLengthMismatch {
@@ -306,21 +328,32 @@ impl Fragment {
                     });
                 }
                 LineageSequence::Inline(_) => {}
-                LineageSequence::Column => {
+                LineageSequence::Column if data => {
                     self.lineage_column(field)?;
+                }
+                LineageSequence::Column => {
+                    self.lineage_holder(field)?;
                 }
             }
         }
         for overlay in &self.overlays {
-            self.validate_overlay(schema, version, overlay)?;
+            self.validate_overlay(schema, version, overlay, data)?;
         }
         Ok(())
     }
 
-    fn validate_overlay(&self, schema: &Schema, version: u64, overlay: &Overlay) -> Result<()> {
+    fn validate_overlay(
+        &self,
+        schema: &Schema,
+        version: u64,
+        overlay: &Overlay,
+        data: bool,
+    ) -> Result<()> {
         let frag = self.id;
         let file = &overlay.file;
-        check_file_shape(frag, file)?;
+        if data {
+            check_file_shape(frag, file)?;
+        }
         if let Coverage::Sparse(bitmaps) = &overlay.coverage {
             if bitmaps.len() != file.fields.len() {
                 return Err(Error::FieldCoverageCountMismatch {
@@ -376,6 +409,9 @@ impl Fragment {
                         physical_rows: self.physical_rows,
                     });
                 }
+            }
+            if !data {
+                continue;
             }
             let values = file.columns[pos].len() as u64;
             if values != bitmap.len() {

@@ -53,11 +53,25 @@ impl Snapshot {
 
     /// Validates every fragment and index against this version.
     pub fn validate(&self) -> Result<()> {
+        self.check(true)
+    }
+
+    /// The part of [`Snapshot::validate`] the manifest alone decides (no column is looked at,
+    /// [`Fragment::validate_manifest`]), in the same order.
+    pub fn validate_manifest(&self) -> Result<()> {
+        self.check(false)
+    }
+
+    fn check(&self, data: bool) -> Result<()> {
         for (i, frag) in self.fragments.iter().enumerate() {
             if self.fragments[..i].iter().any(|f| f.id == frag.id) {
                 return Err(Error::DuplicateFragmentId { fragment: frag.id });
             }
-            frag.validate(&self.schema, self.version)?;
+            if data {
+                frag.validate(&self.schema, self.version)?;
+            } else {
+                frag.validate_manifest(&self.schema, self.version)?;
+            }
         }
         for index in &self.indices {
             if index.dataset_version > self.version {
