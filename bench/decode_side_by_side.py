@@ -3,7 +3,7 @@
 14.0.2's `LanceFileReader`, on the same file written by Lance 14 in data file version 2.2.
 
     /work/venv/bin/python bench/decode_side_by_side.py [--repeats 7] [--rows 1000000]
-        [--version 2.2] [--json out.json] [--dir DIR]
+        [--version 2.2] [--json out.json] [--dir DIR] [--bin decode_time]
 
 Steps: write one file of `--rows` rows with `lance.file.LanceFileWriter(path, schema,
 version=V)` (columns `i64` int64, `f64` float64, `s` utf8 of 8 to 40 characters, `v`
@@ -95,10 +95,11 @@ def main():
     parser.add_argument("--version", default="2.2")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--dir", help="where to write the file (default: a temporary directory)")
+    parser.add_argument("--bin", help="a decode_time binary (default: built with cargo)")
     args = parser.parse_args()
 
     target_dir = os.environ.get("CARGO_TARGET_DIR", REPO / "target")
-    binary = cargo_example(target_dir)
+    binary = args.bin or cargo_example(target_dir)
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="lance-decode-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     path = work / f"decode-{args.version}-{args.rows}.lance"
@@ -135,7 +136,7 @@ def main():
     print(f"pylance {lance.__version__}, data file {args.version}, {args.rows} rows, "
           f"{size / 1e6:.1f} MB, median of {args.repeats} runs after a warm-up")
     for field, (pages, names) in zip(table.schema, encodings(path)):
-        print(f"  {field.name:4} {str(field.type):28} {pages:3} page(s): {', '.join(names)}")
+        print(f"  {field.name:4} {str(field.type):36} {pages:3} page(s): {', '.join(names)}")
     print(f"{'reader':<12} {'median s':>9}")
     print(f"{'pylance':<12} {lance_s:>9.4f}")
     print(f"{'reference':<12} {reference_s:>9.4f}")

@@ -9,9 +9,11 @@ dictionaries, FSST, LZ4, zstd, byte-stream-split), with NULLs and NULL struct ro
     /work/venv/bin/python fuzz/lance_written.py [fuzz/lance-written]
     fuzz/seeds.sh --small        # copies them into fuzz/seeds/data_file/ as lance-*
 
-Data is deterministic (fixed seeds) and Lance's writer is deterministic for it, so re-running
-gives the same bytes. Each file's encodings are printed (layout and compression names parsed
-from `LanceFileReader(p).metadata()`).
+The data is deterministic (fixed seeds), but Lance's bytes are not always: it trains FSST symbol
+tables on a sample drawn with an OS-seeded generator, so the `fsst` and `general` files differ
+from run to run (their values and encodings do not). The committed files are therefore the
+seeds; regenerate only to change what they hold. Each file's encodings are printed (layout and
+compression names parsed from `LanceFileReader(p).metadata()`).
 """
 import random
 import re
