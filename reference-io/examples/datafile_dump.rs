@@ -1,13 +1,18 @@
-//! Interop helper for `tests/interop/datafile_roundtrip.py`: dumps a Lance v2.0 data file as
-//! JSON, or writes the kit's sample files for pylance to read.
+//! Interop helper for `tests/interop/datafile_roundtrip.py` and
+//! `tests/interop/decode_agreement.py`: dumps a Lance data file as JSON, or writes the kit's
+//! sample files for pylance to read.
 //!
 //! ```text
 //! datafile_dump read FILE [TYPE,TYPE,...]   # types as Lance logical types; default: file schema
 //! datafile_dump write-sample DIR            # writes DIR/sample.lance and DIR/ragged.lance
 //! ```
 //!
-//! Output is one JSON document on stdout: the footer version, `num_rows`, and per column its
-//! schema entry, page encodings and values. Floats are printed as the exact decimal of their
+//! Output is one JSON document on stdout: the footer version, `num_rows`, the file schema
+//! (`fields`, pre-order), and per column its schema entry, page encodings and values. In v2.0
+//! column `i` is schema field `i` (a struct has a header column); from v2.1 on only leaves
+//! take columns, so column `i` is the `i`-th non-struct field. A refused file prints `error`
+//! and `code` at the top level; a refused column prints them in place of its `values`; both
+//! exit 2. Floats are printed as the exact decimal of their
 //! value widened to f64 (so a float32 compares equal to pyarrow's Python float), and non-finite
 //! floats as the strings `"NaN"`, `"inf"`, `"-inf"`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -15,7 +20,9 @@
 use std::fmt::Write as _;
 
 use lance_reference::model::{DataType, Field, Value};
-use lance_reference_io::data_file::{ColumnData, read_data_file, write_data_file};
+use lance_reference_io::data_file::{
+    ColumnData, DataFileContents, DataFileError, FileField, read_data_file, write_data_file,
+};
 
 fn json_str(s: &str) -> String {
     let mut out = String::from("\"");
@@ -66,35 +73,61 @@ fn json_value(v: &Value) -> String {
     }
 }
 
-fn dump(path: &str, types: Option<Vec<DataType>>) -> String {
+/// The schema entry column `index` stores. In v2.0 every field takes a column, in pre-order (a
+/// struct takes a header column); from v2.1 on only leaves do, so struct parents are skipped.
+fn column_schema<'f>(file: &'f DataFileContents<'_>, index: usize) -> Option<&'f FileField> {
+    let v = file.version();
+    if (v.major, v.minor) >= (2, 1) {
+        file.schema()
+            .iter()
+            .filter(|f| f.logical_type != "struct")
+            .nth(index)
+    } else {
+        file.schema().get(index)
+    }
+}
+
+fn error_json(e: &DataFileError) -> String {
+    format!(
+        "\"error\": {}, \"code\": {}",
+        json_str(&e.to_string()),
+        json_str(e.code())
+    )
+}
+
+/// One JSON document for the file; exits 2 when the file or any column was refused (a refused
+/// column carries `error` and `code` in place of `values`).
+fn dump(path: &str, types: Option<Vec<DataType>>) -> (String, bool) {
     let bytes = std::fs::read(path).unwrap();
-    let file = read_data_file(&bytes, path).unwrap_or_else(|e| {
-        println!(
-            "{{\"error\": {}, \"code\": {}}}",
-            json_str(&e.to_string()),
-            json_str(e.code())
-        );
-        std::process::exit(2)
-    });
+    let file = match read_data_file(&bytes, path) {
+        Ok(file) => file,
+        Err(e) => {
+            return (
+                format!("{{\"path\": {}, {}}}", json_str(path), error_json(&e)),
+                false,
+            );
+        }
+    };
+    let mut all_ok = true;
     let mut columns = Vec::new();
     for i in 0..file.num_columns() {
-        let schema = file.schema().get(i);
+        let schema = column_schema(&file, i);
         let dt = match &types {
-            Some(t) => t[i].clone(),
-            None => DataType::from_logical_type(&schema.unwrap().logical_type).unwrap(),
+            Some(t) => t.get(i).cloned(),
+            None => schema.and_then(|f| DataType::from_logical_type(&f.logical_type)),
         };
-        let values = match file.column(i, &dt) {
-            Ok(values) => format!(
-                "[{}]",
+        let values = match dt.as_ref().map(|dt| file.column(i, dt)) {
+            Some(Ok(values)) => format!(
+                "\"values\":[{}]",
                 values.iter().map(json_value).collect::<Vec<_>>().join(",")
             ),
-            Err(e) => {
-                println!(
-                    "{{\"error\": {}, \"code\": {}}}",
-                    json_str(&e.to_string()),
-                    json_str(e.code())
-                );
-                std::process::exit(2)
+            Some(Err(e)) => {
+                all_ok = false;
+                error_json(&e)
+            }
+            None => {
+                all_ok = false;
+                "\"error\": \"no type for this column (not in the file schema, none given)\", \"code\": \"no_type\"".into()
             }
         };
         let pages: Vec<String> = file
@@ -106,22 +139,38 @@ fn dump(path: &str, types: Option<Vec<DataType>>) -> String {
         let (id, parent_id, name) = schema.map_or((0, -1, String::new()), |f| {
             (f.id, f.parent_id, f.name.clone())
         });
+        let logical_type = dt.map_or_else(String::new, |dt| dt.logical_type());
         columns.push(format!(
-            "{{\"id\":{id},\"parent_id\":{parent_id},\"name\":{},\"logical_type\":{},\"pages\":[{}],\"values\":{values}}}",
+            "{{\"id\":{id},\"parent_id\":{parent_id},\"name\":{},\"logical_type\":{},\"pages\":[{}],{values}}}",
             json_str(&name),
-            json_str(&dt.logical_type()),
+            json_str(&logical_type),
             pages.join(",")
         ));
     }
     let v = file.version();
-    format!(
-        "{{\"path\":{},\"version\":[{},{}],\"num_rows\":{},\"columns\":[{}]}}",
+    let fields: Vec<String> = file
+        .schema()
+        .iter()
+        .map(|f| {
+            format!(
+                "{{\"id\":{},\"parent_id\":{},\"name\":{},\"logical_type\":{}}}",
+                f.id,
+                f.parent_id,
+                json_str(&f.name),
+                json_str(&f.logical_type)
+            )
+        })
+        .collect();
+    let doc = format!(
+        "{{\"path\":{},\"version\":[{},{}],\"num_rows\":{},\"fields\":[{}],\"columns\":[{}]}}",
         json_str(path),
         v.major,
         v.minor,
         file.num_rows(),
+        fields.join(","),
         columns.join(",")
-    )
+    );
+    (doc, all_ok)
 }
 
 fn sample_columns() -> Vec<ColumnData> {
@@ -251,7 +300,11 @@ fn main() {
                     .map(|x| DataType::from_logical_type(x).expect("logical type"))
                     .collect()
             });
-            println!("{}", dump(&args[2], types));
+            let (doc, ok) = dump(&args[2], types);
+            println!("{doc}");
+            if !ok {
+                std::process::exit(2)
+            }
         }
         Some("write-sample") => {
             let dir = &args[2];
@@ -261,7 +314,9 @@ fn main() {
             ] {
                 let path = format!("{dir}/{name}");
                 std::fs::write(&path, write_data_file(&columns).unwrap()).unwrap();
-                println!("{}", dump(&path, None));
+                let (doc, ok) = dump(&path, None);
+                assert!(ok, "the kit refuses its own sample: {doc}");
+                println!("{doc}");
             }
         }
         _ => {

@@ -3,12 +3,16 @@
 //! the given directories, and the files of the worked example written as a dataset, one
 //! directory per target.
 //!
-//! Usage: `fuzz_seeds <out-dir> [--small] [<golden-dir>...]`. Golden files are classified by
+//! Usage: `fuzz_seeds <out-dir> [--small] [<golden-dir> | <origin>=<curated-dir>...]`. Golden
+//! files are classified by
 //! name: `*.lance` -> `data_file`; `*.bin` -> `coverage_bitmap` and `deletion_file`;
 //! `*.arrow` -> `deletion_file`; `*.manifest` -> `manifest`; `expected/*.json` -> `testee_response`; `lance14_samples.json` ->
 //! `lineage_sequence` (its `hex` fields). Identical inputs are written once. `--small` keeps only inputs of at most
 //! 2 KiB, at most 16 per target and 8 per origin: the curated set committed under `fuzz/seeds/`. Output names are stable
-//! (`<origin>-<name>`), so re-running is idempotent.
+//! (`<origin>-<name>`), so re-running is idempotent. Files of a curated directory
+//! (`<origin>=<dir>`, for example `lance=fuzz/lance-written`, the data files Lance 14 writes in
+//! versions 2.1 and 2.2) are named `<origin>-<name>` and `--small` keeps them all: their
+//! generator already chose them and bounded their size.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -366,8 +370,15 @@ fn main() -> ExitCode {
     let small = rest.iter().any(|a| a == "--small");
     let mut seeds = Seeds::new();
     synthesized(&mut seeds);
-    for dir in rest.iter().filter(|a| *a != "--small") {
-        goldens(&mut seeds, Path::new(dir), "golden");
+    let mut curated: Vec<&str> = Vec::new();
+    for arg in rest.iter().filter(|a| *a != "--small") {
+        match arg.split_once('=') {
+            Some((origin, dir)) => {
+                goldens(&mut seeds, Path::new(dir), origin);
+                curated.push(origin);
+            }
+            None => goldens(&mut seeds, Path::new(arg), "golden"),
+        }
     }
     worked_example(&mut seeds);
     protocol_lines(&mut seeds);
@@ -376,22 +387,27 @@ fn main() -> ExitCode {
         std::fs::create_dir_all(&dir).unwrap();
         let mut written: Vec<&[u8]> = Vec::new();
         let mut per_origin: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut chosen = 0; // inputs kept by the --small rules (curated ones not counted)
         for (name, bytes) in files {
             if written.contains(&bytes.as_slice()) {
                 continue; // same bytes under another name
             }
             let origin = name.split('-').next().unwrap_or_default();
+            if curated.contains(&origin) {
+                std::fs::write(dir.join(name), bytes).unwrap();
+                written.push(bytes);
+                continue;
+            }
             let taken = per_origin.entry(origin).or_default();
             if small
-                && (bytes.len() > SMALL_BYTES
-                    || written.len() == SMALL_COUNT
-                    || *taken == SMALL_COUNT / 2)
+                && (bytes.len() > SMALL_BYTES || chosen == SMALL_COUNT || *taken == SMALL_COUNT / 2)
             {
                 continue;
             }
             std::fs::write(dir.join(name), bytes).unwrap();
             written.push(bytes);
             *taken += 1;
+            chosen += 1;
         }
         let written = written.len();
         println!("{target}: {written} seeds");
