@@ -67,11 +67,17 @@ pub fn damage(built: &Built, seed: DamageSeed) -> Option<Corruption> {
                 count: (f.rows.len() - f.live()) as u64 + 1 + v % 2,
             });
         }
-        if s.stable && f.arms[0] == Arm::Inline {
+        // Only the rules a sequence of this fragment's length can break: the store builds no
+        // other.
+        let problems: Vec<LineageProblem> = LineageProblem::ALL
+            .into_iter()
+            .filter(|p| p.fits(f.rows.len() as u64).is_ok())
+            .collect();
+        if let (true, Arm::Inline, Some(problem)) = (s.stable, f.arms[0], pick(&problems, v)) {
             kinds.push(Corruption::MalformedLineage {
                 fragment: id,
                 sequence: SequenceSpec::RowIds,
-                problem: LineageProblem::ALL[(v % LineageProblem::ALL.len() as u64) as usize],
+                problem,
             });
         }
         if let Some(seq) = [
