@@ -36,7 +36,7 @@ use std::time::Instant;
 
 use crate::case::{Case, RequirementIndex};
 use crate::runner::kit_fault::KitFault;
-use crate::runner::{CheckResult, ConformanceReader, Description, Refusal};
+use crate::runner::{CheckResult, ConformanceReader, Description, Refusal, Verdict};
 use case::Trial;
 use judge::{Scratch, Signature, judge};
 
@@ -129,14 +129,14 @@ pub struct KitFaultTrial {
     pub seed: u64,
     /// The trial.
     pub index: u64,
-    /// What went wrong.
+    /// What went wrong: `could not be built: …` or `could not be judged: …`.
     pub problem: String,
 }
 
 impl KitFaultTrial {
-    /// The fault, as the runner words it ([`KitFault::Unbuildable`]).
+    /// The fault, as the runner words it ([`KitFault::Trial`]).
     pub fn fault(&self) -> KitFault {
-        KitFault::Unbuildable {
+        KitFault::Trial {
             seed: self.seed,
             index: self.index,
             problem: self.problem.clone(),
@@ -232,7 +232,7 @@ pub fn run(
                 let fault = KitFaultTrial {
                     seed: options.seed,
                     index: i,
-                    problem,
+                    problem: format!("could not be built: {problem}"),
                 };
                 eprintln!("fuzz: kit fault: {}", fault.fault());
                 summary.kit_faults.push(fault);
@@ -240,6 +240,24 @@ pub fn run(
                 continue;
             }
         };
+        // A check the kit could not judge is the kit's fault, not a disagreement.
+        if let Some(k) = judged
+            .checks
+            .iter()
+            .find(|c| c.verdict == Verdict::KitFault)
+        {
+            let fault = KitFaultTrial {
+                seed: options.seed,
+                index: i,
+                problem: format!(
+                    "could not be judged: {}: {}",
+                    k.name,
+                    k.message.as_deref().unwrap_or_default()
+                ),
+            };
+            eprintln!("fuzz: kit fault: {}", fault.fault());
+            summary.kit_faults.push(fault);
+        }
         summary.cases += 1;
         summary.damaged += u64::from(damaged);
         summary.steps += case.steps.len() as u64;
@@ -332,7 +350,7 @@ fn shrunk(
             kit_faults.push(KitFaultTrial {
                 seed: options.seed,
                 index: i,
-                problem: format!("shrunk: {problem}"),
+                problem: format!("could not be built once shrunk: {problem}"),
             });
             let mut original = case.clone();
             original.id = id.clone();
@@ -346,7 +364,7 @@ fn shrunk(
         .cloned()
         .unwrap_or_else(|| CheckResult {
             name: signature.check.clone(),
-            verdict: crate::runner::Verdict::Fail,
+            verdict: Verdict::Fail,
             level: small.level,
             kind: None,
             message: Some("(did not reproduce when judged again)".into()),

@@ -97,14 +97,15 @@ pub enum KitFault {
         /// What went wrong.
         message: String,
     },
-    /// A fuzz trial could not be built by the kit's own generator and store.
-    #[error("trial {index} of seed {seed} could not be built: {problem}")]
-    Unbuildable {
+    /// A fuzz trial could not be built by the kit's own generator and store, or the kit could
+    /// not judge it.
+    #[error("trial {index} of seed {seed} {problem}")]
+    Trial {
         /// The seed.
         seed: u64,
         /// The trial.
         index: u64,
-        /// What went wrong.
+        /// What went wrong: `could not be built: …`, or `could not be judged: …`.
         problem: String,
     },
 }
@@ -124,7 +125,7 @@ impl KitFault {
             KitFault::NoExpectedVersion { .. } => "no_expected_version",
             KitFault::Scratch { .. } => "scratch",
             KitFault::Walk { .. } => "walk",
-            KitFault::Unbuildable { .. } => "unbuildable",
+            KitFault::Trial { .. } => "fuzz_trial",
         }
     }
 }
