@@ -2,10 +2,12 @@
 //! test executable instead of three: the protocol over a real process (`process`), every
 //! message checked against the JSON Schemas (`protocol_schemas`), and the in-process suite
 //! against the reference and against readers with injected misbehaviour (`suite`), and the
-//! writer run against the reference writer and misbehaving writers (`writer`), and a reader
-//! answering in Arrow record batches (`arrow`).
+//! writer run against the reference writer and misbehaving writers (`writer`), a reader
+//! answering in Arrow record batches (`arrow`), and corpus and runner faults blamed on the kit
+//! (`kit_faults`).
 
 mod arrow;
+mod kit_faults;
 mod process;
 mod protocol_schemas;
 mod suite;
