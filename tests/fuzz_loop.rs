@@ -457,7 +457,8 @@ impl ConformanceReader for BreaksWithATraceback {
     fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
         let cwd = std::env::current_dir().unwrap();
         Err(Refusal::Broken(format!(
-            "the testee reports an error of its own: OSError: cannot open {}/_versions/x.manifest\n\
+            "the testee reports an error of its own: OSError: cannot open {}/_versions/x.manifest, \
+             /home/runner/work/lance/lance/rust/lance-file/src/reader.rs:249:13\n\
              Traceback (most recent call last):\n  File \"{}/adapters/pylance/testee.py\", line 556, in handle\n\
              OSError: cannot open",
             request.at.dataset,
@@ -502,6 +503,11 @@ fn a_shrunk_case_holds_the_error_message_without_traceback_or_machine_paths() {
         text.contains("OSError: cannot open <case>/dataset/_versions/x.manifest"),
         "{text}"
     );
+    assert!(
+        text.contains("x.manifest, lance-file/src/reader.rs:249:13"),
+        "a source location keeps its crate, not the building machine's path: {text}"
+    );
+    assert!(!text.contains("/home/runner"), "{text}");
     assert!(!text.contains("Traceback"), "{text}");
     assert!(!text.contains("testee.py"), "{text}");
     let cwd = std::env::current_dir().unwrap().display().to_string();

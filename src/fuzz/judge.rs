@@ -149,9 +149,11 @@ impl Scratch {
     /// `text` with this machine's paths replaced by placeholders, so that it can go into a case
     /// file: a judged case's directory (`<scratch root>/c<N>`) by `<case>`, the scratch root by
     /// `<scratch>`, the working directory by `<cwd>` and the home directory by `~` (each also in
-    /// its canonical form, which a reader may report instead).
+    /// its canonical form, which a reader may report instead); and a Rust source location in an
+    /// error message (`/home/runner/work/…/lance-file/src/reader.rs:249:13`, the machine that
+    /// built the reader) cut to its crate (`lance-file/src/reader.rs:249:13`).
     pub fn placeholders(&self, text: &str) -> String {
-        let mut out = text.to_string();
+        let mut out = source_locations(text);
         let with_canonical = |p: &Path| {
             let mut forms = vec![p.display().to_string()];
             if let Ok(c) = p.canonicalize() {
@@ -190,6 +192,36 @@ impl Scratch {
         self.next += 1;
         self.root.path().join(format!("c{}", self.next))
     }
+}
+
+/// `text` with every absolute path of a Rust source file (`/…/<crate>/src/….rs:<line>…`) cut
+/// to the crate's directory and what follows.
+fn source_locations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('/') {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let starts_token = before
+            .chars()
+            .last()
+            .is_none_or(|c| c.is_whitespace() || "\"'(,[=".contains(c));
+        let len = from
+            .find(|c: char| c.is_whitespace() || "\"'),]".contains(c))
+            .unwrap_or(from.len());
+        let token = &from[..len];
+        let source = token.contains(".rs:") && token.contains("/src/");
+        match token.rfind("/src/").filter(|_| starts_token && source) {
+            Some(src) => {
+                let crate_start = token[..src].rfind('/').map_or(0, |i| i + 1);
+                out.push_str(&token[crate_start..]);
+            }
+            None => out.push_str(token),
+        }
+        rest = &from[len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `text` with every `<root>/c<N>` (a judged case's directory) replaced by `<case>`.
