@@ -27,6 +27,7 @@
 //! | [`reader`] | [`read_data_file`], [`DataFileContents`] |
 
 pub mod any;
+pub mod compression;
 pub mod container;
 mod error;
 pub mod page_decode;
