@@ -228,7 +228,7 @@ fn a_fold_must_not_change_lineage() {
 fn what_the_kit_cannot_read_is_not_a_finding() {
     // A data file version the reference does not decode: the version is not judged, nothing is
     // found, and the exit code is 2 ("cannot judge"), not 1 ("findings").
-    let case = corpus().join("dataset/data-file-v2-1");
+    let case = corpus().join("dataset/data-file-v2-3");
     let report = validate(&case.join("dataset"), None).unwrap();
     assert!(report.findings.is_empty(), "{:?}", report.findings);
     assert_eq!(report.unjudged.len(), 1, "{:?}", report.unjudged);
