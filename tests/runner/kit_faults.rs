@@ -191,7 +191,7 @@ fn assert_blames_kit(run: &Run, role: &str, code: &str) {
     let sound = cases.iter().find(|c| c["id"] != faulty["id"]).unwrap();
     assert_eq!(sound["outcome"], "passed", "{sound}");
     // The report validates against the published schema.
-    crate::protocol_schemas::Schemas::load_dir(&root().join("spec/schemas"))
+    super::protocol_schemas::Schemas::load_dir(&root().join("spec/schemas"))
         .check("report.schema.json", &report)
         .unwrap_or_else(|e| panic!("{e}\n{}", run.json));
     // JUnit: an error of type kit_fault on that test case, and no failure.

@@ -1,5 +1,5 @@
-//! The specification's and the workspace's structural checks, in one binary (one link per
-//! library change): the generated error-code table (`error_codes`), the requirement index
+//! The specification's and the workspace's structural checks (a module of `tests/main.rs`):
+//! the generated error-code table (`error_codes`), the requirement index
 //! (`index`), `covers:` traceability (`traceability`), the spec's worked example
 //! (`worked_example`), and the module structure the module docs promise (`module_cycles`).
 

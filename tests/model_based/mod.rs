@@ -61,11 +61,11 @@
 //! Running it:
 //!
 //! ```text
-//! cargo test --release --test model_based                         # CI: 128 histories
-//! PROPTEST_CASES=5000 cargo test --release --test model_based     # a long run
+//! cargo test --release --test integration model_based::                      # CI: 128 histories
+//! PROPTEST_CASES=5000 cargo test --release --test integration model_based::  # a long run
 //! TMPDIR=/tmp PROPTEST_CASES=5000 cargo test ...                 # the same, I/O on /tmp
 //!                                                                 # (default: /dev/shm if present)
-//! LANCE_CONFORMANCE_EXPORT_CASE=/tmp/case.toml cargo test --release --test model_based
+//! LANCE_CONFORMANCE_EXPORT_CASE=/tmp/case.toml cargo test --release --test integration model_based::
 //! ```
 //!
 //! `LANCE_CONFORMANCE_EXPORT_CASE` names a `case.toml` path (or a directory, which gets a

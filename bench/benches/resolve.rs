@@ -9,7 +9,7 @@
 //! form, which resolution does on every call while the model stores `Value`s.
 //!
 //! By default sparse coverage runs for a subset of the matrix; `LANCE_BENCH_FULL=1 cargo bench
-//! --bench resolve` runs every (count, density, form).
+//! -p lance-conformance-bench --features criterion --bench resolve` runs every (count, density, form).
 
 #![allow(missing_docs, clippy::unwrap_used)]
 
