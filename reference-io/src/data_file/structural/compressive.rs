@@ -15,9 +15,9 @@
 //! | `General{compression, values}` | buffer 0 compressed as a whole | the buffer compressed as a whole |
 //! | `Constant{value}` | — | no bytes: the value repeated |
 //!
-//! FastLanes bit packing, FSST and byte-stream-split are decoded by the kernels of
-//! [`crate::data_file::compression`] when that module is present; until then they are refused by
-//! name, as is every other encoding.
+//! FastLanes bit packing (`InlineBitpacking` in both forms, `OutOfLineBitpacking` as a block),
+//! FSST (over a mini-block `Variable`) and byte-stream-split (mini-block) are decoded by the
+//! kernels of [`crate::data_file::compression`]; every other encoding or form is refused by name.
 //!
 //! Invariant: every function returns a [`Block`] of exactly `n` values (the caller bounds `n` by
 //! [`super::super::MAX_DECODED_VALUES`]) or an error naming the encoding and the site; buffers
@@ -27,6 +27,7 @@ use super::Site;
 use super::block::{Block, fixed_bytes};
 use super::buffer_compression;
 use crate::data_file::DataFileError;
+use crate::data_file::compression::{KernelError, byte_stream_split, fastlanes, fsst};
 use lance_reference::proto::lance::encodings21 as pb;
 use pb::compressive_encoding::Compression as C;
 
@@ -202,9 +203,76 @@ fn expand_runs(
     })
 }
 
-/// Refusal of an encoding whose kernel this build does not have.
-fn kernel_missing(site: &Site, what: &str) -> DataFileError {
-    site.unsupported(format!("{what} (its decoding kernel is not in this build)"))
+/// A kernel's refusal, with the site it happened at.
+fn kernel_error(site: &Site, e: KernelError) -> DataFileError {
+    site.invalid(e.to_string())
+}
+
+/// An uncompressed width a kernel takes (8, 16, 32 or 64 bits).
+fn kernel_width(bits: u64, site: &Site) -> Result<u32, DataFileError> {
+    match bits {
+        8 | 16 | 32 | 64 => Ok(bits as u32),
+        b => Err(site.unsupported(format!("{b}-bit values"))),
+    }
+}
+
+/// `InlineBitpacking`: FastLanes blocks, each behind its own bit width.
+fn inline_bitpacking(
+    b: &pb::InlineBitpacking,
+    bytes: &[u8],
+    n: usize,
+    site: &Site,
+) -> Result<Block, DataFileError> {
+    let s = site.at("inline_bitpacking");
+    let bits = kernel_width(b.uncompressed_bits_per_value, &s)?;
+    let raw;
+    let bytes = match &b.values {
+        None => bytes,
+        Some(c) => {
+            raw = buffer_compression::decompress(c, bytes, &s.at("values"))?;
+            &raw
+        }
+    };
+    let out = fastlanes::unpack_inline(bits, bytes, n).map_err(|e| kernel_error(&s, e))?;
+    Block::fixed(bits, n, &out, &s)
+}
+
+/// `OutOfLineBitpacking`: FastLanes blocks of one width, named by the inner `Flat`.
+fn out_of_line_bitpacking(
+    b: &pb::OutOfLineBitpacking,
+    bytes: &[u8],
+    n: usize,
+    site: &Site,
+) -> Result<Block, DataFileError> {
+    let s = site.at("out_of_line_bitpacking");
+    let bits = kernel_width(b.uncompressed_bits_per_value, &s)?;
+    let packed = match inner(&b.values, &s, "values")?.compression.as_ref() {
+        Some(C::Flat(f)) if f.data.is_none() => u32::try_from(f.bits_per_value)
+            .map_err(|_| s.invalid(format!("packed width {}", f.bits_per_value)))?,
+        _ => {
+            return Err(s.at("values").unsupported(format!(
+                "{} (only an uncompressed flat width is decoded)",
+                b.values.as_deref().map_or("?", name)
+            )));
+        }
+    };
+    let out =
+        fastlanes::unpack_out_of_line(bits, packed, bytes, n).map_err(|e| kernel_error(&s, e))?;
+    Block::fixed(bits, n, &out, &s)
+}
+
+/// FSST-compressed strings, given as a variable-width block of compressed values.
+pub fn fsst_block(
+    symbol_table: &[u8],
+    compressed: Block,
+    site: &Site,
+) -> Result<Block, DataFileError> {
+    let Block::Variable { offsets, data } = compressed else {
+        return Err(site.mismatch("FSST-compressed strings", compressed.shape()));
+    };
+    let (offsets, data) =
+        fsst::decompress(symbol_table, &offsets, &data).map_err(|e| kernel_error(site, e))?;
+    Ok(Block::Variable { offsets, data })
 }
 
 /// Decodes the `n` values of one mini-block chunk from its value `buffers`.
@@ -322,9 +390,20 @@ pub fn mini_block(
             bufs.extend_from_slice(rest);
             mini_block(values, &bufs, n, &s.at("values"))
         }
-        C::InlineBitpacking(_) => Err(kernel_missing(site, "inline_bitpacking (FastLanes)")),
-        C::Fsst(_) => Err(kernel_missing(site, "fsst")),
-        C::ByteStreamSplit(_) => Err(kernel_missing(site, "byte_stream_split")),
+        C::InlineBitpacking(b) => inline_bitpacking(b, one(site)?, n, site),
+        C::Fsst(f) => {
+            let s = site.at("fsst");
+            let compressed =
+                mini_block(inner(&f.values, &s, "values")?, buffers, n, &s.at("values"))?;
+            fsst_block(&f.symbol_table, compressed, &s)
+        }
+        C::ByteStreamSplit(b) => {
+            let s = site.at("byte_stream_split");
+            let bits = flat_width(inner(&b.values, &s, "values")?, &s, "values")?;
+            let out =
+                byte_stream_split::decode(bits, one(&s)?, n).map_err(|e| kernel_error(&s, e))?;
+            Block::fixed(bits, n, &out, &s)
+        }
         _ => Err(site.unsupported(format!("{} in a mini-block chunk", name(e)))),
     }
 }
@@ -411,10 +490,8 @@ pub fn block(
             let value = k.value.as_deref().ok_or_else(|| s.missing("value"))?;
             constant_block(value, n, &s)
         }
-        C::InlineBitpacking(_) => Err(kernel_missing(site, "inline_bitpacking (FastLanes)")),
-        C::OutOfLineBitpacking(_) => {
-            Err(kernel_missing(site, "out_of_line_bitpacking (FastLanes)"))
-        }
+        C::InlineBitpacking(b) => inline_bitpacking(b, bytes, n, site),
+        C::OutOfLineBitpacking(b) => out_of_line_bitpacking(b, bytes, n, site),
         _ => Err(site.unsupported(format!("{} as a whole-buffer stream", name(e)))),
     }
 }

@@ -102,19 +102,28 @@ pub fn decode(
                 64 => 8,
                 b => return Err(site.unsupported(format!("{b}-bit full-zip lengths"))),
             };
-            let general =
-                match &enc.compression {
-                    Some(C::Variable(v)) if v.values.is_none() => None,
-                    Some(C::General(g)) => Some(g.compression.as_ref().ok_or_else(|| {
+            let (general, symbols) = match &enc.compression {
+                Some(C::Variable(v)) if v.values.is_none() => (None, None),
+                Some(C::Fsst(f))
+                    if f.values.as_deref().is_some_and(
+                        |v| matches!(&v.compression, Some(C::Variable(v)) if v.values.is_none()),
+                    ) =>
+                {
+                    (None, Some(f.symbol_table.as_slice()))
+                }
+                Some(C::General(g)) => (
+                    Some(g.compression.as_ref().ok_or_else(|| {
                         site.at("value_compression.general").missing("compression")
                     })?),
-                    _ => {
-                        return Err(site.at("value_compression").unsupported(format!(
-                            "{} for full-zip variable-width values",
-                            compressive::describe(enc)
-                        )));
-                    }
-                };
+                    None,
+                ),
+                _ => {
+                    return Err(site.at("value_compression").unsupported(format!(
+                        "{} for full-zip variable-width values",
+                        compressive::describe(enc)
+                    )));
+                }
+            };
             let mut offsets = Vec::with_capacity(rows + 1);
             offsets.push(0u64);
             let mut bytes = Vec::new();
@@ -164,9 +173,15 @@ pub fn decode(
                     data.len()
                 )));
             }
-            Block::Variable {
+            let block = Block::Variable {
                 offsets,
                 data: bytes,
+            };
+            match symbols {
+                None => block,
+                Some(table) => {
+                    compressive::fsst_block(table, block, &site.at("value_compression.fsst"))?
+                }
             }
         }
     };

@@ -129,3 +129,6 @@ pub(crate) fn le_uint(bytes: &[u8], at: usize, width: usize) -> Option<u64> {
     b8.get_mut(..width)?.copy_from_slice(s);
     Some(u64::from_le_bytes(b8))
 }
+
+#[cfg(test)]
+mod tests;
