@@ -52,7 +52,9 @@ use super::layout::IndexLayout;
 use super::layout::{FileLayout, Layout};
 use super::manifest_file::decode_manifest_file;
 use super::version_names::{VERSIONS_DIR, VersionEntry, list_versions};
-use lance_reference::flags::check_reader_flags;
+use lance_reference::flags::{
+    FileFormatVersion, FlagWord, check_mixed_versions, check_reader_flags,
+};
 use lance_reference::index_build::entries as index_entries;
 use lance_reference::model::{
     CREATED_AT_FIELD_ID, Column, DataFile, DataType, Index, IndexEntry, IndexKind,
@@ -173,6 +175,25 @@ pub fn read_file_columns(
     field: &str,
     limit: u64,
 ) -> Result<Vec<Column>, DatasetError> {
+    let version = layout.version();
+    if version >= FileFormatVersion::from_pair(2, 1) {
+        // [DS-LEAF-2]: from v2.1 on a struct takes no column, so an entry for one names a
+        // column holding something else, or none.
+        if let Some((p, id)) = file.fields.iter().enumerate().find(|(_, id)| {
+            schema
+                .field(**id)
+                .is_some_and(|f| f.data_type == DataType::Struct)
+        }) {
+            return Err(DatasetError::InvalidField {
+                file: layout.path.clone(),
+                field: format!("{field}.fields[{p}]"),
+                problem: format!(
+                    "field {id} is a struct, which takes no column in a v{version} data file \
+                     (only its leaves do)"
+                ),
+            });
+        }
+    }
     let bytes = read_bounded(root, &layout.path, limit, &format!("{field}.path"))?;
     if layout.file_size_bytes != 0 && layout.file_size_bytes != bytes.len() as u64 {
         return Err(DatasetError::InvalidField {
@@ -190,6 +211,20 @@ pub fn read_file_columns(
         error: Box::new(error),
     };
     let contents = read_data_file(&bytes, &layout.path).map_err(data_err)?;
+    // [DS-FILE-6]: the manifest's pair decides how the pages are read; a footer naming another
+    // format means the file is not the one the manifest describes.
+    let footer = contents.version();
+    let footer_version = FileFormatVersion::from_pair(footer.major.into(), footer.minor.into());
+    if footer_version != version {
+        return Err(DatasetError::InvalidField {
+            file: layout.path.clone(),
+            field: format!("{field}.file_major_version"),
+            problem: format!(
+                "the manifest says data file version {}.{}, the file's footer says {}.{}",
+                layout.file_major_version, layout.file_minor_version, footer.major, footer.minor
+            ),
+        });
+    }
     let mut columns = Vec::with_capacity(file.fields.len());
     for (p, &id) in file.fields.iter().enumerate() {
         let Some(data_type) = position_type(schema, id, overlay) else {
@@ -354,6 +389,13 @@ impl Dataset {
             error,
         };
         check_reader_flags(snapshot.reader_flags).map_err(flags)?;
+        // [FLG-CONS-7]: files of another version than `data_format` need bit 256.
+        let mixed = layout.mixed_versions();
+        check_mixed_versions(
+            mixed.as_deref(),
+            &[(FlagWord::Reader, snapshot.reader_flags)],
+        )
+        .map_err(flags)?;
         for (i, (fragment, fl)) in snapshot
             .fragments
             .iter_mut()
