@@ -732,9 +732,15 @@ pub fn encode_manifest(
             build_metadata: None,
         }),
         next_row_id: snapshot.next_row_id,
-        data_format: Some(pb::manifest::DataStorageFormat {
-            file_format: FILE_FORMAT.into(),
-            version: DATA_FORMAT_VERSION.into(),
+        data_format: Some(match &layout.data_format {
+            Some(d) => pb::manifest::DataStorageFormat {
+                file_format: d.file_format.clone(),
+                version: d.version.clone(),
+            },
+            None => pb::manifest::DataStorageFormat {
+                file_format: FILE_FORMAT.into(),
+                version: DATA_FORMAT_VERSION.into(),
+            },
         }),
         config: snapshot
             .config
