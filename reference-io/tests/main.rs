@@ -5,3 +5,4 @@
 mod data_file_v2x;
 mod dataset;
 mod index_files;
+mod write_v2_2;
