@@ -565,8 +565,8 @@ fn each_data_file_is_read_by_its_own_version_and_others_are_unsupported() {
         m.writer_feature_flags |= 256;
     };
     // (pair, set bit 256) -> outcome. The kit's files are v2.0 (footer (0, 3)).
-    #[allow(clippy::type_complexity)]
-    let cases: [((u32, u32), bool, Option<(ErrorClass, &str, &str)>); 8] = [
+    type Outcome = Option<(ErrorClass, &'static str, &'static str)>;
+    let cases: [((u32, u32), bool, Outcome); 8] = [
         ((2, 0), false, None),
         ((0, 3), false, None),
         // Bit 256 alone is no reason to refuse.

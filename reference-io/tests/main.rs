@@ -4,5 +4,6 @@
 
 mod data_file_v2x;
 mod dataset;
+mod dataset_v2x;
 mod index_files;
 mod write_v2_2;
