@@ -32,6 +32,24 @@ const NOT_EXPRESSIBLE_AS_CASES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Requirements of data files of v2.1 and later that wait for corpus cases until the kit's
+/// writer writes v2.2 (branch `writer22`). Until then each is pinned by unit tests over
+/// datasets pylance 14.0.2 wrote (`reference-io/tests/dataset_v2x.rs`) and by the reference's
+/// own tests; this list is to be emptied when the cases land, not grown.
+const AWAITING_V2_2_CASES: &[&str] = &[
+    "DS-LEAF-1",
+    "DS-LEAF-2",
+    "DS-LEAF-3",
+    "DS-LEAF-4",
+    "FLG-CONS-7",
+    "FLG-READ-5",
+    "FLG-WRITE-8",
+    "FLG-WRITE-9",
+    "LIN-COL-7",
+    "OVL-SHAPE-7",
+    "OVL-SHAPE-8",
+];
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -245,7 +263,17 @@ fn requirement_coverage_by_cases() {
         .keys()
         .filter(|id| !covered.contains(*id))
         .filter(|id| !NOT_EXPRESSIBLE_AS_CASES.iter().any(|(x, _)| x == id))
+        .filter(|id| !AWAITING_V2_2_CASES.contains(&id.as_str()))
         .collect();
+    // A waiting id that a case now covers leaves the list.
+    let stale: Vec<&&str> = AWAITING_V2_2_CASES
+        .iter()
+        .filter(|id| covered.contains(**id) || !index.levels.contains_key(**id))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "remove from AWAITING_V2_2_CASES: {stale:?}"
+    );
     if !uncovered.is_empty() {
         eprintln!(
             "{} of {} requirement ids are covered by no case:",
