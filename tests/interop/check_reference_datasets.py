@@ -57,9 +57,7 @@ EXPECTED_LANCE_FAILURES = {
 # Datasets of part 1b the reference cannot write in 2.2 yet -> substring of write_interop's
 # error. `full` v3 tombstones a column of a file written in v1; the writer checks such a file
 # by decoding it, and the kit's reader does not decode 2.2 yet (helper decoder21's branch).
-EXPECTED_V2_2_WRITE_FAILURES = {
-    "full": "unsupported_file_version",
-}
+EXPECTED_V2_2_WRITE_FAILURES = {}
 
 # Probe datasets (examples/write_probes.rs) -> (error code the reference reader must report,
 # or None when it must read the probe; what pylance 14.0.2 did: "accept" or a substring of its
