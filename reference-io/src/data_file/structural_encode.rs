@@ -401,8 +401,11 @@ mod tests {
             .unwrap()
     }
 
-    fn ten<T>(null: impl Fn(usize) -> bool, v: impl Fn(usize) -> T) -> Vec<Option<T>> {
-        (0..10).map(|i| (!null(i)).then(|| v(i))).collect()
+    /// Ten cells: NULL where `null(i)`, else `v(i)`.
+    fn ten(null: impl Fn(usize) -> bool, v: impl Fn(usize) -> Value) -> Vec<Value> {
+        (0..10)
+            .map(|i| if null(i) { Value::Null } else { v(i) })
+            .collect()
     }
 
     /// (PageLayout, metadata words, chunks) as pylance 14.0.2's `LanceFileWriter(version="2.2")`
@@ -417,14 +420,7 @@ mod tests {
     #[test]
     fn nullable_int32_page_is_the_one_lance_writes() {
         let values = ten(|i| i % 3 == 1, |i| Value::Int32(i as i32));
-        let p = page(
-            DataType::Int32,
-            values
-                .into_iter()
-                .map(|v| v.unwrap_or(Value::Null))
-                .collect(),
-            0,
-        );
+        let p = page(DataType::Int32, values, 0);
         assert_lance_bytes(
             &p,
             "0a1512040a0208101a040a0208203201033801480a5001",
@@ -437,14 +433,7 @@ mod tests {
     #[test]
     fn nullable_utf8_page_is_the_one_lance_writes() {
         let values = ten(|i| i % 5 == 2, |i| Value::Utf8(format!("s{i}")));
-        let p = page(
-            DataType::Utf8,
-            values
-                .into_iter()
-                .map(|v| v.unwrap_or(Value::Null))
-                .collect(),
-            0,
-        );
+        let p = page(DataType::Utf8, values, 0);
         assert_lance_bytes(
             &p,
             "0a1912040a0208101a0812060a040a0208203201033801480a5001",
@@ -458,14 +447,7 @@ mod tests {
     #[test]
     fn nullable_bool_page_is_the_one_lance_writes() {
         let values = ten(|i| i % 6 == 3, |i| Value::Bool(i % 2 == 0));
-        let p = page(
-            DataType::Bool,
-            values
-                .into_iter()
-                .map(|v| v.unwrap_or(Value::Null))
-                .collect(),
-            0,
-        );
+        let p = page(DataType::Bool, values, 0);
         assert_lance_bytes(
             &p,
             "0a1512040a0208101a040a0208013201033801480a5001",
@@ -480,14 +462,7 @@ mod tests {
             |i| i % 4 == 2,
             |i| Value::Vector(vec![Some(i as f32), (i != 5).then_some(1.0), Some(2.0)]),
         );
-        let p = page(
-            DataType::FixedSizeList { dimension: 3 },
-            values
-                .into_iter()
-                .map(|v| v.unwrap_or(Value::Null))
-                .collect(),
-            0,
-        );
+        let p = page(DataType::FixedSizeList { dimension: 3 }, values, 0);
         assert_lance_bytes(
             &p,
             "0a1d12040a0208101a0c5a0a080312040a02082018013201033802480a5001",
@@ -504,14 +479,7 @@ mod tests {
     #[test]
     fn struct_leaf_has_an_all_valid_struct_layer_as_lance_writes_it() {
         let values = ten(|i| i % 3 == 0, |i| Value::Int32(i as i32));
-        let p = page(
-            DataType::Int32,
-            values
-                .into_iter()
-                .map(|v| v.unwrap_or(Value::Null))
-                .collect(),
-            1,
-        );
+        let p = page(DataType::Int32, values, 1);
         assert_lance_bytes(
             &p,
             "0a1612040a0208101a040a020820320203013801480a5001",
