@@ -1,8 +1,13 @@
 //! One insta snapshot per conformance case: every manifest version rendered readably, a
 //! negative case's undamaged twin included (`snapshots/<case-id>.snap`). A change to the reference, the scenario engine or a case that
 //! alters any manifest fact shows up here for review (`cargo insta test`).
+//!
+//! The directory holds exactly one reviewed `.snap` per case: a snapshot whose case was renamed
+//! or removed, or a pending `.snap.new`, fails here, so plain `cargo test` is the whole check
+//! and CI needs no `cargo insta` install.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use lance_conformance::case::RequirementIndex;
@@ -15,6 +20,20 @@ fn every_case_renders_as_its_reviewed_snapshot() {
     let index = RequirementIndex::load(&root.join("spec/requirements.toml")).unwrap();
     let cases = corpus::load(&root.join("conformance-cases"), &index).unwrap();
     assert!(!cases.is_empty(), "no cases found");
+    let on_disk: BTreeSet<String> = std::fs::read_dir(root.join("snapshots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let expected: BTreeSet<String> = cases
+        .iter()
+        .map(|c| format!("{}.snap", c.case.id))
+        .collect();
+    let stray: Vec<&String> = on_disk.difference(&expected).collect();
+    assert!(
+        stray.is_empty(),
+        "snapshots/ holds files no case renders (a renamed or removed case, or a pending \
+         .snap.new to review with `cargo insta review`): {stray:?}"
+    );
     for c in &cases {
         let built = build::case(&c.case, None).unwrap_or_else(|e| panic!("{e}"));
         let mut text = render::case(&c.case, &built.execution.records, &built.read);
