@@ -12,22 +12,11 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
-use super::output::{self, Detail};
+use super::output::{self, Detail, Format};
 use super::process::{ProcessOptions, ProcessReader};
 use super::{ConformanceReader, KnownFailures, Options, ReferenceReader, RunnerError, walk};
-
-/// Report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A table and a summary.
-    Human,
-    /// The report as JSON.
-    Json,
-    /// JUnit XML.
-    Junit,
-}
 
 /// Arguments of `run`.
 #[derive(Debug, Clone, Args)]

@@ -30,7 +30,7 @@ use clap::Args;
 use lance_reference_io::Dataset;
 use lance_reference_io::version_names::parse_manifest_name;
 
-use crate::runner::command::Format;
+use crate::runner::output::Format;
 use finding::Finding;
 use report::Report;
 
