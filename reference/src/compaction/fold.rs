@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 
 use super::{CompactionError, carried_value_fields, check_newer, path_in_use, uncover};
 use crate::error::Result;
+use crate::exclusion::{affects_index, is_newer_than_index};
 use crate::model::{Column, DataFile, FieldId, Fragment, Snapshot, TOMBSTONE_FIELD_ID, Value};
 use crate::resolve::resolve_column;
 
@@ -82,7 +83,7 @@ pub fn fold(
         .into());
     }
     let newest = newest_version_per_field(snapshot, fragment);
-    if let Some(stale) = first_stale_index(snapshot, fragment, &newest, plan) {
+    if let Some(stale) = first_stale_index(snapshot, fragment, plan) {
         return Err(stale.into());
     }
 
@@ -133,30 +134,34 @@ fn newest_version_per_field(snapshot: &Snapshot, fragment: &Fragment) -> BTreeMa
     newest
 }
 
-/// The first index (in manifest order) the fold would leave stale without a plan entry.
+/// The first index (in manifest order) the fold would leave stale without a plan entry: one
+/// for which an overlay of the fragment contributes to the exclusion set today
+/// ([`is_newer_than_index`] and [`affects_index`], the rule of [`crate::exclusion`]), since
+/// removing that overlay removes the signal.
 fn first_stale_index(
     snapshot: &Snapshot,
     fragment: &Fragment,
-    newest: &BTreeMap<FieldId, u64>,
     plan: &FoldPlan,
 ) -> Option<CompactionError> {
-    for index in snapshot.indices.iter().filter(|i| i.covers(fragment.id)) {
-        if plan.contains_key(&index.name) {
-            continue;
-        }
-        for &indexed in &index.fields {
-            for (&field, &committed_version) in newest {
-                if committed_version > index.dataset_version
-                    && snapshot.schema.related(field, indexed)
-                {
-                    return Some(CompactionError::StaleIndex {
-                        index: index.name.clone(),
-                        fragment: fragment.id,
-                        field,
-                        committed_version,
-                        dataset_version: index.dataset_version,
-                    });
-                }
+    let indices = snapshot.indices.iter().filter(|i| i.covers(fragment.id));
+    for index in indices.filter(|i| !plan.contains_key(&i.name)) {
+        for overlay in fragment
+            .overlays
+            .iter()
+            .filter(|o| is_newer_than_index(o, index))
+        {
+            let affected = overlay.file.fields.iter().copied();
+            if let Some(field) = affected
+                .into_iter()
+                .find(|&f| affects_index(&snapshot.schema, index, f))
+            {
+                return Some(CompactionError::StaleIndex {
+                    index: index.name.clone(),
+                    fragment: fragment.id,
+                    field,
+                    committed_version: overlay.committed_version,
+                    dataset_version: index.dataset_version,
+                });
             }
         }
     }
