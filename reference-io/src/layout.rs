@@ -102,15 +102,7 @@ pub struct IndexLayout {
 impl IndexLayout {
     /// The uuid in its hyphenated text form, as Lance names `_indices/{uuid}/`.
     pub fn uuid_string(&self) -> String {
-        let hex: String = self.uuid.iter().map(|b| format!("{b:02x}")).collect();
-        format!(
-            "{}-{}-{}-{}-{}",
-            &hex[0..8],
-            &hex[8..12],
-            &hex[12..16],
-            &hex[16..20],
-            &hex[20..32]
-        )
+        crate::index_file::uuid_string(&self.uuid)
     }
 }
 
