@@ -5,9 +5,11 @@ datasets, written once by the reference writer.
     python3 -m venv /work/venv-bench
     /work/venv-bench/bin/pip install pylance==14.0.2 pyarrow
     /work/venv-bench/bin/python bench/side_by_side.py [--repeats 7] [--rows 1000000] [--json out.json]
+        [--data-file-version 2.0|2.2] [--bin bench_dataset]
 
 Steps: build `reference-io/examples/bench_dataset.rs` (release), let it write two datasets of
-1M rows x 4 columns (`16x10`: 16 dense overlays of 10% on one column, `4x1`: 4 of 1%), each
+1M rows x 4 columns (`16x10`: 16 dense overlays of 10% on one column, `4x1`: 4 of 1%), in
+data file version `--data-file-version` (default 2.0: base files and overlay files alike), each
 with version 1 = the base rows alone and version count+1 = the same rows under the overlays;
 let it time the reference (open + read_version + scan, from disk); time pylance's
 `to_table()` of the same two versions; print, per dataset and reader,
@@ -96,14 +98,17 @@ def main():
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--dir", help="dataset directory (default: a fresh temporary one)")
+    parser.add_argument("--data-file-version", default="2.0", choices=["2.0", "2.2"])
+    parser.add_argument("--bin", help="a bench_dataset binary (default: built with cargo)")
     args = parser.parse_args()
 
     import lance  # noqa: E402  (after the env var is set)
 
     target_dir = os.environ.get("CARGO_TARGET_DIR", REPO / "target")
-    binary = cargo_example(target_dir)
+    binary = args.bin or cargo_example(target_dir)
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="lance-bench-"))
-    written = {w["dataset"]: w for w in json_lines([binary, "write", work, str(args.rows)])}
+    written = {w["dataset"]: w for w in json_lines(
+        [binary, "write", work, str(args.rows), args.data_file_version])}
     reference = {r["dataset"]: r for r in json_lines([binary, "time", work, str(args.repeats)])}
 
     results = []
@@ -115,6 +120,7 @@ def main():
         lance_overhead = lance_over / lance_base
         results.append({
             "dataset": name,
+            "data_file_version": w["data_file_version"],
             "rows": r["rows"],
             "overlays": w["overlays"],
             "density": w["density"],
@@ -135,7 +141,8 @@ def main():
             "lance14_scan_overlaid_s": round(lance_over, 4),
         })
 
-    print(f"pylance {lance.__version__}, {args.rows} rows, min of {args.repeats} runs")
+    print(f"pylance {lance.__version__}, {args.rows} rows, data file {args.data_file_version}, "
+          f"min of {args.repeats} runs")
     header = ("dataset", "ref overhead", "lance overhead", "lance/ref", "ref resolve/copy",
               "ref base/lance base", "ref added/lance added")
     print("{:<8} {:>13} {:>15} {:>10} {:>17} {:>20} {:>22}".format(*header))

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use lance_reference::model::Snapshot;
+use lance_reference_io::data_file::DataFileVersion;
 use lance_reference_io::{Dataset, WriteOptions, write_version};
 
 use crate::case::Step;
@@ -32,8 +33,9 @@ use crate::scenario::{self, ScenarioError};
 pub struct ReferenceWriter {
     /// Declared words (default: every `write:` word).
     limit: Option<BTreeSet<String>>,
-    /// Prepared transactions by token: the dataset, the version read, the step.
-    prepared: BTreeMap<String, (String, u64, Step)>,
+    /// Prepared transactions by token: the dataset, the version read, the step, the data file
+    /// version asked for.
+    prepared: BTreeMap<String, (String, u64, Step, DataFileVersion)>,
     next_token: u64,
 }
 
@@ -99,9 +101,28 @@ fn history(dir: &Path) -> Result<Vec<Snapshot>, Refusal> {
         .collect()
 }
 
-/// Writes `snapshot` into `dir`.
-fn land(dir: &Path, snapshot: &Snapshot) -> Answer<WriteResult> {
-    write_version(dir, snapshot, &WriteOptions::default())
+/// The data file version a request asks for: the reference's default (2.0) when it asks for
+/// none; `unsupported` for a version the reference does not write.
+fn asked_version(request: &WriteRequest) -> Answer<DataFileVersion> {
+    match request.data_file_version.as_deref() {
+        None => Ok(DataFileVersion::default()),
+        Some(name) => DataFileVersion::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = DataFileVersion::ALL.iter().map(|v| v.name()).collect();
+            Refusal::Unsupported(format!(
+                "data file version {name}: the reference writes {}",
+                known.join(" and ")
+            ))
+        }),
+    }
+}
+
+/// Writes `snapshot` into `dir`, its new data files in `version`.
+fn land(dir: &Path, snapshot: &Snapshot, version: DataFileVersion) -> Answer<WriteResult> {
+    let options = WriteOptions {
+        data_file_version: version,
+        ..WriteOptions::default()
+    };
+    write_version(dir, snapshot, &options)
         .map_err(|e| refused(e.class().as_str(), Some(e.code()), format!("writing: {e}")))?;
     Ok(WriteResult {
         version: snapshot.version,
@@ -148,10 +169,11 @@ impl ConformanceWriter for ReferenceWriter {
 
     fn write(&mut self, request: &WriteRequest) -> Answer<WriteResult> {
         let step = step_of(request)?;
+        let file_version = asked_version(request)?;
         let versions = at_read_version(request)?;
         let label = versions.len() + 1;
         let next = scenario::continue_history(versions, label, &step).map_err(scenario_refusal)?;
-        land(Path::new(&request.dataset), &next)
+        land(Path::new(&request.dataset), &next, file_version)
     }
 
     fn prepare(&mut self, request: &WriteRequest) -> Answer<PrepareResult> {
@@ -162,18 +184,26 @@ impl ConformanceWriter for ReferenceWriter {
                 step.op()
             )));
         }
+        let file_version = asked_version(request)?;
         at_read_version(request)?;
         self.next_token += 1;
         let token = format!("t{}", self.next_token);
         self.prepared.insert(
             token.clone(),
-            (request.dataset.clone(), request.read_version, step),
+            (
+                request.dataset.clone(),
+                request.read_version,
+                step,
+                file_version,
+            ),
         );
         Ok(PrepareResult { transaction: token })
     }
 
     fn commit(&mut self, dataset: &str, transaction: &str) -> Answer<WriteResult> {
-        let Some((prepared_in, read_version, step)) = self.prepared.remove(transaction) else {
+        let Some((prepared_in, read_version, step, file_version)) =
+            self.prepared.remove(transaction)
+        else {
             return Err(Refusal::Broken(format!(
                 "no prepared transaction {transaction:?}"
             )));
@@ -187,6 +217,6 @@ impl ConformanceWriter for ReferenceWriter {
         let label = versions.len() + 1;
         let next = scenario::retry_on_newest(versions, read_version, label, &step)
             .map_err(scenario_refusal)?;
-        land(Path::new(dataset), &next)
+        land(Path::new(dataset), &next, file_version)
     }
 }

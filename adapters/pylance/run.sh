@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the conformance corpus against one pylance release through adapters/pylance/testee.py.
 #
-#   adapters/pylance/run.sh [--version V | --venv DIR] [--gates on|off] [--writer]
+#   adapters/pylance/run.sh [--version V | --venv DIR] [--gates on|off]
+#                           [--writer [--data-file-version F]]
 #                           [--known-failures FILE] [--] [more `lance-conformance run` arguments]
 #
 #   --version V     pylance V, in the venv $PYLANCE_VENVS/pylance-V (PYLANCE_VENVS defaults to
@@ -16,6 +17,12 @@
 #                   with `run --writer-cmd`, replays every writer case through write, prepare and
 #                   commit (adapters/pylance/writer.py), and the kit judges each version it
 #                   commits. Its known failures are known-failures/writer-<version>[-gates-off].txt.
+#   --data-file-version F
+#                   (with --writer) the run asks for data file version F (2.0, 2.2) in every
+#                   write, and checks that each version written lists only files of F
+#                   (`run --data-file-version`, spec/conformance.md §7). The adapter writes 2.0
+#                   when asked for nothing; for any F but 2.0 the known failures are
+#                   known-failures/writer-<version>[-gates-off]-<F>.txt.
 #   --known-failures FILE
 #                   instead of adapters/pylance/known-failures/[writer-]<version>[-gates-off].txt, the file
 #                   picked from the version and whether its gates are on. A missing file is
@@ -56,6 +63,7 @@ venv="${PYLANCE_VENV:-}"
 gates=""
 known=""
 role=reader
+file_version=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --version) [ $# -ge 2 ] || setup_error "--version needs a value"; version="$2"; shift 2 ;;
@@ -66,11 +74,16 @@ while [ $# -gt 0 ]; do
             shift 2 ;;
         --known-failures) [ $# -ge 2 ] || setup_error "--known-failures needs a file"; known="$2"; shift 2 ;;
         --writer) role=writer; shift ;;
+        --data-file-version) [ $# -ge 2 ] || setup_error "--data-file-version needs a value"; file_version="$2"; shift 2 ;;
         -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
         --) shift; break ;;
         *) break ;;
     esac
 done
+
+if [ -n "$file_version" ] && [ "$role" != writer ]; then
+    setup_error "--data-file-version is for a writer run (--writer)"
+fi
 
 # ---- the venv
 if [ -z "$venv" ]; then
@@ -117,10 +130,12 @@ echo "run.sh: pylance $installed ($venv), gates: $gate_state, capabilities: $cap
 # ---- the known failures
 prefix=""
 [ "$role" = writer ] && prefix="writer-"
+suffix=""
+[ -n "$file_version" ] && [ "$file_version" != 2.0 ] && suffix="-$file_version"
 if [ -z "$known" ]; then
     case "$gate_state" in
-        on | none) known="$here/known-failures/$prefix$installed.txt" ;;
-        off) known="$here/known-failures/$prefix$installed-gates-off.txt" ;;
+        on | none) known="$here/known-failures/$prefix$installed$suffix.txt" ;;
+        off) known="$here/known-failures/$prefix$installed-gates-off$suffix.txt" ;;
         mixed) setup_error "pylance $installed has some gates set and some not; pass --gates on|off or --known-failures FILE" ;;
     esac
     if [ ! -f "$known" ] && ! has_arg --update-known-failures "$@"; then
@@ -145,6 +160,7 @@ fi
 label=()
 name="pylance $installed"
 [ "$role" = writer ] && name="pylance $installed writer"
+[ -n "$file_version" ] && name="$name, data file $file_version"
 if ! has_arg --label "$@"; then
     case "$gate_state" in
         none) label=(--label "$name") ;;
@@ -158,7 +174,9 @@ if [ "$role" = writer ]; then
         *,write:create,*) ;;
         *) setup_error "pylance $installed declares no write: capability (adapters/pylance/writer.py writes with 14.x only)" ;;
     esac
-    exec "$runner" run --writer-cmd "$testee_cmd" --known-failures "$known" "${label[@]}" "$@"
+    version_arg=()
+    [ -n "$file_version" ] && version_arg=(--data-file-version "$file_version")
+    exec "$runner" run --writer-cmd "$testee_cmd" "${version_arg[@]}" --known-failures "$known" "${label[@]}" "$@"
 fi
 exec "$runner" run --reader-cmd "$testee_cmd" --known-failures "$known" "${label[@]}" "$@"
 

@@ -3,10 +3,10 @@
 
 Every step is one Lance commit made through pylance's public API:
 
-- create:        lance.write_dataset(data_storage_version="2.0", enable_stable_row_ids=...);
+- create:        lance.write_dataset(data_storage_version=V, enable_stable_row_ids=...);
                  with `config` or `indices`, see "hand-built commits" below;
 - append:        LanceFragment.create + LanceOperation.Append (so `prepare` can hold it);
-- overlay:       the value file written by lance.file.LanceFileWriter (format 2.0), committed
+- overlay:       the value file written by lance.file.LanceFileWriter (version=V), committed
                  with LanceOperation.DataOverlay (dense: one offset set; sparse: one per field);
 - delete:        LanceDataset.delete(SQL): `_rowaddr IN (...)` for offsets, the typed
                  predicate as SQL (testee.sql) for `where`;
@@ -23,6 +23,10 @@ Every step is one Lance commit made through pylance's public API:
 - commit_retry:  `prepare` writes the files and builds the operation on `read_version`;
                  `commit` is LanceDataset.commit(dir, operation, read_version=that version),
                  after the conflicting commit landed, so Lance's own conflict resolver rebases it.
+
+V is the request's `data_file_version` (spec/conformance.md §7.1), "2.0" when it names none;
+appends, rewrites and updates pass it to Lance too (data_storage_version=V), so every data file
+a commit writes is in V.
 
 Not declared, because Lance 14.0.2 has no API that makes them (adapters/pylance/README.md):
 `write:compact-overlays` (merging some of a fragment's overlays) and `write:fold` (folding a
@@ -56,7 +60,9 @@ from lance.fragment import DataFile
 # reader and the writer classify Lance failures and spell predicates the same way.
 H = {}
 
-STORAGE_VERSION = "2.0"
+# The data file version every file is written in when the run asks for none
+# (spec/conformance.md §7.1: `data_file_version` in `write` and `prepare`).
+DEFAULT_STORAGE_VERSION = "2.0"
 
 
 def set_helpers(**helpers):
@@ -331,10 +337,16 @@ class Writer:
     def __init__(self):
         self.prepared = {}
         self.next_token = 0
+        self.storage_version = DEFAULT_STORAGE_VERSION
+
+    def asked_version(self, req):
+        """The data file version this request's files are written in."""
+        self.storage_version = req.get("data_file_version") or DEFAULT_STORAGE_VERSION
 
     # ---- protocol commands
 
     def write(self, req):
+        self.asked_version(req)
         step = req["step"]
         op = step.get("op")
         path = req["dataset"]
@@ -365,6 +377,7 @@ class Writer:
         return {"version": new.version}
 
     def prepare(self, req):
+        self.asked_version(req)
         step = req["step"]
         ds = self.at(req["dataset"], int(req["read_version"]))
         if step.get("op") == "overlay":
@@ -417,7 +430,7 @@ class Writer:
             # (write_dataset of no rows commits no fragment, as a `create` without rows asks)
             ds = call(
                 lance.write_dataset, table, path, schema=schema,
-                data_storage_version=STORAGE_VERSION, enable_stable_row_ids=stable,
+                data_storage_version=self.storage_version, enable_stable_row_ids=stable,
             )
             check_ids(ds, step["schema"])
             if ds.version != 1:
@@ -442,7 +455,7 @@ class Writer:
             raise WriteUnsupported("an append of no rows: Lance writes no fragment for an empty table")
         fragments = call(
             lance.fragment.write_fragments, table, ds.uri, schema=ds.schema,
-            data_storage_version=STORAGE_VERSION, max_rows_per_file=max(table.num_rows, 1),
+            data_storage_version=self.storage_version, max_rows_per_file=max(table.num_rows, 1),
         )
         if len(fragments) != 1:
             raise H["Crashed"](f"Lance wrote {len(fragments)} fragments for one append")
@@ -598,15 +611,20 @@ class Writer:
         rel = f"overlay-{uuid.uuid4().hex}.lance"
         full = os.path.join(ds.uri, "data", rel)
         os.makedirs(os.path.dirname(full), exist_ok=True)
-        writer = call(LanceFileWriter, full, file_schema, version=STORAGE_VERSION)
+        writer = call(LanceFileWriter, full, file_schema, version=self.storage_version)
         call(writer.write_batch, table)
         call(writer.close)
+        # From 2.1 on a struct takes no column and has no entry in `fields` (only leaves do),
+        # so its positions, and a sparse overlay's bitmaps for them, are left out.
+        major, minor = (int(p) for p in self.storage_version.split("."))
+        if (major, minor) >= (2, 1):
+            listed = [n for n in listed if not pa.types.is_struct(fields.get(n)["arrow"].type)]
         data_file = DataFile(
             rel,
             [fields.get(n)["id"] for n in listed],
             list(range(len(listed))),
-            2,
-            0,
+            major,
+            minor,
             os.path.getsize(full),
         )
         offsets = coverage[listed[0]] if shape == "dense" else [coverage[n] for n in listed]
@@ -682,7 +700,7 @@ class Writer:
             excluded_fragment_ids=[f for f in ids if f not in wanted],
             materialize_deletions=True,
             materialize_deletions_threshold=0.0,
-            data_storage_version=STORAGE_VERSION,
+            data_storage_version=self.storage_version,
             num_threads=1,
         )
         if per is not None and int(per) < live:
@@ -744,7 +762,7 @@ class Writer:
         new_table = pa.Table.from_pylist(rows, schema=ds.schema)
         written = call(
             lance.fragment.write_fragments, new_table, ds.uri, schema=ds.schema,
-            data_storage_version=STORAGE_VERSION, max_rows_per_file=max(len(rows), 1),
+            data_storage_version=self.storage_version, max_rows_per_file=max(len(rows), 1),
         )
         if len(written) != 1:
             raise H["Crashed"](f"Lance wrote {len(written)} fragments for one update")

@@ -2,14 +2,15 @@
 //! reference writer, then times the reference reader on them.
 //!
 //! ```text
-//! cargo run --release -p lance-reference --example bench_dataset -- write <dir> [rows]
+//! cargo run --release -p lance-reference --example bench_dataset -- write <dir> [rows] [2.0|2.2]
 //! cargo run --release -p lance-reference --example bench_dataset -- time <dir> [repeats]
 //! ```
 //!
 //! `write` creates one dataset per configuration under `<dir>` (`16x10`: 16 overlays of 10%,
 //! `4x1`: 4 overlays of 1%, both on one of four columns), each with version 1 (the base rows
 //! alone) and version `count + 1` (the same rows under the overlays), and prints one JSON line
-//! per dataset: its path and the two versions.
+//! per dataset: its path and the two versions. Its data files are in data file version 2.0, or
+//! in the version the third argument names.
 //!
 //! `time` prints one JSON line per dataset with the minimum over `repeats` runs (default 5) of:
 //! `scan_base_s` / `scan_overlaid_s` (open + `read_version` + `scan_batches`, from disk), their
@@ -32,6 +33,7 @@ use lance_reference::columnar::resolve_array;
 use lance_reference::model::Snapshot;
 use lance_reference::scan::{scan, scan_batches};
 use lance_reference_io::Dataset;
+use lance_reference_io::data_file::DataFileVersion;
 use serde_json::json;
 
 /// (directory name, overlay count, density).
@@ -54,7 +56,7 @@ fn read(root: &Path, version: u64) -> Result<Snapshot, String> {
     Ok(snapshot)
 }
 
-fn write(dir: &Path, rows: u64) -> Result<(), String> {
+fn write(dir: &Path, rows: u64, file_version: DataFileVersion) -> Result<(), String> {
     for (name, count, density) in CONFIGS {
         let root = dir.join(name);
         if root.exists() {
@@ -63,8 +65,10 @@ fn write(dir: &Path, rows: u64) -> Result<(), String> {
                 root.display()
             ));
         }
-        let (base, overlaid) = fixtures::write_dataset(&root, rows, count, density);
+        let (base, overlaid) =
+            fixtures::write_dataset_in(&root, rows, count, density, file_version);
         let line = json!({"dataset": name, "path": root, "rows": rows,
+            "data_file_version": file_version.name(),
             "overlays": count, "density": density, "base_version": base,
             "overlaid_version": overlaid});
         println!("{line}");
@@ -184,12 +188,18 @@ fn main() -> ExitCode {
     };
     let result = match (args.first().map(String::as_str), args.get(1)) {
         (Some("write"), Some(dir)) => {
-            number(2, fixtures::ROWS).and_then(|rows| write(&PathBuf::from(dir), rows))
+            let file_version = match args.get(3) {
+                None => Ok(DataFileVersion::default()),
+                Some(name) => DataFileVersion::from_name(name)
+                    .ok_or_else(|| format!("data file version {name}: 2.0 or 2.2")),
+            };
+            number(2, fixtures::ROWS)
+                .and_then(|rows| file_version.and_then(|v| write(&PathBuf::from(dir), rows, v)))
         }
         (Some("time"), Some(dir)) => {
             number(2, 5).and_then(|repeats| time(&PathBuf::from(dir), repeats as usize))
         }
-        _ => Err("usage: bench_dataset write <dir> [rows] | time <dir> [repeats]".into()),
+        _ => Err("usage: bench_dataset write <dir> [rows] [2.0|2.2] | time <dir> [repeats]".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

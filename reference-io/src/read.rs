@@ -308,6 +308,14 @@ pub fn read_file_columns(
             continue;
         }
         let layers = contents.struct_validity(index).map_err(data_err)?;
+        // A file may hold a struct child without its parent (an overlay listing leaves only,
+        // [OVL-SHAPE-6]; the base file a fold writes for a struct child): the file's schema
+        // then puts the leaf at its top level and its column stores no struct layer. Like a
+        // v2.0 file without the struct's column, it says nothing of the struct's validity.
+        if layers.is_empty() {
+            columns.push(Column::new(array));
+            continue;
+        }
         if layers.len() != ancestors.len() {
             return Err(DatasetError::InvalidField {
                 file: layout.path.clone(),

@@ -35,6 +35,12 @@ pub struct RunArgs {
     /// under the system's temporary directory, removed after the run). Kept when given.
     #[arg(long, value_name = "DIR", requires = "writer_cmd")]
     pub scratch: Option<PathBuf>,
+    /// Ask the writer to write every data file in this data file version (`2.0`, `2.2`, as
+    /// Lance spells it): sent with every `write` and `prepare`, and each version written is
+    /// checked to list only data files of it (check `vN data file version`). Without it the
+    /// writer chooses and the version is not checked.
+    #[arg(long, value_name = "MAJOR.MINOR", requires = "writer_cmd", value_parser = file_version)]
+    pub data_file_version: Option<String>,
     /// Seconds one request may take before the testee is killed (process readers).
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub timeout: f64,
@@ -84,6 +90,20 @@ pub struct RunArgs {
     /// Print every check of every case.
     #[arg(long)]
     pub verbose: bool,
+}
+
+/// A data file version as Lance spells it: `<major>.<minor>`, both decimal numbers.
+fn file_version(text: &str) -> Result<String, String> {
+    match text.split_once('.') {
+        Some((major, minor))
+            if [major, minor]
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            Ok(text.to_string())
+        }
+        _ => Err(format!("expected MAJOR.MINOR such as 2.2, not {text:?}")),
+    }
 }
 
 /// Runs `run`; returns the exit code.
@@ -146,7 +166,12 @@ fn run_inner(args: &RunArgs) -> Result<u8, RunnerError> {
                 true,
             ),
         };
-        let report = super::writer::run_writer_suite(&mut process, options, &scratch);
+        let report = super::writer::run_writer_suite(
+            &mut process,
+            options,
+            &scratch,
+            args.data_file_version.as_deref(),
+        );
         if temporary {
             let _ = std::fs::remove_dir_all(&scratch);
         }

@@ -289,6 +289,9 @@ struct Replay<'a> {
     stopped: bool,
     /// Set when the writer answered `unsupported` or `skipped`: the case is not judged.
     declined: Option<CheckResult>,
+    /// The data file version the run asks for (`run --data-file-version`): sent with every
+    /// write and prepare, and checked in every data file of every version written.
+    data_file_version: Option<String>,
 }
 
 impl Replay<'_> {
@@ -334,6 +337,7 @@ impl Replay<'_> {
                 dataset: self.dir.clone(),
                 read_version: newest(Path::new(&self.dir)),
                 step,
+                data_file_version: self.data_file_version.clone(),
             }),
             Err(message) => {
                 self.kit_fault(name.to_string(), &KitFault::StoredCase { version, message });
@@ -397,6 +401,42 @@ impl Replay<'_> {
         }
     }
 
+    /// `vN data file version`: every data file version `version` lists (base, lineage-only and
+    /// overlay files) records the version the run asked for, `asked` (spec/conformance.md §7.3).
+    /// The manifest's numbers are what is compared; `vN rules` already holds each file's footer
+    /// to them.
+    fn file_versions(&mut self, version: u64, asked: &str) {
+        let name = format!("v{version} data file version");
+        let layout = lance_reference_io::Dataset::open(Path::new(&self.dir))
+            .and_then(|d| d.read_manifest_level(version));
+        let layout = match layout {
+            Ok((_, layout)) => layout,
+            Err(e) => {
+                let message = format!("the kit cannot read the manifest: {e}");
+                self.push(name, Verdict::Fail, Some(FailureKind::BrokeRule), message);
+                return;
+            }
+        };
+        let wrong: Vec<String> = layout
+            .fragments
+            .iter()
+            .flat_map(|f| f.files.iter().chain(&f.overlays))
+            .filter_map(|file| {
+                let found = format!("{}.{}", file.file_major_version, file.file_minor_version);
+                (found != asked).then(|| format!("{}: {found}", file.path))
+            })
+            .collect();
+        if wrong.is_empty() {
+            self.push(name, Verdict::Pass, None, String::new());
+        } else {
+            let message = format!(
+                "asked for data file version {asked}, the manifest records {}",
+                wrong.join(", ")
+            );
+            self.push(name, Verdict::Fail, Some(FailureKind::BrokeRule), message);
+        }
+    }
+
     /// Judges version `version` as the writer left it: `validate`, then the reads.
     fn judge(&mut self, version: u64) {
         let name = format!("v{version} rules");
@@ -428,6 +468,9 @@ impl Replay<'_> {
                 );
             }
             Err(e) => self.push(name, Verdict::Error, None, format!("validate: {e}")),
+        }
+        if let Some(asked) = self.data_file_version.clone() {
+            self.file_versions(version, &asked);
         }
         let Some(expected) = self.expected.get(&version).copied() else {
             self.kit_fault(
@@ -600,6 +643,7 @@ pub fn run_case(
     case: &CaseDir,
     expected: &Expected,
     dir: &Path,
+    data_file_version: Option<&str>,
 ) -> Vec<CheckResult> {
     // A case not sent is judged by one check of its own.
     let unsupported = |message: String| {
@@ -661,6 +705,7 @@ pub fn run_case(
         out: Vec::new(),
         stopped: false,
         declined: None,
+        data_file_version: data_file_version.map(str::to_string),
     };
     for action in &plan.actions {
         if replay.stopped {
@@ -693,16 +738,19 @@ pub fn run_case(
 }
 
 /// Runs the selected cases through `writer`, each in a fresh directory under `scratch`, and
-/// reports. No report is returned unless the corpus is verified.
+/// reports; with `data_file_version`, every request asks for that data file version and every
+/// version written is checked to hold only files of it. No report is returned unless the
+/// corpus is verified.
 pub fn run_writer_suite(
     writer: &mut dyn ConformanceWriter,
     options: Options,
     scratch: &Path,
+    data_file_version: Option<&str>,
 ) -> Result<Report, RunnerError> {
     let description = writer.describe();
     let mut report = run_cases(options, description, |c, expected, _, declared| {
         let dir: PathBuf = scratch.join(&c.area).join(&c.case.id);
-        let checks = run_case(writer, declared, c, expected, &dir);
+        let checks = run_case(writer, declared, c, expected, &dir, data_file_version);
         CaseResult::of_case(c, checks)
     })?;
     report.role = Role::Writer;

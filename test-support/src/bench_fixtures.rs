@@ -15,6 +15,7 @@ use lance_reference::flags::required_flags;
 use lance_reference::model::{
     Column, Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Snapshot,
 };
+use lance_reference_io::data_file::DataFileVersion;
 use lance_reference_io::write::name_files_by_content;
 use lance_reference_io::{WriteOptions, write_version};
 use roaring::RoaringBitmap;
@@ -208,8 +209,22 @@ pub fn dataset_versions(rows: u64, count: usize, density: f64) -> [Snapshot; 2] 
 /// Writes [`dataset_versions`] into `root` with the reference writer; returns the two
 /// version numbers (base, overlaid).
 pub fn write_dataset(root: &Path, rows: u64, count: usize, density: f64) -> (u64, u64) {
+    write_dataset_in(root, rows, count, density, DataFileVersion::default())
+}
+
+/// [`write_dataset`] with every data file (base and overlays) in data file version `version`.
+pub fn write_dataset_in(
+    root: &Path,
+    rows: u64,
+    count: usize,
+    density: f64,
+    version: DataFileVersion,
+) -> (u64, u64) {
     let [base, overlaid] = dataset_versions(rows, count, density);
-    let options = WriteOptions::default();
+    let options = WriteOptions {
+        data_file_version: version,
+        ..WriteOptions::default()
+    };
     write_version(root, &base, &options).expect("base version written");
     write_version(root, &overlaid, &options).expect("overlaid version written");
     (base.version, overlaid.version)

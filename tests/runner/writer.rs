@@ -19,7 +19,15 @@ use super::corpus;
 
 fn run(writer: &mut dyn ConformanceWriter) -> Report {
     let scratch = tempfile::tempdir().unwrap();
-    run_writer_suite(writer, Options::new(corpus()), scratch.path()).unwrap()
+    run_writer_suite(writer, Options::new(corpus()), scratch.path(), None).unwrap()
+}
+
+/// The overlay cases only, with the run asking for data file version `version`.
+fn run_overlays_in(writer: &mut dyn ConformanceWriter, version: &str) -> Report {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut options = Options::new(corpus());
+    options.filters.areas = vec!["overlays".into()];
+    run_writer_suite(writer, options, scratch.path(), Some(version)).unwrap()
 }
 
 fn outcomes(report: &Report, outcome: Outcome) -> BTreeSet<String> {
@@ -90,6 +98,8 @@ enum How {
     DeclareNothing,
     /// Does not declare `write:reference-lineage-encoding`.
     OwnEncoding,
+    /// Writes its default data file version whatever the run asks for.
+    IgnoreFileVersion,
 }
 
 impl ConformanceWriter for Misbehaving {
@@ -105,6 +115,11 @@ impl ConformanceWriter for Misbehaving {
     }
 
     fn write(&mut self, request: &WriteRequest) -> Answer<WriteResult> {
+        if matches!(self.how, How::IgnoreFileVersion) {
+            let mut default = request.clone();
+            default.data_file_version = None;
+            return self.inner.write(&default);
+        }
         match self.how {
             How::RefuseAll => Err(Refusal::Error(ReadError {
                 class: "refused".into(),
@@ -145,6 +160,11 @@ impl ConformanceWriter for Misbehaving {
                 Ok(PrepareResult {
                     transaction: "done".into(),
                 })
+            }
+            How::IgnoreFileVersion => {
+                let mut default = request.clone();
+                default.data_file_version = None;
+                self.inner.prepare(&default)
             }
             _ => self.inner.prepare(request),
         }
@@ -293,4 +313,56 @@ fn a_writer_with_an_encoding_of_its_own_is_judged_on_placement_where_bytes_decid
         .find(|k| k.name == "v3 lineage")
         .unwrap();
     assert_eq!(lineage.verdict, lance_conformance::runner::Verdict::Pass);
+}
+
+#[test]
+fn the_reference_writer_asked_for_2_2_writes_2_2_and_passes() {
+    let report = run_overlays_in(&mut ReferenceWriter::new(), "2.2");
+    let failing: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.outcome.fails_run())
+        .map(|c| format!("{}: {:?}", c.id, c.primary_failure()))
+        .collect();
+    assert!(failing.is_empty(), "{failing:#?}");
+    let checked = report
+        .cases
+        .iter()
+        .flat_map(|c| &c.checks)
+        .filter(|k| k.name.ends_with(" data file version"))
+        .count();
+    assert!(
+        checked >= 20,
+        "only {checked} versions had their file version checked"
+    );
+}
+
+#[test]
+fn a_writer_asked_for_2_2_that_writes_2_0_fails_the_file_version_check() {
+    let report = run_overlays_in(
+        &mut Misbehaving {
+            inner: ReferenceWriter::new(),
+            how: How::IgnoreFileVersion,
+        },
+        "2.2",
+    );
+    let caught: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| {
+            c.checks.iter().any(|k| {
+                k.name == "v1 data file version"
+                    && k.kind == Some(FailureKind::BrokeRule)
+                    && k.message.as_deref().is_some_and(|m| m.contains(": 2.0"))
+            })
+        })
+        .map(|c| c.id.as_str())
+        .collect();
+    let sent = report
+        .cases
+        .iter()
+        .filter(|c| c.outcome != Outcome::Skipped)
+        .count();
+    assert!(sent >= 5, "only {sent} overlay cases were sent");
+    assert_eq!(caught.len(), sent, "caught only {caught:?}");
 }

@@ -308,7 +308,7 @@ impl<'a> DataFileContents<'a> {
                 PageEncoding::Structural(layout) => {
                     let site = Site::new(&self.path, format!("ColumnMetadata[{index}].pages[{p}]"));
                     let (decoded, rows) = self.structural_page(layout, page, &site)?;
-                    assemble::page_array(&decoded, kind, rows, &site.at("encoding"))?
+                    assemble::page_array(decoded, kind, rows, &site.at("encoding"))?
                 }
             };
             if values.len() as u64 != page.rows {

@@ -1,8 +1,9 @@
 //! FSST string decompression: the `Fsst` encoding.
 //!
-//! Invariant: the symbol table, the offsets and every code are checked (first pass) before the
-//! output is allocated, at its exact decoded size, which is at most 8 bytes per compressed byte;
-//! nothing here panics on any input.
+//! Invariant: the symbol table and the offsets are checked before anything is decoded, and
+//! every code is checked as it is decoded (one pass). The output grows only as far as the codes
+//! read so far can fill it (at most 8 bytes per compressed byte, plus 8 bytes of slack), never
+//! from a stored length; nothing here panics on any input.
 //!
 //! Learned from Lance 14.0.2: `rust/compression/fsst/src/fsst.rs` (crate `fsst`: the symbol
 //! table's export and the decoder) and `rust/lance-encoding/src/encodings/physical/fsst.rs`
@@ -83,37 +84,35 @@ pub fn decompress(
         return Ok((out_offsets, compressed[start..end].to_vec()));
     };
 
-    // First pass: check every code and compute the decoded offsets, so the output is
-    // allocated once at its exact size.
+    // One pass over the codes. Every symbol is written as a whole 8-byte word and the position
+    // advances by its length, so the buffer keeps 8 bytes of slack past the decoded bytes; it
+    // grows before each string to what that string's codes could at most decode to, and is cut
+    // to the decoded length at the end.
+    let end = offsets.last().map_or(start, |&o| o as usize);
+    let mut out = vec![0u8; (end - start).saturating_mul(3) + MAX_SYMBOL_LEN];
     let mut out_offsets = Vec::with_capacity(offsets.len());
     out_offsets.push(0u64);
-    let mut total = 0usize;
+    let mut at = 0usize;
     for (value, pair) in offsets.windows(2).enumerate() {
         let (from, to) = (pair[0] as usize, pair[1] as usize);
-        total += table.decoded_len(value, &compressed[from..to], from)?;
-        out_offsets.push(total as u64);
-    }
-
-    // Second pass: every symbol is written as a whole 8-byte word and the position advances by
-    // its length, so the buffer has 8 bytes of slack that are cut off at the end.
-    let mut out = vec![0u8; total + MAX_SYMBOL_LEN];
-    let end = offsets.last().map_or(start, |&o| o as usize);
-    let mut at = 0usize;
-    let mut codes = compressed[start..end].iter();
-    while let Some(&code) = codes.next() {
-        if code == ESCAPE {
-            // The first pass proved that a literal follows inside the same string.
-            if let Some(&literal) = codes.next() {
-                out[at] = literal;
-                at += 1;
-            }
-        } else {
-            let c = usize::from(code);
-            out[at..at + MAX_SYMBOL_LEN].copy_from_slice(&table.symbols[c]);
-            at += usize::from(table.lens[c]);
+        let codes = &compressed[from..to];
+        // At most 8 bytes per code (`codes.len()` ≤ the compressed length), so this is bounded
+        // by the input's size.
+        let room = at + MAX_SYMBOL_LEN * codes.len() + MAX_SYMBOL_LEN;
+        if out.len() < room {
+            out.resize(
+                room.max(
+                    out.len()
+                        .saturating_mul(2)
+                        .min(MAX_SYMBOL_LEN * (end - start) + MAX_SYMBOL_LEN),
+                ),
+                0,
+            );
         }
+        at = table.decode_into(value, codes, from, &mut out, at)?;
+        out_offsets.push(at as u64);
     }
-    out.truncate(total);
+    out.truncate(at);
     Ok((out_offsets, out))
 }
 
@@ -166,24 +165,35 @@ impl SymbolTable {
         Ok(Some(table))
     }
 
-    /// The decoded length of string `value`, whose codes are `codes` starting at byte `from` of
-    /// the compressed bytes; refuses unknown codes and an escape without its literal.
-    fn decoded_len(&self, value: usize, codes: &[u8], from: usize) -> Result<usize, KernelError> {
-        let mut len = 0usize;
+    /// Decodes string `value`, whose codes are `codes` starting at byte `from` of the
+    /// compressed bytes, into `out` at `at`; returns the position after its last byte. `out`
+    /// must hold `at + 8 * codes.len() + 8` bytes. Refuses unknown codes and an escape without
+    /// its literal.
+    fn decode_into(
+        &self,
+        value: usize,
+        codes: &[u8],
+        from: usize,
+        out: &mut [u8],
+        mut at: usize,
+    ) -> Result<usize, KernelError> {
         let mut i = 0usize;
         while let Some(&code) = codes.get(i) {
-            let symbol_len = self.lens[usize::from(code)];
+            let c = usize::from(code);
+            let symbol_len = self.lens[c];
             if symbol_len != 0 {
-                len += usize::from(symbol_len);
+                out[at..at + MAX_SYMBOL_LEN].copy_from_slice(&self.symbols[c]);
+                at += usize::from(symbol_len);
                 i += 1;
             } else if code == ESCAPE {
-                if i + 1 >= codes.len() {
+                let Some(&literal) = codes.get(i + 1) else {
                     return Err(KernelError::FsstDanglingEscape {
                         value,
                         position: from + i,
                     });
-                }
-                len += 1;
+                };
+                out[at] = literal;
+                at += 1;
                 i += 2;
             } else {
                 return Err(KernelError::FsstUnknownCode {
@@ -194,7 +204,7 @@ impl SymbolTable {
                 });
             }
         }
-        Ok(len)
+        Ok(at)
     }
 }
 

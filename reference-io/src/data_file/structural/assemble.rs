@@ -24,9 +24,10 @@ use super::mini_block::PageValues;
 use crate::data_file::DataFileError;
 use crate::data_file::page_decode::Kind;
 
-/// The Arrow array of `kind` for a page of `rows` rows.
+/// The Arrow array of `kind` for a page of `rows` rows. The page's decoded bytes move into the
+/// array; they are copied only when they are not aligned for the Arrow type.
 pub fn page_array(
-    page: &PageValues,
+    page: PageValues,
     kind: Kind,
     rows: usize,
     site: &Site,
@@ -43,13 +44,14 @@ pub fn page_array(
         ));
     }
     let nulls = page.layers.validity(0, page.def.as_deref());
-    let Some(values) = &page.values else {
+    let Some(values) = page.values else {
         return Ok(new_null_array(&kind.arrow_type(), rows));
     };
     if values.len() != rows {
         return Err(site.invalid(format!("{} values decoded for {rows} rows", values.len())));
     }
-    let mismatch = || site.mismatch(kind_name(kind), values.shape());
+    let shape = values.shape();
+    let mismatch = || site.mismatch(kind_name(kind), shape.clone());
     Ok(match (kind, values) {
         (Kind::Int32, Block::Fixed { bits: 32, data, .. }) => primitive::<Int32Type>(data, nulls),
         (Kind::Float32, Block::Fixed { bits: 32, data, .. }) => {
@@ -61,7 +63,7 @@ pub fn page_array(
             primitive::<Float64Type>(data, nulls)
         }
         (Kind::Bool, Block::Fixed { bits: 1, data, .. }) => Arc::new(BooleanArray::new(
-            BooleanBuffer::new(Buffer::from(data.as_slice()), 0, rows),
+            BooleanBuffer::new(Buffer::from(data), 0, rows),
             nulls,
         )),
         (Kind::Utf8, Block::Variable { offsets, data }) => {
@@ -72,7 +74,7 @@ pub fn page_array(
             let offsets: Vec<i32> = offsets.iter().map(|o| *o as i32).collect();
             let array = StringArray::try_new(
                 OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                Buffer::from(data.as_slice()),
+                Buffer::from(data),
                 nulls,
             )
             .map_err(|e| site.invalid(format!("not a valid UTF-8 string array: {e}")))?;
@@ -86,19 +88,19 @@ pub fn page_array(
                 items,
                 ..
             },
-        ) if *dimension as u64 == u64::from(n) => {
+        ) if dimension as u64 == u64::from(n) => {
             let Block::Fixed {
                 bits: 32,
                 data,
                 len,
-            } = items.as_ref()
+            } = *items
             else {
                 return Err(mismatch());
             };
-            let d = *dimension;
+            let d = dimension;
             // Items of NULL rows count as valid, as the v2.0 decoder gives them.
             let item_nulls = item_validity.as_ref().and_then(|v| {
-                let valid = BooleanBuffer::collect_bool(*len, |i| {
+                let valid = BooleanBuffer::collect_bool(len, |i| {
                     bit(v, i) || nulls.as_ref().is_some_and(|n| n.is_null(i / d))
                 });
                 let nb = NullBuffer::new(valid);
@@ -134,9 +136,18 @@ fn kind_name(kind: Kind) -> String {
     }
 }
 
-fn primitive<T: ArrowPrimitiveType>(data: &[u8], nulls: Option<NullBuffer>) -> ArrayRef {
-    Arc::new(PrimitiveArray::<T>::new(
-        ScalarBuffer::from(Buffer::from(data)),
-        nulls,
-    ))
+/// A primitive array over `data` (little-endian values of `T`): the bytes move into the array
+/// when the allocation is aligned for `T` (as the allocator gives it in practice), and are copied
+/// into an aligned Arrow buffer otherwise.
+fn primitive<T: ArrowPrimitiveType>(data: Vec<u8>, nulls: Option<NullBuffer>) -> ArrayRef {
+    let aligned = data
+        .as_ptr()
+        .align_offset(std::mem::align_of::<T::Native>())
+        == 0;
+    let buffer = if aligned {
+        Buffer::from(data)
+    } else {
+        Buffer::from(data.as_slice())
+    };
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(buffer), nulls))
 }
