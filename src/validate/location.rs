@@ -8,7 +8,7 @@
 //! (`AWS_*`, `GOOGLE_*`, `AZURE_*`), only in a build with the `object-store` feature; without
 //! it such a URI is refused by name before anything is read, never read some other way. Any
 //! other scheme is refused. Listing, ranged reads and retries of a remote table are
-//! `object_store`'s ([`super::object_storage`]), not code of ours.
+//! `object_store`'s (`object_storage.rs`), not code of ours.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
