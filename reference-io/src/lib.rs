@@ -20,6 +20,7 @@
 //! | [`paths`] | confining manifest paths to the dataset root |
 //! | [`layout`] | what a manifest records beyond the model (file sizes, versions, ids) |
 //! | [`codec`] | `Manifest` protobuf <-> [`lance_reference::model::Snapshot`] + [`Layout`] |
+//! | [`storage`] | where the bytes live: the [`storage::Storage`] seam, the local file system by default |
 //! | [`read`] | [`Dataset::open`], reading whole versions (time travel) |
 //! | [`write`](mod@write) | [`write_version`]: data, overlay, deletion files and the manifest |
 
@@ -34,6 +35,7 @@ pub mod manifest_file;
 pub mod paths;
 pub mod read;
 pub mod roaring_format;
+pub mod storage;
 pub mod version_names;
 pub mod write;
 
@@ -41,4 +43,5 @@ pub use error::{DatasetError, FramingProblem};
 pub use io_error::{BitmapProblem, DatasetIoError};
 pub use layout::Layout;
 pub use read::{Dataset, ReadOptions};
+pub use storage::{LocalStorage, Storage, StorageError};
 pub use write::{WriteOptions, content_name, write_version};

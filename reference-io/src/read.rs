@@ -50,8 +50,9 @@
 //! `dataset_version` has no manifest is an error.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::codec::decode_manifest;
 use super::data_file::{MAX_DECODED_VALUES, read_data_file};
@@ -64,7 +65,8 @@ use super::index_file::{
 use super::layout::IndexLayout;
 use super::layout::{FileLayout, FragmentLayout, Layout};
 use super::manifest_file::decode_manifest_file;
-use super::version_names::{VERSIONS_DIR, VersionEntry, list_versions};
+use super::storage::{LocalStorage, Storage, StorageError};
+use super::version_names::{VERSIONS_DIR, VersionEntry, list_versions_in};
 use arrow_array::BooleanArray;
 use arrow_select::nullif::nullif;
 use lance_reference::exclusion::exclusion_set;
@@ -97,38 +99,34 @@ impl Default for ReadOptions {
     }
 }
 
-/// A dataset directory and the versions it holds.
-#[derive(Debug, Clone, PartialEq)]
+/// A dataset and the versions it holds, read through a [`Storage`].
+#[derive(Debug, Clone)]
 pub struct Dataset {
-    root: PathBuf,
+    storage: Arc<dyn Storage>,
     entries: Vec<VersionEntry>,
     options: ReadOptions,
 }
 
-/// Reads `rel` (a root-relative path) whole, refusing files over `limit`. `field` names the
-/// manifest field that referenced the file.
+/// Reads `rel` (a root-relative path) whole from `storage`, refusing files over `limit`
+/// before any byte is read. `field` names the manifest field that referenced the file.
 pub fn read_bounded(
-    root: &Path,
+    storage: &dyn Storage,
     rel: &str,
     limit: u64,
     field: &str,
 ) -> Result<Vec<u8>, DatasetError> {
-    let io = |operation, e: std::io::Error| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            DatasetError::MissingFile {
-                file: rel.to_string(),
-                field: field.to_string(),
-            }
-        } else {
-            DatasetError::Io {
-                file: rel.to_string(),
-                operation,
-                problem: e.to_string(),
-            }
-        }
+    let io = |operation, e: StorageError| match e {
+        StorageError::NotFound => DatasetError::MissingFile {
+            file: rel.to_string(),
+            field: field.to_string(),
+        },
+        StorageError::Other(problem) => DatasetError::Io {
+            file: rel.to_string(),
+            operation,
+            problem,
+        },
     };
-    let file = std::fs::File::open(root.join(rel)).map_err(|e| io("open", e))?;
-    let size = file.metadata().map_err(|e| io("stat", e))?.len();
+    let size = storage.size(rel).map_err(|e| io("stat", e))?;
     if size > limit {
         return Err(DatasetError::FileTooLarge {
             file: rel.to_string(),
@@ -136,19 +134,7 @@ pub fn read_bounded(
             limit,
         });
     }
-    let mut bytes = Vec::new();
-    // `take` keeps the bound even if the file grows after the size check.
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| io("read", e))?;
-    if bytes.len() as u64 > limit {
-        return Err(DatasetError::FileTooLarge {
-            file: rel.to_string(),
-            size: bytes.len() as u64,
-            limit,
-        });
-    }
-    Ok(bytes)
+    storage.read_range(rel, 0..size).map_err(|e| io("read", e))
 }
 
 /// Which model type a data-file position is decoded with, or `None` when it is left empty.
@@ -184,7 +170,7 @@ pub fn reads_position(schema: &Schema, field: i32, overlay: bool) -> bool {
 
 /// Decodes the columns of one data file as the model wants them (see the module docs).
 pub fn read_file_columns(
-    root: &Path,
+    storage: &dyn Storage,
     schema: &Schema,
     file: &DataFile,
     layout: &FileLayout,
@@ -211,7 +197,7 @@ pub fn read_file_columns(
             });
         }
     }
-    let bytes = read_bounded(root, &layout.path, limit, &format!("{field}.path"))?;
+    let bytes = read_bounded(storage, &layout.path, limit, &format!("{field}.path"))?;
     if layout.file_size_bytes != 0 && layout.file_size_bytes != bytes.len() as u64 {
         return Err(DatasetError::InvalidField {
             file: layout.path.clone(),
@@ -367,17 +353,37 @@ impl Dataset {
 
     /// Opens the dataset at `root` with `options`.
     pub fn open_with(root: &Path, options: ReadOptions) -> Result<Dataset, DatasetError> {
-        let entries = list_versions(root)?;
+        Dataset::open_in(Arc::new(LocalStorage::new(root)), options)
+    }
+
+    /// Opens the dataset held by `storage` (a directory, an object-store prefix, memory) with
+    /// `options`, listing its versions through it.
+    pub fn open_in(
+        storage: Arc<dyn Storage>,
+        options: ReadOptions,
+    ) -> Result<Dataset, DatasetError> {
+        let entries = list_versions_in(storage.as_ref())?;
         Ok(Dataset {
-            root: root.to_path_buf(),
+            storage,
             entries,
             options,
         })
     }
 
-    /// The dataset root.
-    pub fn root(&self) -> &Path {
-        &self.root
+    /// Where the dataset's bytes are read from.
+    pub fn storage(&self) -> &dyn Storage {
+        self.storage.as_ref()
+    }
+
+    /// The limits reads keep.
+    pub fn options(&self) -> ReadOptions {
+        self.options
+    }
+
+    /// Reads the root-relative file `rel` whole, within [`ReadOptions::max_file_bytes`];
+    /// `field` names what referenced it, for errors.
+    pub fn read_file(&self, rel: &str, field: &str) -> Result<Vec<u8>, DatasetError> {
+        read_bounded(self.storage(), rel, self.options.max_file_bytes, field)
     }
 
     /// Every manifest found, sorted by version (detached ones included).
@@ -460,7 +466,7 @@ impl Dataset {
             })?;
         let file = format!("{VERSIONS_DIR}/{}", entry.name);
         let limit = self.options.max_file_bytes;
-        let bytes = read_bounded(&self.root, &file, limit, "_versions listing")?;
+        let bytes = read_bounded(self.storage(), &file, limit, "_versions listing")?;
         let manifest_file = decode_manifest_file(&bytes, &file)?;
         if manifest_file.manifest.version != version {
             return Err(DatasetError::VersionMismatch {
@@ -498,7 +504,7 @@ impl Dataset {
             return Ok(());
         };
         let field = format!("{file}: fragments[{i}].deletion_file");
-        let bytes = read_bounded(&self.root, &d.path, self.options.max_file_bytes, &field)?;
+        let bytes = read_bounded(self.storage(), &d.path, self.options.max_file_bytes, &field)?;
         let stored = DeletionFile {
             file_type: d.form.proto_value(),
             read_version: d.read_version,
@@ -523,6 +529,89 @@ impl Dataset {
         self.read_uncached(version, &mut BTreeMap::new(), false)
     }
 
+    /// Reads every fragment's data, overlay and deletion files into `snapshot`, the fragments
+    /// shared among the available cores. Each fragment is read by one thread, in the order
+    /// files, overlays, deletion file; the error returned is the one of the first fragment (in
+    /// manifest order) that failed, as a sequential read would return, and fragments after a
+    /// failed one are not started. Which thread read which fragment changes nothing read.
+    fn read_fragments(
+        &self,
+        snapshot: &mut Snapshot,
+        layout: &Layout,
+        file: &str,
+    ) -> Result<(), DatasetError> {
+        let limit = self.options.max_file_bytes;
+        let schema = &snapshot.schema;
+        let read_one = |i: usize, fragment: &mut Fragment, fl: &FragmentLayout| {
+            for (j, (df, l)) in fragment.files.iter_mut().zip(&fl.files).enumerate() {
+                let field = format!("{file}: fragments[{i}].files[{j}]");
+                df.columns =
+                    read_file_columns(self.storage(), schema, df, l, false, &field, limit)?;
+            }
+            for (k, (o, l)) in fragment.overlays.iter_mut().zip(&fl.overlays).enumerate() {
+                let field = format!("{file}: fragments[{i}].overlays[{k}].data_file");
+                o.file.columns =
+                    read_file_columns(self.storage(), schema, &o.file, l, true, &field, limit)?;
+            }
+            self.read_deletions(file, i, fragment, fl)
+        };
+        let count = snapshot.fragments.len().min(layout.fragments.len());
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(count);
+        if workers <= 1 {
+            for (i, (fragment, fl)) in snapshot
+                .fragments
+                .iter_mut()
+                .zip(&layout.fragments)
+                .enumerate()
+            {
+                read_one(i, fragment, fl)?;
+            }
+            return Ok(());
+        }
+        let slots: Vec<Mutex<&mut Fragment>> = snapshot.fragments[..count]
+            .iter_mut()
+            .map(Mutex::new)
+            .collect();
+        let next = AtomicUsize::new(0);
+        let failed = AtomicUsize::new(usize::MAX);
+        let errors: Mutex<BTreeMap<usize, DatasetError>> = Mutex::new(BTreeMap::new());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= count || i > failed.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        // Each slot is taken by exactly one thread: the lock is never contended.
+                        let mut slot = match slots[i].lock() {
+                            Ok(slot) => slot,
+                            Err(poisoned) => poisoned.into_inner(),
+                        };
+                        if let Err(e) = read_one(i, &mut slot, &layout.fragments[i]) {
+                            failed.fetch_min(i, Ordering::Relaxed);
+                            let mut errors = match errors.lock() {
+                                Ok(errors) => errors,
+                                Err(poisoned) => poisoned.into_inner(),
+                            };
+                            errors.insert(i, e);
+                        }
+                    }
+                });
+            }
+        });
+        let errors = match errors.into_inner() {
+            Ok(errors) => errors,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match errors.into_values().next() {
+            Some(first) => Err(first),
+            None => Ok(()),
+        }
+    }
+
     /// Reads `version` without caching it (older versions its indices need are cached), so a
     /// single read does not copy the whole table; `indices` false leaves the index files
     /// unread.
@@ -533,32 +622,7 @@ impl Dataset {
         indices: bool,
     ) -> Result<(Snapshot, Layout), DatasetError> {
         let (mut snapshot, layout, file) = self.decoded(version)?;
-        let limit = self.options.max_file_bytes;
-        for (i, (fragment, fl)) in snapshot
-            .fragments
-            .iter_mut()
-            .zip(&layout.fragments)
-            .enumerate()
-        {
-            for (j, (df, l)) in fragment.files.iter_mut().zip(&fl.files).enumerate() {
-                let field = format!("{file}: fragments[{i}].files[{j}]");
-                df.columns =
-                    read_file_columns(&self.root, &snapshot.schema, df, l, false, &field, limit)?;
-            }
-            for (k, (o, l)) in fragment.overlays.iter_mut().zip(&fl.overlays).enumerate() {
-                let field = format!("{file}: fragments[{i}].overlays[{k}].data_file");
-                o.file.columns = read_file_columns(
-                    &self.root,
-                    &snapshot.schema,
-                    &o.file,
-                    l,
-                    true,
-                    &field,
-                    limit,
-                )?;
-            }
-            self.read_deletions(&file, i, fragment, fl)?;
-        }
+        self.read_fragments(&mut snapshot, &layout, &file)?;
         check_readable(&snapshot).map_err(|error| DatasetError::Model {
             file: file.clone(),
             error: Box::new(error),
@@ -598,12 +662,12 @@ impl Dataset {
                         field: format!("indices[{n}] layout"),
                     })?;
                 let (stored, _) = read_index_files(
-                    &self.root,
+                    self.storage(),
                     &index_dir(&il.uuid),
                     il,
                     index,
                     &at_build.schema,
-                    limit,
+                    self.options.max_file_bytes,
                     &field,
                 )?;
                 checked_entries(at_build, &snapshot, index, il, stored).map_err(|e| match e {
@@ -639,7 +703,7 @@ pub fn index_file_names(kind: IndexKind) -> [&'static str; 2] {
 /// when `layout.files` lists it, have the listed size; a listed file the kind does not use must
 /// exist too. `schema` gives the key's type; `field` names the index in errors.
 pub fn read_index_files(
-    root: &Path,
+    storage: &dyn Storage,
     dir: &str,
     layout: &IndexLayout,
     index: &Index,
@@ -660,7 +724,7 @@ pub fn read_index_files(
     let mut sizes = Vec::new();
     for name in names {
         let rel = format!("{dir}/{name}");
-        let bytes = read_bounded(root, &rel, limit, &format!("{field}.files"))?;
+        let bytes = read_bounded(storage, &rel, limit, &format!("{field}.files"))?;
         if let Some((_, listed)) = layout.files.iter().find(|(n, _)| *n == name) {
             if *listed != bytes.len() as u64 {
                 return Err(index_error(IndexFileError::SizeMismatch {

@@ -26,6 +26,7 @@
 use std::path::Path;
 
 use super::error::DatasetError;
+use super::storage::{LocalStorage, Storage, StorageError};
 
 /// The directory holding manifests, relative to the dataset root.
 pub const VERSIONS_DIR: &str = "_versions";
@@ -154,21 +155,20 @@ pub fn versions_from_names<'a>(
 
 /// Lists the manifests of the dataset at `root`, sorted by version.
 pub fn list_versions(root: &Path) -> Result<Vec<VersionEntry>, DatasetError> {
-    let dir = root.join(VERSIONS_DIR);
+    list_versions_in(&LocalStorage::new(root))
+}
+
+/// Lists the manifests `storage` holds under `_versions/`, sorted by version.
+pub fn list_versions_in(storage: &dyn Storage) -> Result<Vec<VersionEntry>, DatasetError> {
     let shown = VERSIONS_DIR.to_string();
-    let io = |e: std::io::Error| DatasetError::Io {
+    let names = storage.list(VERSIONS_DIR).map_err(|e| DatasetError::Io {
         file: shown.clone(),
         operation: "list",
-        problem: e.to_string(),
-    };
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(&dir).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        // A name that is not UTF-8 cannot end in "manifest" as Lance compares it; skip it.
-        if let Ok(name) = entry.file_name().into_string() {
-            names.push(name);
-        }
-    }
+        problem: match e {
+            StorageError::NotFound => "no such directory".into(),
+            StorageError::Other(problem) => problem,
+        },
+    })?;
     versions_from_names(&shown, names.iter().map(String::as_str))
 }
 

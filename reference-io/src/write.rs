@@ -48,6 +48,7 @@ use super::layout::{DataFormat, FileLayout, FragmentLayout, Layout};
 use super::manifest_file::encode_manifest_file;
 use super::paths::{DATA_DIR, data_file_path};
 use super::read::{read_file_columns, reads_position};
+use super::storage::LocalStorage;
 use super::version_names::{
     DETACHED_VERSION_MASK, NamingScheme, VERSION_HINT_FILE, VERSIONS_DIR, list_versions,
     manifest_name, version_hint,
@@ -418,8 +419,15 @@ fn put_data_file(
         }
         Ok(meta) => {
             let is_overlay = overlay.is_some();
-            let stored =
-                read_file_columns(root, schema, file, &layout, is_overlay, field, u64::MAX)?;
+            let stored = read_file_columns(
+                &LocalStorage::new(root),
+                schema,
+                file,
+                &layout,
+                is_overlay,
+                field,
+                u64::MAX,
+            )?;
             let stored: Vec<Vec<Value>> = stored.iter().map(Column::values).collect();
             if !same_columns(&stored, &masked_columns(schema, file, is_overlay)) {
                 return Err(DatasetError::ExistingFileDiffers {
@@ -562,7 +570,7 @@ fn put_index(
     if present {
         let field = format!("indices[{n}]");
         let (stored, sizes) = super::read::read_index_files(
-            root,
+            &LocalStorage::new(root),
             &dir,
             &layout,
             index,

@@ -18,27 +18,36 @@
 //! | [`version`] | each version alone |
 //! | [`history`] | each commit against the version before |
 //! | [`report`] | human and JSON output |
+//! | [`location`] | the table argument: a path, `file://`, or an object-store URI |
+//! | `object_storage` | (feature `object-store`) `s3://`, `gs://`, `az://` through `object_store` |
 
 pub mod finding;
 pub mod history;
+pub mod location;
+#[cfg(feature = "object-store")]
+pub mod object_storage;
 pub mod report;
 pub mod version;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use clap::Args;
-use lance_reference_io::Dataset;
-use lance_reference_io::version_names::parse_manifest_name;
+use lance_reference_io::version_names::{VERSIONS_DIR, parse_manifest_name};
+use lance_reference_io::{Dataset, ReadOptions, Storage};
 
 use crate::runner::output::Format;
 use finding::Finding;
+use location::{Location, LocationError};
 use report::Report;
 
 /// Arguments of `validate`.
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
-    /// The dataset directory (the one holding `_versions/`).
-    pub dataset: PathBuf,
+    /// The table: a directory (the one holding `_versions/`), a `file://` URI, or (in a build
+    /// with the `object-store` feature) an `s3://`, `gs://` or `az://` URI, with credentials
+    /// from the environment.
+    pub dataset: String,
     /// Judge only this version (and its commit against the version before it).
     #[arg(long)]
     pub version: Option<u64>,
@@ -66,6 +75,9 @@ pub enum SetupError {
     /// `--format junit`.
     #[error("--format junit is not offered by validate (human or json)")]
     Format,
+    /// The table argument names no place validate can read.
+    #[error(transparent)]
+    Location(#[from] LocationError),
 }
 
 /// Runs `validate`; returns the exit code.
@@ -74,7 +86,10 @@ pub fn command(args: &ValidateArgs) -> u8 {
         eprintln!("lance-conformance validate: {}", SetupError::Format);
         return 2;
     }
-    match validate(&args.dataset, args.version) {
+    let judged = Location::parse(&args.dataset)
+        .map_err(SetupError::from)
+        .and_then(|location| validate_at(&location, args.version));
+    match judged {
         Ok(report) => {
             match args.format {
                 Format::Json => print!("{}", report::json(&report)),
@@ -89,20 +104,32 @@ pub fn command(args: &ValidateArgs) -> u8 {
     }
 }
 
-/// Judges the dataset at `root` (every attached version, or only `only`).
+/// Judges the dataset directory at `root` (every attached version, or only `only`).
 pub fn validate(root: &Path, only: Option<u64>) -> Result<Report, SetupError> {
-    let name = root.display().to_string();
-    if !root.is_dir() {
-        return Err(SetupError::NotADirectory(name));
+    validate_at(&Location::Local(root.to_path_buf()), only)
+}
+
+/// Judges the table at `location` (every attached version, or only `only`).
+pub fn validate_at(location: &Location, only: Option<u64>) -> Result<Report, SetupError> {
+    if let Some(root) = location.local_path() {
+        if !root.is_dir() {
+            return Err(SetupError::NotADirectory(root.display().to_string()));
+        }
     }
+    validate_in(location.storage()?, only)
+}
+
+/// Judges the table `storage` holds (every attached version, or only `only`).
+pub fn validate_in(storage: Arc<dyn Storage>, only: Option<u64>) -> Result<Report, SetupError> {
+    let name = storage.describe();
     let mut report = Report {
         dataset: name.clone(),
         ..Report::default()
     };
-    let dataset = match Dataset::open(root) {
+    let dataset = match Dataset::open_in(storage.clone(), ReadOptions::default()) {
         Ok(d) => d,
         Err(e) => {
-            let newest = newest_listed(root);
+            let newest = newest_listed(storage.as_ref());
             report
                 .findings
                 .push(Finding::read_refusal(newest, "_versions", &e));
@@ -158,15 +185,13 @@ fn separate_kit_limits(report: &mut Report) {
 
 /// The highest version any manifest name in `_versions/` denotes (0 when none parses): where a
 /// listing refusal is reported, as the newest version is what a reader fails to open.
-fn newest_listed(root: &Path) -> u64 {
-    let Ok(dir) = std::fs::read_dir(root.join("_versions")) else {
+fn newest_listed(storage: &dyn Storage) -> u64 {
+    let Ok(names) = storage.list(VERSIONS_DIR) else {
         return 0;
     };
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            parse_manifest_name(&name).ok().flatten()
-        })
+    names
+        .iter()
+        .filter_map(|name| parse_manifest_name(name).ok().flatten())
         .map(|e| e.version)
         .max()
         .unwrap_or(0)

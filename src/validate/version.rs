@@ -47,7 +47,7 @@ fn inline_lengths(dataset: &Dataset, file: &str) -> BTreeMap<u64, [Option<usize>
         CreatedAtVersionSequence as Created, LastUpdatedAtVersionSequence as Updated,
         RowIdSequence as RowIds,
     };
-    let Ok(bytes) = std::fs::read(dataset.root().join(file)) else {
+    let Ok(bytes) = dataset.read_file(file, "_versions listing") else {
         return BTreeMap::new();
     };
     let Ok(decoded) = decode_manifest_file(&bytes, file) else {
