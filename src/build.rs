@@ -73,7 +73,18 @@ pub enum BuildError {
 /// negative case's `undamaged/`), and every other generated file (`expected/`) is written
 /// below `dir`. Generated directories left from an earlier build are not cleared.
 pub fn write(case: &Case, dir: &Path) -> Result<Built, BuildError> {
-    let built = self::case(case, Some(&dir.join("dataset")))?;
+    write_executed(case, None, dir)
+}
+
+/// [`write()`], with the scenario's run of `case.steps` when the caller already has it
+/// (`None`: the steps are run here). The fuzz loop runs a damaged trial's steps once to learn
+/// the reference's refusal, and builds from that same run.
+pub fn write_executed(
+    case: &Case,
+    execution: Option<Execution>,
+    dir: &Path,
+) -> Result<Built, BuildError> {
+    let built = self::case_executed(case, execution, Some(&dir.join("dataset")))?;
     let failed = |path: &Path, error| BuildError::Write {
         id: case.id.clone(),
         path: path.display().to_string(),
@@ -93,11 +104,23 @@ pub fn write(case: &Case, dir: &Path) -> Result<Built, BuildError> {
 /// twin goes into [`UNDAMAGED_DIR`] beside it) and computes its expected results from the
 /// read-back versions.
 pub fn case(case: &Case, dataset_dir: Option<&Path>) -> Result<Built, BuildError> {
+    case_executed(case, None, dataset_dir)
+}
+
+/// [`case()`], from `execution`, the scenario's run of `case.steps`, when given.
+pub fn case_executed(
+    case: &Case,
+    execution: Option<Execution>,
+    dataset_dir: Option<&Path>,
+) -> Result<Built, BuildError> {
     let id = || case.id.clone();
-    let execution = scenario::execute(&case.steps).map_err(|error| BuildError::Scenario {
-        id: id(),
-        error: Box::new(error),
-    })?;
+    let execution = match execution {
+        Some(e) => e,
+        None => scenario::execute(&case.steps).map_err(|error| BuildError::Scenario {
+            id: id(),
+            error: Box::new(error),
+        })?,
+    };
     let read =
         store::write_and_read_back(dataset_dir, &execution).map_err(|error| BuildError::Store {
             id: id(),

@@ -20,6 +20,7 @@ use super::model::{Arm, ITEMS, MENU, MState, Ty, predicate};
 use crate::case::corruption::LineageProblem;
 use crate::case::step::{FlagWordSpec, SequenceSpec};
 use crate::case::{Case, Corruption, ExpectErrorSpec, Level, QuerySpec, RequirementIndex, Step};
+use crate::scenario::Execution;
 use crate::{reader, scenario, store};
 
 /// Which damage to apply, as selectors resolved against the newest version's model.
@@ -263,7 +264,12 @@ pub fn to_case(
 /// `None` when it reads the version (the damage is not one a reader must refuse there).
 pub fn reference_refusal(case: &Case) -> Result<Option<(String, String)>, String> {
     let execution = scenario::execute(&case.steps).map_err(|e| format!("execute: {e}"))?;
-    let read = store::write_and_read_back(None, &execution).map_err(|e| format!("store: {e}"))?;
+    refusal_of(&execution)
+}
+
+/// How the reference refuses the damaged version of `execution` (a run of a case's steps).
+fn refusal_of(execution: &Execution) -> Result<Option<(String, String)>, String> {
+    let read = store::write_and_read_back(None, execution).map_err(|e| format!("store: {e}"))?;
     let Some(damaged) = read.corrupted else {
         return Ok(None);
     };
@@ -306,6 +312,17 @@ impl Trial {
     /// The trial as a case named `id`; `Ok(None)` when its damage applies to nothing, or the
     /// reference reads the damaged version (then there is nothing a reader must refuse).
     pub fn case(&self, id: &str, index: &RequirementIndex) -> Result<Option<Case>, String> {
+        Ok(self.drawn(id, index)?.map(|(case, _)| case))
+    }
+
+    /// [`Trial::case`], with the scenario's run of its steps when it was needed to learn the
+    /// reference's refusal (a damaged trial), for [`crate::build::write_executed`] to build
+    /// from instead of running the steps again.
+    pub fn drawn(
+        &self,
+        id: &str,
+        index: &RequirementIndex,
+    ) -> Result<Option<(Case, Option<Execution>)>, String> {
         let built = concretize(&self.history);
         let corruption = match self.damage {
             None => None,
@@ -315,8 +332,10 @@ impl Trial {
             },
         };
         let mut case = to_case(&built, corruption, id, index);
+        let mut execution = None;
         if case.expect_error.is_some() {
-            let Some((class, code)) = reference_refusal(&case)? else {
+            let run = scenario::execute(&case.steps).map_err(|e| format!("execute: {e}"))?;
+            let Some((class, code)) = refusal_of(&run)? else {
                 return Ok(None);
             };
             case.expect_error = Some(ExpectErrorSpec {
@@ -324,7 +343,8 @@ impl Trial {
                 code: Some(code),
                 unless_implemented: None,
             });
+            execution = Some(run);
         }
-        Ok(Some(case))
+        Ok(Some((case, execution)))
     }
 }

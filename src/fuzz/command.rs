@@ -154,6 +154,7 @@ fn fuzz_inner(args: &FuzzArgs) -> Result<Summary, FuzzError> {
         elapsed,
         summary.cases as f64 / elapsed.max(1e-9)
     );
+    eprintln!("fuzz: time: {}", summary.timing.line());
     println!("{}", summary.line(args.seed));
     Ok(summary)
 }

@@ -9,17 +9,23 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use crate::case::{Capability, Case, RequirementIndex, Step};
+use crate::case::{Capability, Case, PredicateSpec, QuerySpec, RequirementIndex, Step};
 use crate::corpus::CaseDir;
 use crate::runner::execute::{self, Expected};
 use crate::runner::{CheckResult, ConformanceReader, FailureKind, needs};
+use crate::scenario::Execution;
 
-/// What a disagreement is, independent of version numbers, fragment ids and projections: its
-/// failure kind, its check name with every number replaced by `#` and a projection list
-/// dropped (`v# scan`, `v# query "idx#: n"`), and, for a check of the damaged version itself
-/// (`v# refuses`, its refusal's class and code; not an inconclusive one), the corruption kind
-/// (`accepted-damage v# refuses [mixed_manifest_names]`).
+/// What a disagreement is, independent of seeds, version numbers, fragment ids and
+/// projections: its failure kind, its check name with every number replaced by `#`, a
+/// projection list dropped, a damaged case's undamaged twin read as any version and a query
+/// named by its kind ([`query_kind`]) (`v# scan`, `v# query (scalar)`), for a check of the damaged version itself (`v# refuses`,
+/// its refusal's class and code; not an inconclusive one, nor a refusal for a capability the
+/// reader lacks) the corruption kind
+/// (`accepted-damage v# refuses [mixed_manifest_names]`), and for a crash how the reader broke
+/// (`crash v# refuses [truncate_manifest] (panic)`), so that a known hang never hides a new
+/// panic on the same damage.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Signature {
     /// The failure kind (`wrong-value`, `crash`, ...).
@@ -28,19 +34,85 @@ pub struct Signature {
     pub check: String,
     /// The corruption kind, for a check of the damaged version.
     pub damage: Option<String>,
+    /// How a crash broke ([`crash_cause`]), for a crash.
+    pub cause: Option<&'static str>,
+}
+
+/// What a query is: `vector`, `scalar on a struct child` (a predicate naming a dotted field),
+/// or `scalar`.
+pub fn query_kind(q: &QuerySpec) -> &'static str {
+    fn nested(p: &PredicateSpec) -> bool {
+        match p {
+            PredicateSpec::Leaf { field, .. } => field.contains('.'),
+            PredicateSpec::And { and: parts } | PredicateSpec::Or { or: parts } => {
+                parts.iter().any(nested)
+            }
+        }
+    }
+    if q.vector.is_some() {
+        "vector"
+    } else if q.predicate.as_ref().is_some_and(nested) {
+        "scalar on a struct child"
+    } else {
+        "scalar"
+    }
+}
+
+/// How a reader broke, from its crash message: `hang` (no answer in time), `panic`,
+/// `internal-error` (the reader's own words for a bug of its own), or `other`.
+pub fn crash_cause(message: &str) -> &'static str {
+    let m = message.to_ascii_lowercase();
+    if m.contains("no response within") {
+        "hang"
+    } else if m.contains("panicked") || m.contains("task was aborted") {
+        "panic"
+    } else if m.contains("internal error") {
+        "internal-error"
+    } else {
+        "other"
+    }
 }
 
 impl Signature {
     /// The signature of a failing check of `case`.
     pub fn of(case: &Case, check: &CheckResult) -> Signature {
+        let damage = case.steps.iter().find_map(|s| match s {
+            Step::Corrupt(c) => Some(c.name()),
+            _ => None,
+        });
+        // A query is named by what it is, not by its name (which carries the field the
+        // generator drew): a struct child's query fails where a top-level field's does not
+        // (INTEROP.md 1), a field's name says nothing more.
+        let query = case
+            .queries
+            .iter()
+            .find(|q| check.name.contains(&format!("query {:?}", q.name)));
+        match query {
+            Some(q) => {
+                let mut check = check.clone();
+                check.name = check.name.replace(
+                    &format!("query {:?}", q.name),
+                    &format!("query ({})", query_kind(q)),
+                );
+                Signature::of_check(damage, &check)
+            }
+            None => Signature::of_check(damage, check),
+        }
+    }
+
+    /// The signature of a failing check of a case damaged with `damage` (a corruption kind).
+    pub fn of_check(damage: Option<String>, check: &CheckResult) -> Signature {
         // `v2 scan [b, a]` is the scan projecting the columns in reverse order: the same
         // reading as the full scan, and its column list changes with the schema.
         let name = match (check.name.find(" ["), check.name.ends_with(']')) {
             (Some(at), true) => &check.name[..at],
             _ => check.name.as_str(),
         };
+        // The undamaged twin (`v3 twin scan`) is read as any version is: the same reading,
+        // the same disagreement.
+        let twinless = name.replace(" twin ", " ");
         let mut masked = String::new();
-        for c in name.chars() {
+        for c in twinless.chars() {
             if c.is_ascii_digit() {
                 if !masked.ends_with('#') {
                     masked.push('#');
@@ -51,19 +123,17 @@ impl Signature {
         }
         // An inconclusive refusal follows from a twin that was not read correctly: that
         // failure is the disagreement, whatever the damage.
+        // A refusal for a capability the reader lacks (`v# refuses (needs spilled-lineage)`)
+        // is asked whatever the damage: the damage says nothing about it either.
         let of_damaged = (masked.contains("refuses") || masked.contains("refusal"))
+            && !masked.contains("(needs ")
             && check.kind != Some(FailureKind::Inconclusive);
         Signature {
             kind: check.kind.map_or("fail", FailureKind::as_str).to_string(),
             check: masked,
-            damage: case
-                .steps
-                .iter()
-                .find_map(|s| match s {
-                    Step::Corrupt(c) => Some(c.name()),
-                    _ => None,
-                })
-                .filter(|_| of_damaged),
+            damage: damage.filter(|_| of_damaged),
+            cause: (check.kind == Some(FailureKind::Crash))
+                .then(|| crash_cause(check.message.as_deref().unwrap_or_default())),
         }
     }
 
@@ -75,6 +145,7 @@ impl Signature {
             self.kind.as_str(),
             &self.check,
             self.damage.as_deref().unwrap_or(""),
+            self.cause.unwrap_or(""),
         ];
         for c in words.join(" ").chars() {
             if c.is_ascii_alphanumeric() {
@@ -86,12 +157,16 @@ impl Signature {
         slug.trim_matches('-').to_string()
     }
 
-    /// `kind check [damage]`, the form known-disagreement lists use.
+    /// `kind check [damage] (cause)`, the form known-disagreement lists use.
     pub fn line(&self) -> String {
-        match &self.damage {
-            Some(d) => format!("{} {} [{d}]", self.kind, self.check),
-            None => format!("{} {}", self.kind, self.check),
+        let mut line = format!("{} {}", self.kind, self.check);
+        if let Some(d) = &self.damage {
+            line.push_str(&format!(" [{d}]"));
         }
+        if let Some(c) = self.cause {
+            line.push_str(&format!(" ({c})"));
+        }
+        line
     }
 }
 
@@ -105,6 +180,8 @@ pub struct Judged {
     /// What the case's content needs and the checks it gates: its `requires`
     /// ([`needs::of_case`] of the files judged).
     pub requires: Vec<Capability>,
+    /// How long writing the dataset and its `expected/` took ([`super::timing`]).
+    pub built: Duration,
 }
 
 impl Judged {
@@ -167,6 +244,15 @@ impl Scratch {
         for root in with_canonical(self.root.path()) {
             out = case_dirs(&out, &root);
             out = out.replace(&root, "<scratch>");
+        }
+        // An object store names a local path without its leading `/` (Lance's "corrupt file
+        // tmp/.tmpXYZ/c241/dataset"): once every full form is replaced, what is left of the
+        // root in that form is such a name.
+        for root in with_canonical(self.root.path()) {
+            if let Some(relative) = root.strip_prefix('/').filter(|r| !r.is_empty()) {
+                out = case_dirs(&out, relative);
+                out = out.replace(relative, "<scratch>");
+            }
         }
         let mut others: Vec<(String, &str)> = Vec::new();
         if let Ok(cwd) = std::env::current_dir() {
@@ -255,8 +341,20 @@ pub fn judge(
     index: &RequirementIndex,
     scratch: &mut Scratch,
 ) -> Result<Judged, String> {
+    judge_executed(reader, declared, (case, None), index, scratch)
+}
+
+/// [`judge`], built from `execution`, the scenario's run of `case.steps`, when given
+/// ([`super::case::Trial::drawn`]).
+pub fn judge_executed(
+    reader: &mut dyn ConformanceReader,
+    declared: &BTreeSet<String>,
+    (case, execution): (&Case, Option<Execution>),
+    index: &RequirementIndex,
+    scratch: &mut Scratch,
+) -> Result<Judged, String> {
     let dir = scratch.fresh();
-    let judged = judge_in(reader, declared, case, index, &dir);
+    let judged = judge_in(reader, declared, (case, execution), index, &dir);
     // Best effort: a leftover directory is removed with the scratch root.
     let _ = std::fs::remove_dir_all(&dir);
     judged
@@ -266,15 +364,15 @@ pub fn judge(
 /// [`needs::of_case`] reads the files (the directory is removed again).
 pub fn requires(case: &Case, scratch: &mut Scratch) -> Result<Vec<Capability>, String> {
     let dir = scratch.fresh();
-    let requires = write(case, &dir).map(|expected| of_case(&dir, case, &expected));
+    let requires = write(case, None, &dir).map(|expected| of_case(&dir, case, &expected));
     // Best effort: a leftover directory is removed with the scratch root.
     let _ = std::fs::remove_dir_all(&dir);
     requires
 }
 
 /// Writes `case` into `dir` as the generator writes a corpus case, and reads its `expected/`.
-fn write(case: &Case, dir: &Path) -> Result<Expected, String> {
-    crate::build::write(case, dir).map_err(|e| e.to_string())?;
+fn write(case: &Case, execution: Option<Execution>, dir: &Path) -> Result<Expected, String> {
+    crate::build::write_executed(case, execution, dir).map_err(|e| e.to_string())?;
     execute::load_expected(dir).map_err(|e| e.to_string())
 }
 
@@ -285,11 +383,13 @@ fn of_case(dir: &Path, case: &Case, expected: &Expected) -> Vec<Capability> {
 fn judge_in(
     reader: &mut dyn ConformanceReader,
     declared: &BTreeSet<String>,
-    case: &Case,
+    (case, execution): (&Case, Option<Execution>),
     index: &RequirementIndex,
     dir: &Path,
 ) -> Result<Judged, String> {
-    let expected = write(case, dir)?;
+    let started = Instant::now();
+    let expected = write(case, execution, dir)?;
+    let built = started.elapsed();
     let (class_level, _) = execute::class_level(case, index);
     let case_dir = CaseDir {
         area: "fuzz".into(),
@@ -306,5 +406,87 @@ fn judge_in(
         checks,
         signatures,
         requires: of_case(dir, case, &expected),
+        built,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Level;
+    use crate::runner::Verdict;
+
+    fn failing(name: &str, kind: FailureKind, message: &str) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            verdict: Verdict::Fail,
+            level: Level::Must,
+            kind: Some(kind),
+            message: Some(message.into()),
+        }
+    }
+
+    #[test]
+    fn a_twin_reads_as_any_version_and_a_crash_says_how_it_broke() {
+        let twin = Signature::of_check(None, &failing("v3 twin scan", FailureKind::WrongValue, ""));
+        let plain = Signature::of_check(
+            None,
+            &failing("v12 scan [b, a]", FailureKind::WrongValue, ""),
+        );
+        assert_eq!(twin, plain);
+        assert_eq!(plain.line(), "wrong-value v# scan");
+        let hang = failing(
+            "v2 refuses",
+            FailureKind::Crash,
+            "request 7: no response within 60.0 s (hang?)",
+        );
+        let panic = failing(
+            "v2 refuses",
+            FailureKind::Crash,
+            "Lance panicked: range end",
+        );
+        let damage = || Some("truncate_manifest".to_string());
+        let (hang, panic) = (
+            Signature::of_check(damage(), &hang),
+            Signature::of_check(damage(), &panic),
+        );
+        assert_ne!(hang, panic, "a known hang must not hide a panic");
+        assert_eq!(hang.line(), "crash v# refuses [truncate_manifest] (hang)");
+        assert_eq!(
+            panic.check_slug(),
+            "crash-v-refuses-truncate-manifest-panic"
+        );
+        assert_eq!(
+            crash_cause("Lance internal error: Encountered internal error. Please file"),
+            "internal-error"
+        );
+        assert_eq!(crash_cause("RuntimeError: Task was aborted"), "panic");
+        let lacking = failing(
+            "v4 twin refuses (needs spilled-lineage)",
+            FailureKind::Crash,
+            "Lance internal error: Encountered internal error. All fragments must have row ids",
+        );
+        assert_eq!(
+            Signature::of_check(damage(), &lacking).line(),
+            "crash v# refuses (needs spilled-lineage) (internal-error)",
+            "a refusal for a lacking capability is not about the damage"
+        );
+        assert_eq!(crash_cause("exited with status 1"), "other");
+    }
+
+    #[test]
+    fn a_query_is_named_by_its_kind_not_its_field() {
+        let query = |text: &str| toml::from_str::<QuerySpec>(text).unwrap();
+        let child = query(
+            "name = \"idx3: st.b\"\nindex = \"idx3\"\nat = [2]\nwhere = { or = [{ field = \"st.b\", op = \"is_null\" }] }",
+        );
+        let top = query(
+            "name = \"idx0: n\"\nindex = \"idx0\"\nat = [2]\nwhere = { field = \"n\", op = \"=\", value = 1 }",
+        );
+        let vector =
+            query("name = \"idx1: v\"\nindex = \"idx1\"\nat = [2]\nvector = [1.0, 0.5]\nk = 1");
+        assert_eq!(query_kind(&child), "scalar on a struct child");
+        assert_eq!(query_kind(&top), "scalar");
+        assert_eq!(query_kind(&vector), "vector");
+    }
 }

@@ -20,6 +20,7 @@
 //! | [`mod@case`] | a history (and its damage) as a [`crate::case::Case`] |
 //! | [`mod@judge`] | one case written to a scratch directory and judged |
 //! | [`shrink`] | a disagreement made small |
+//! | [`timing`] | where a run's time goes |
 //! | [`command`] | the `fuzz` subcommand: the loop, progress and summary |
 
 pub mod builder;
@@ -29,16 +30,18 @@ pub mod history;
 pub mod judge;
 pub mod model;
 pub mod shrink;
+pub mod timing;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::case::{Case, RequirementIndex};
 use crate::runner::kit_fault::KitFault;
 use crate::runner::{CheckResult, ConformanceReader, Description, Refusal, Verdict};
 use case::Trial;
-use judge::{Scratch, Signature, judge};
+use judge::{Scratch, Signature, judge, judge_executed};
+use timing::{Timed, Timing};
 
 /// What to fuzz and how long.
 #[derive(Debug, Clone)]
@@ -119,6 +122,8 @@ pub struct Summary {
     pub steps: u64,
     /// Trials the kit could not build or judge, in the order met.
     pub kit_faults: Vec<KitFaultTrial>,
+    /// Where the time went.
+    pub timing: Timing,
 }
 
 /// A trial the kit could not build or judge: a kit fault (its generator drew what its own store
@@ -203,6 +208,8 @@ pub fn run(
 ) -> Result<Summary, FuzzError> {
     let description = describe(reader)?;
     let declared = description.capabilities.clone();
+    let mut timed = Timed::new(reader);
+    let reader = &mut timed;
     let mut scratch = Scratch::new().map_err(FuzzError::Io)?;
     let mut summary = Summary::default();
     let mut i = 0u64;
@@ -215,11 +222,25 @@ pub fn run(
         let damaged = options.damage && i % 2 == 1;
         let trial = Trial::draw(options.seed, i, options.max_ops, damaged);
         let id = format!("fuzz-s{}-{i}", options.seed);
-        let built = trial.case(&id, index).and_then(|case| match case {
-            Some(case) => judge(reader, &declared, &case, index, &mut scratch)
-                .map(|judged| Some((case, judged))),
+        let started = Instant::now();
+        let drawn = trial.drawn(&id, index);
+        let drawn_in = started.elapsed();
+        let (reader_before, judging_from) = (reader.spent, Instant::now());
+        let built = drawn.and_then(|drawn| match drawn {
+            Some((case, execution)) => {
+                judge_executed(reader, &declared, (&case, execution), index, &mut scratch)
+                    .map(|judged| Some((case, judged)))
+            }
             None => Ok(None),
         });
+        let answered = reader.spent - reader_before;
+        let built_in = match &built {
+            Ok(Some((_, judged))) => judged.built,
+            _ => Duration::ZERO,
+        };
+        summary.timing.building += drawn_in + built_in;
+        summary.timing.reader += answered;
+        summary.timing.judging += judging_from.elapsed().saturating_sub(answered + built_in);
         let (case, judged) = match built {
             Ok(Some(built)) => built,
             Ok(None) => {
@@ -279,6 +300,7 @@ pub fn run(
                 f.occurrences += 1;
                 continue;
             }
+            let shrinking_from = Instant::now();
             let finding = shrunk(
                 reader,
                 &declared,
@@ -290,6 +312,7 @@ pub fn run(
                 &mut scratch,
                 &mut summary.kit_faults,
             )?;
+            summary.timing.shrinking += shrinking_from.elapsed();
             summary.findings.push(finding);
         }
         i += 1;
@@ -324,10 +347,10 @@ fn shrunk(
     id.truncate(80);
     let id = id.trim_end_matches('-').to_string();
     let deadline = options.deadline;
-    let mut reproduces = |t: &Trial| match t.case(&id, index) {
+    let mut reproduces = |t: &Trial| match t.drawn(&id, index) {
         // Past the deadline no candidate is judged: the run stops with what it has.
         _ if deadline.is_some_and(|d| Instant::now() >= d) => false,
-        Ok(Some(c)) => judge(reader, declared, &c, index, scratch)
+        Ok(Some((c, run))) => judge_executed(reader, declared, (&c, run), index, scratch)
             .map(|j| j.fails_with(&signature))
             .unwrap_or(false),
         _ => false,
