@@ -15,7 +15,9 @@ fn every_case_renders_as_its_reviewed_snapshot() {
     let index = RequirementIndex::load(&root.join("spec/requirements.toml")).unwrap();
     let cases = corpus::load(&root.join("conformance-cases"), &index).unwrap();
     assert!(!cases.is_empty(), "no cases found");
-    for c in &cases {
+    // A twin reads as the case it shares `expected/` with (the generator checks it byte for
+    // byte), so its snapshot would repeat that case's: twins have none.
+    for c in cases.iter().filter(|c| c.twin_of.is_none()) {
         let built = build::case(&c.case, None).unwrap_or_else(|e| panic!("{e}"));
         let mut text = render::case(&c.case, &built.execution.records, &built.read);
         if let Some(twin) = &built.read.undamaged {
