@@ -180,7 +180,16 @@ fn check_cases(root: &Path, all: &[CaseDir], selected: &[&CaseDir]) -> Result<Ve
     for c in selected {
         let fresh_dir = scratch.path().join(&c.area).join(&c.case.id);
         std::fs::create_dir_all(&fresh_dir)?;
-        write_case(c, &fresh_dir)?;
+        match write_case(c, &fresh_dir) {
+            Ok(()) => {}
+            // A twin that no longer reads as the committed case it shares `expected/` with is
+            // a difference to list (that case's files may be the stale ones).
+            Err(e) if c.twin_of.is_some() => {
+                problems.push(format!("{e:#}"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
         let fresh = generated_files(&fresh_dir, scratch.path())?;
         let committed = generated_files(&c.dir, root)?;
         for (path, bytes) in &fresh {

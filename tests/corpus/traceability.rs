@@ -310,7 +310,8 @@ fn negative_cases_damage_only_the_newest_version() {
             .filter(|s| matches!(s, Step::Corrupt(_)))
             .count();
         assert_eq!(corrupt_steps > 0, c.case.is_negative(), "{}", c.case.id);
-        let dir: &Path = &c.dir;
+        // A twin's expected files are the case's it shares them with.
+        let dir: &Path = c.expected_dir();
         let error = dir.join("expected/error.json");
         assert_eq!(
             error.is_file(),
