@@ -121,10 +121,13 @@ pub fn case_executed(
             error: Box::new(error),
         })?,
     };
+    let options = store::write_options(case, &execution);
     let read =
-        store::write_and_read_back(dataset_dir, &execution).map_err(|error| BuildError::Store {
-            id: id(),
-            error: Box::new(error),
+        store::write_and_read_back_with(dataset_dir, &execution, &options).map_err(|error| {
+            BuildError::Store {
+                id: id(),
+                error: Box::new(error),
+            }
         })?;
     let mut files = BTreeMap::new();
     for v in &read.versions {
@@ -139,7 +142,7 @@ pub fn case_executed(
     }
     if let (Some(dir), true) = (dataset_dir, read.undamaged.is_some()) {
         let twin = dir.with_file_name(UNDAMAGED_DIR);
-        store::write_undamaged(&twin, &execution).map_err(|error| BuildError::Store {
+        store::write_undamaged(&twin, &execution, &options).map_err(|error| BuildError::Store {
             id: id(),
             error: Box::new(error),
         })?;

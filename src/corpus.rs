@@ -2,14 +2,16 @@
 //! generates (`dataset/`, `expected/`).
 //!
 //! Invariant: cases are listed in path order, every listed case parsed and validated, its
-//! directory name equals its id, and ids are unique across areas. This module only finds and
+//! directory name equals its id, and ids are unique across areas. A twin (a `case.toml` with
+//! `twin_of`, [`crate::case::TwinSpec`]) is listed as the full case it stands for, and its
+//! `expected/` is the other case's: [`CaseDir::expected_dir`], never a copy. This module only finds and
 //! parses cases: what a case generates is [`crate::build`]'s, so the runner, which judges a
 //! reader against the stored files, does not depend on the scenario and store code that
 //! writes them.
 
 use std::path::{Path, PathBuf};
 
-use crate::case::{Case, CaseError, RequirementIndex};
+use crate::case::{Case, CaseError, RequirementIndex, TwinSpec};
 
 /// One case directory.
 #[derive(Debug, Clone)]
@@ -20,6 +22,28 @@ pub struct CaseDir {
     pub dir: PathBuf,
     /// The parsed, validated case.
     pub case: Case,
+    /// For a twin: the directory of the case whose `expected/` it shares (and whose id its
+    /// expected files name).
+    pub twin_of: Option<PathBuf>,
+}
+
+impl CaseDir {
+    /// The directory whose `expected/` holds this case's expected results: its own, or for a
+    /// twin the other case's.
+    pub fn expected_dir(&self) -> &Path {
+        self.twin_of.as_deref().unwrap_or(&self.dir)
+    }
+
+    /// The id the case's expected files carry: its own, or for a twin the other case's.
+    pub fn expected_id(&self) -> String {
+        match &self.twin_of {
+            Some(dir) => dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            None => self.case.id.clone(),
+        }
+    }
 }
 
 /// Why a case could not be loaded or built.
@@ -63,14 +87,23 @@ fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, CorpusError> {
 /// Loads and validates every case under `root` (see the module docs).
 pub fn load(root: &Path, requirements: &RequirementIndex) -> Result<Vec<CaseDir>, CorpusError> {
     let mut cases: Vec<CaseDir> = Vec::new();
+    let mut twins: Vec<(usize, TwinSpec)> = Vec::new();
     for area_dir in sorted_dirs(root)? {
         for dir in sorted_dirs(&area_dir)? {
             let file = dir.join("case.toml");
             if !file.is_file() {
                 continue;
             }
-            let case = Case::load(&file)?;
-            case.validate(requirements)?;
+            let shown = file.display().to_string();
+            let text = std::fs::read_to_string(&file).map_err(io(&file))?;
+            let (case, twin) = match TwinSpec::parse(&text, &shown)? {
+                // Resolved below, once the case it names is loaded; a placeholder meanwhile.
+                Some(twin) => (placeholder(&twin), Some(twin)),
+                None => (Case::parse(&text, &shown)?, None),
+            };
+            if twin.is_none() {
+                case.validate(requirements)?;
+            }
             let name = dir
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -94,10 +127,53 @@ pub fn load(root: &Path, requirements: &RequirementIndex) -> Result<Vec<CaseDir>
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            cases.push(CaseDir { area, dir, case });
+            if let Some(twin) = twin {
+                twins.push((cases.len(), twin));
+            }
+            cases.push(CaseDir {
+                area,
+                dir,
+                case,
+                twin_of: None,
+            });
         }
     }
+    for (at, twin) in twins {
+        let source = cases
+            .iter()
+            .find(|c| c.case.id == twin.twin_of && c.twin_of.is_none())
+            .filter(|c| !c.case.steps.is_empty())
+            .ok_or_else(|| {
+                CorpusError::Layout(format!(
+                    "twin {}: twin_of {:?} names no case that is not a twin",
+                    twin.id, twin.twin_of
+                ))
+            })?;
+        let case = twin.resolve(&source.case)?;
+        case.validate(requirements)?;
+        let source_dir = source.dir.clone();
+        cases[at].case = case;
+        cases[at].twin_of = Some(source_dir);
+    }
     Ok(cases)
+}
+
+/// A stand-in for a twin until the case it names is loaded: no steps, so no twin can name it.
+fn placeholder(twin: &TwinSpec) -> Case {
+    Case {
+        id: twin.id.clone(),
+        title: String::new(),
+        requirements: Vec::new(),
+        level: crate::case::Level::Should,
+        tags: Vec::new(),
+        requires: Vec::new(),
+        description: String::new(),
+        expect_error: None,
+        queries: Vec::new(),
+        data_file_version: twin.data_file_version,
+        step_data_file_versions: Default::default(),
+        steps: Vec::new(),
+    }
 }
 
 /// The directory, beside a negative case's `dataset/`, that holds its undamaged twin: the same

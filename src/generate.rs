@@ -70,7 +70,11 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
         }
         return Ok(1);
     }
-    for c in &selected {
+    // Twins last: each is checked against the `expected/` of the case it shares, written first.
+    for c in selected.iter().filter(|c| c.twin_of.is_none()) {
+        write_case(c, &c.dir)?;
+    }
+    for c in selected.iter().filter(|c| c.twin_of.is_some()) {
         write_case(c, &c.dir)?;
     }
     std::fs::write(&codes_file, error_codes::render(&all))
@@ -123,6 +127,8 @@ pub fn select<'a>(all: &'a [CaseDir], selectors: &[String]) -> Result<Vec<&'a Ca
 
 /// Regenerates one case into `dir` (its own directory, or a scratch copy for `--check`):
 /// clears the generated subdirectories, lets the store write `dataset/`, writes `expected/`.
+/// A twin gets no `expected/`: what it would generate must equal, byte for byte, the committed
+/// `expected/` of the case it shares, or generation fails.
 fn write_case(c: &CaseDir, dir: &Path) -> Result<()> {
     for sub in GENERATED_DIRS {
         let p = dir.join(sub);
@@ -130,7 +136,39 @@ fn write_case(c: &CaseDir, dir: &Path) -> Result<()> {
             std::fs::remove_dir_all(&p).with_context(|| format!("removing {}", p.display()))?;
         }
     }
-    build::write(&c.case, dir)?;
+    let Some(source) = &c.twin_of else {
+        build::write(&c.case, dir)?;
+        return Ok(());
+    };
+    // Built under the shared case's id, which the expected files name.
+    let mut case = c.case.clone();
+    case.id = c.expected_id();
+    let built = build::case(&case, Some(&dir.join("dataset")))?;
+    let shared = generated_files(source, source)?;
+    let shared: BTreeMap<&str, &Vec<u8>> = shared
+        .iter()
+        .filter(|(rel, _)| rel.starts_with("expected/"))
+        .map(|(rel, bytes)| (rel.as_str(), bytes))
+        .collect();
+    for (rel, bytes) in &built.files {
+        match shared.get(rel.as_str()) {
+            Some(stored) if *stored == bytes => {}
+            Some(_) => bail!(
+                "twin {}: its {rel} would differ from {}'s; a twin must read exactly as the \
+                 case whose expected/ it shares",
+                c.case.id,
+                case.id
+            ),
+            None => bail!("twin {}: {} has no {rel}", c.case.id, case.id),
+        }
+    }
+    if let Some(extra) = shared.keys().find(|rel| !built.files.contains_key(**rel)) {
+        bail!(
+            "twin {}: it generates no {extra}, which {} has",
+            c.case.id,
+            case.id
+        );
+    }
     Ok(())
 }
 
@@ -142,7 +180,16 @@ fn check_cases(root: &Path, all: &[CaseDir], selected: &[&CaseDir]) -> Result<Ve
     for c in selected {
         let fresh_dir = scratch.path().join(&c.area).join(&c.case.id);
         std::fs::create_dir_all(&fresh_dir)?;
-        write_case(c, &fresh_dir)?;
+        match write_case(c, &fresh_dir) {
+            Ok(()) => {}
+            // A twin that no longer reads as the committed case it shares `expected/` with is
+            // a difference to list (that case's files may be the stale ones).
+            Err(e) if c.twin_of.is_some() => {
+                problems.push(format!("{e:#}"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
         let fresh = generated_files(&fresh_dir, scratch.path())?;
         let committed = generated_files(&c.dir, root)?;
         for (path, bytes) in &fresh {

@@ -17,16 +17,18 @@ mod reencode;
 
 use std::path::Path;
 
+use lance_reference::flags::set_mixed_versions_flag;
 use lance_reference::model::{Column, Snapshot};
 use lance_reference_io::codec::{deletion_layout, encode_manifest};
+use lance_reference_io::data_file::DataFileVersion;
 use lance_reference_io::deletion::{lance_file_type, write_deletion_file};
 use lance_reference_io::manifest_file::encode_manifest_file;
 use lance_reference_io::read::reads_position;
-use lance_reference_io::write::{data_file_bytes, overlay_file_bytes};
+use lance_reference_io::write::{data_file_bytes_in, leaf_positions_only, overlay_file_bytes_in};
 use lance_reference_io::{Dataset, DatasetError, Layout, WriteOptions, write_version};
 use sha2::{Digest, Sha256};
 
-use crate::case::{Corruption, DamageKind};
+use crate::case::{Case, Corruption, DamageKind, DataFileVersionSpec};
 use crate::scenario::Execution;
 use crate::scenario::corrupt::{CorruptError, apply_to_snapshot};
 
@@ -96,11 +98,67 @@ fn read_one(root: &Path, version: u64) -> Result<Snapshot, Box<DatasetError>> {
     read.map(|(snapshot, _)| snapshot).map_err(Box::new)
 }
 
+fn version_of(spec: DataFileVersionSpec) -> DataFileVersion {
+    match spec {
+        DataFileVersionSpec::V2_0 => DataFileVersion::V2_0,
+        DataFileVersionSpec::V2_2 => DataFileVersion::V2_2,
+    }
+}
+
+/// The step that wrote the data file `path`: files are named `f<fragment>-s<step>...`.
+fn writing_step(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix('f')?;
+    let (_, after) = rest.split_once("-s")?;
+    let end = after
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(after.len());
+    (end > 0).then(|| &after[..end])
+}
+
+/// How `case`'s versions are written: every data file in its `data_file_version`, except the
+/// files of a step `step_data_file_versions` names, in that step's version.
+pub fn write_options(case: &Case, execution: &Execution) -> WriteOptions {
+    let mut options = WriteOptions {
+        data_file_version: version_of(case.data_file_version),
+        ..WriteOptions::default()
+    };
+    if case.step_data_file_versions.is_empty() {
+        return options;
+    }
+    for snapshot in &execution.versions {
+        for fragment in &snapshot.fragments {
+            let files = fragment
+                .files
+                .iter()
+                .chain(fragment.overlays.iter().map(|o| &o.file));
+            for file in files {
+                let step = writing_step(&file.path);
+                if let Some(v) = step.and_then(|s| case.step_data_file_versions.get(s)) {
+                    options
+                        .file_versions
+                        .insert(file.path.clone(), version_of(*v));
+                }
+            }
+        }
+    }
+    options
+}
+
 /// Writes `execution`'s versions into `dataset_dir` (a scratch directory when `None`),
-/// damages the newest one as the corruptions say, and reads every version back.
+/// damages the newest one as the corruptions say, and reads every version back; every data file
+/// in v2.0.
 pub fn write_and_read_back(
     dataset_dir: Option<&Path>,
     execution: &Execution,
+) -> Result<ReadBack, StoreError> {
+    write_and_read_back_with(dataset_dir, execution, &WriteOptions::default())
+}
+
+/// [`write_and_read_back`] with the data file versions of `options` ([`write_options`]).
+pub fn write_and_read_back_with(
+    dataset_dir: Option<&Path>,
+    execution: &Execution,
+    options: &WriteOptions,
 ) -> Result<ReadBack, StoreError> {
     let scratch = match dataset_dir {
         Some(_) => None,
@@ -114,8 +172,9 @@ pub fn write_and_read_back(
     // What each version must read back as: the committed snapshot, with the new names of the
     // files a re-encoding rewrote (nothing else may differ).
     let mut committed_versions = execution.versions.clone();
+    let mut mixed = false;
     for snapshot in &mut committed_versions {
-        write_version(root, snapshot, &WriteOptions::default())?;
+        write_in_history(root, snapshot, options, &mut mixed)?;
         let version = snapshot.version;
         for (_, plan) in execution.reencodings.iter().filter(|(v, _)| *v == version) {
             reencode::apply(root, snapshot, plan)?;
@@ -136,7 +195,7 @@ pub fn write_and_read_back(
     let mut undamaged = None;
     if let Some(newest) = execution.versions.last().filter(|_| damaged) {
         let (read, _) = dataset.read_version(newest.version)?;
-        same(newest, &read)?;
+        same(committed_versions.last().unwrap_or(newest), &read)?;
         undamaged = Some(read);
         let snapshot = damage(root, newest.version, &execution.corruptions)?;
         let read = read_one(root, newest.version);
@@ -153,19 +212,45 @@ pub fn write_and_read_back(
     })
 }
 
+/// Writes one version of a history: once a written version's data files were mixed, every
+/// later one keeps bit 256 in both words (FLG-WRITE-9; the writer sets it for a mixed version
+/// itself, FLG-WRITE-8). `snapshot` gets the bit too, so it is what the version must read
+/// back as.
+fn write_in_history(
+    root: &Path,
+    snapshot: &mut Snapshot,
+    options: &WriteOptions,
+    mixed: &mut bool,
+) -> Result<(), StoreError> {
+    set_mixed_versions_flag(snapshot, *mixed);
+    let layout = write_version(root, snapshot, options)?;
+    *mixed |= layout.mixed_versions().is_some();
+    set_mixed_versions_flag(snapshot, *mixed);
+    Ok(())
+}
+
 /// Writes every version of `execution` into `dir` without applying its damage: the undamaged
 /// twin of a negative case, the same steps and so the same bytes as the case's dataset had
 /// before the damage. Returns the newest version as read back from `dir`, after checking that
 /// it equals the committed one.
-pub fn write_undamaged(dir: &Path, execution: &Execution) -> Result<Option<Snapshot>, StoreError> {
+pub fn write_undamaged(
+    dir: &Path,
+    execution: &Execution,
+    options: &WriteOptions,
+) -> Result<Option<Snapshot>, StoreError> {
+    let mut mixed = false;
     for snapshot in &execution.versions {
-        write_version(dir, snapshot, &WriteOptions::default())?;
+        write_in_history(dir, &mut snapshot.clone(), options, &mut mixed)?;
     }
     let Some(newest) = execution.versions.last() else {
         return Ok(None);
     };
     let (read, _) = Dataset::open(dir)?.read_version(newest.version)?;
-    same(newest, &read)?;
+    let mut newest = newest.clone();
+    if mixed {
+        set_mixed_versions_flag(&mut newest, true);
+    }
+    same(&newest, &read)?;
     Ok(Some(read))
 }
 
@@ -235,7 +320,16 @@ fn damage(
             apply_to_snapshot(&mut snapshot, c)?;
         }
         rewrite_changed_files(root, &before, &mut snapshot, &mut layout)?;
-        let (manifest, index) = encode_manifest(&snapshot, &layout)?;
+        // Files of v2.1 and later record no struct positions (as the writer wrote them).
+        let leaf_only: std::collections::BTreeSet<String> = layout
+            .fragments
+            .iter()
+            .flat_map(|f| f.files.iter().chain(&f.overlays))
+            .filter(|l| file_version(l) != DataFileVersion::V2_0)
+            .map(|l| l.path.clone())
+            .collect();
+        let recorded = leaf_positions_only(&snapshot, &|path| leaf_only.contains(path));
+        let (manifest, index) = encode_manifest(&recorded, &layout)?;
         write(
             root,
             &layout.manifest,
@@ -388,9 +482,9 @@ fn rewrite_changed_files(
             if unchanged {
                 continue;
             }
-            let bytes = data_file_bytes(&schema, file)?;
             if let Some(l) = fl.files.get_mut(j) {
-                relocate(root, file, l, &bytes)?;
+                let bytes = data_file_bytes_in(file_version(l), &schema, file)?;
+                relocate(root, &schema, file, l, &bytes)?;
             }
         }
         for (k, overlay) in fragment.overlays.iter_mut().enumerate() {
@@ -401,17 +495,26 @@ fn rewrite_changed_files(
             if unchanged {
                 continue;
             }
-            let bytes = overlay_file_bytes(&schema, overlay)?;
             if let Some(l) = fl.overlays.get_mut(k) {
-                relocate(root, &mut overlay.file, l, &bytes)?;
+                let bytes = overlay_file_bytes_in(file_version(l), &schema, overlay)?;
+                relocate(root, &schema, &mut overlay.file, l, &bytes)?;
             }
         }
     }
     Ok(())
 }
 
+/// The version a file's manifest entry records (the writer writes v2.0 and v2.2 only).
+fn file_version(layout: &lance_reference_io::layout::FileLayout) -> DataFileVersion {
+    match (layout.file_major_version, layout.file_minor_version) {
+        (2, 2) => DataFileVersion::V2_2,
+        _ => DataFileVersion::V2_0,
+    }
+}
+
 fn relocate(
     root: &Path,
+    schema: &lance_reference::model::Schema,
     file: &mut lance_reference::model::DataFile,
     layout: &mut lance_reference_io::layout::FileLayout,
     bytes: &[u8],
@@ -423,7 +526,20 @@ fn relocate(
         .to_string();
     file.path = format!("{stem}-damaged.lance");
     layout.path = format!("data/{}", file.path);
-    layout.column_indices = (0..file.fields.len()).map(|i| i as i32).collect();
+    // A v2.1+ file has a column per leaf: its struct positions take none.
+    let columns = if file_version(layout) == DataFileVersion::V2_0 {
+        file.fields.len()
+    } else {
+        file.fields
+            .iter()
+            .filter(|&&id| {
+                schema
+                    .field(id)
+                    .is_none_or(|f| f.data_type != lance_reference::model::DataType::Struct)
+            })
+            .count()
+    };
+    layout.column_indices = (0..columns).map(|i| i as i32).collect();
     layout.file_size_bytes = bytes.len() as u64;
     write(root, &layout.path, bytes)
 }

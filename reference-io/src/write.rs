@@ -53,7 +53,10 @@ use super::version_names::{
     DETACHED_VERSION_MASK, NamingScheme, VERSION_HINT_FILE, VERSIONS_DIR, list_versions,
     manifest_name, version_hint,
 };
-use lance_reference::flags::{check_written_flags, required_flags};
+use lance_reference::flags::{
+    FLAG_MIXED_DATA_FILE_VERSIONS, FileFormatVersion, check_written_flags, mixed_versions,
+    required_flags, set_mixed_versions_flag,
+};
 use lance_reference::model::{
     CREATED_AT_FIELD_ID, Column, Coverage, DataFile, DataType, Field, Index, IndexKind,
     LAST_UPDATED_AT_FIELD_ID, Overlay, ROW_ID_FIELD_ID, Schema, Snapshot, Value,
@@ -63,7 +66,9 @@ use lance_reference::model::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FlagPolicy {
     /// Recompute both words from the content ([`lance_reference::flags::required_flags`]), as Lance
-    /// does at every commit.
+    /// does at every commit. Bit 256 (mixed data file versions), which the snapshot's content
+    /// cannot decide, is kept when the snapshot sets it (sticky, FLG-WRITE-9) and set in both
+    /// words when the files written are mixed (FLG-WRITE-8).
     #[default]
     Recompute,
     /// Write the snapshot's stored words (still checked by
@@ -89,6 +94,20 @@ pub struct WriteOptions {
     /// its positions are left out of `DataFile.fields` (and a sparse overlay's
     /// `offset_bitmaps`) in the manifest, while the file schema still lists it.
     pub data_file_version: DataFileVersion,
+    /// Per-file overrides of [`WriteOptions::data_file_version`], keyed by `DataFile.path`: a
+    /// file named here is written (or checked) in this version, and a manifest whose files
+    /// then differ from the dataset's version is a mixed one (bit 256 in both words).
+    pub file_versions: BTreeMap<String, DataFileVersion>,
+}
+
+impl WriteOptions {
+    /// The version the data file at `path` is written in.
+    pub fn version_of(&self, path: &str) -> DataFileVersion {
+        self.file_versions
+            .get(path)
+            .copied()
+            .unwrap_or(self.data_file_version)
+    }
 }
 
 impl Default for WriteOptions {
@@ -99,6 +118,7 @@ impl Default for WriteOptions {
             version_hint: true,
             flags: FlagPolicy::Recompute,
             data_file_version: DataFileVersion::V2_0,
+            file_versions: BTreeMap::new(),
         }
     }
 }
@@ -265,16 +285,18 @@ fn is_struct(schema: &Schema, id: i32) -> bool {
         .is_some_and(|f| f.data_type == DataType::Struct)
 }
 
-/// `snapshot` as a v2.1+ manifest records it: every struct position removed from each data
-/// file's `fields` and `columns`, and from a sparse overlay's per-position bitmaps (a struct
-/// takes no column from v2.1 on; the kit writes no NULL struct, so nothing is lost).
-fn leaf_positions_only(snapshot: &Snapshot) -> Snapshot {
+/// `snapshot` as a manifest records it when the files `leaf_only` names are v2.1+ files: every
+/// struct position removed from those files' `fields` and `columns`, and from a sparse
+/// overlay's per-position bitmaps (a struct takes no column from v2.1 on; the kit writes no
+/// NULL struct, so nothing is lost). Other files keep their struct positions (v2.0).
+pub fn leaf_positions_only(snapshot: &Snapshot, leaf_only: &dyn Fn(&str) -> bool) -> Snapshot {
     let mut out = snapshot.clone();
     let schema = snapshot.schema.clone();
     let keep = |file: &DataFile| -> Vec<bool> {
+        let only = leaf_only(&file.path);
         file.fields
             .iter()
-            .map(|&id| !is_struct(&schema, id))
+            .map(|&id| !(only && is_struct(&schema, id)))
             .collect()
     };
     let retain = |file: &mut DataFile, keep: &[bool]| {
@@ -331,15 +353,37 @@ pub fn name_files_by_content(snapshot: &mut Snapshot) -> Result<(), DatasetError
     Ok(())
 }
 
-/// `snapshot` with the flag words `policy` writes.
-pub fn with_written_flags(snapshot: &Snapshot, policy: FlagPolicy) -> Snapshot {
+/// `snapshot` with the flag words `policy` writes; `mixed` says whether the data files
+/// written are of mixed versions ([`lance_reference::flags::mixed_versions`]).
+pub fn with_written_flags(snapshot: &Snapshot, policy: FlagPolicy, mixed: bool) -> Snapshot {
     let mut out = snapshot.clone();
     if policy == FlagPolicy::Recompute {
         let (reader, writer) = required_flags(snapshot);
-        out.reader_flags = reader;
-        out.writer_flags = writer;
+        // Bit 256 is no content bit: kept when set (FLG-WRITE-9), set when mixed (FLG-WRITE-8).
+        out.reader_flags = reader | (snapshot.reader_flags & FLAG_MIXED_DATA_FILE_VERSIONS);
+        out.writer_flags = writer | (snapshot.writer_flags & FLAG_MIXED_DATA_FILE_VERSIONS);
+        set_mixed_versions_flag(&mut out, mixed);
     }
     out
+}
+
+/// Why the data files `options` writes for `snapshot` are mixed, if they are: each file's
+/// version against the dataset's (`data_format`, written for v2.1+ datasets), or, for a v2.0
+/// dataset (no `data_format`), against the first file's.
+fn written_mixed_versions(snapshot: &Snapshot, options: &WriteOptions) -> Option<String> {
+    let pair = |v: DataFileVersion| {
+        let (major, minor) = v.manifest_numbers();
+        FileFormatVersion::from_pair(major, minor)
+    };
+    let data_format =
+        (!options.data_file_version.struct_has_column()).then(|| pair(options.data_file_version));
+    let files: Vec<(String, FileFormatVersion)> = snapshot
+        .fragments
+        .iter()
+        .flat_map(|f| f.files.iter().chain(f.overlays.iter().map(|o| &o.file)))
+        .map(|file| (file.path.clone(), pair(options.version_of(&file.path))))
+        .collect();
+    mixed_versions(data_format, files.iter().map(|(n, v)| (n.as_str(), *v)))
 }
 
 fn io_error(file: &str, operation: &'static str, e: std::io::Error) -> DatasetError {
@@ -614,7 +658,8 @@ pub fn write_version(
             problem: "versions start at 1 and must not have bit 63 (detached) set".into(),
         });
     }
-    let snapshot = with_written_flags(snapshot, options.flags);
+    let mixed = written_mixed_versions(snapshot, options);
+    let snapshot = with_written_flags(snapshot, options.flags, mixed.is_some());
     let manifest_path = format!("{VERSIONS_DIR}/{}", manifest_name(version));
     check_written_flags(&snapshot).map_err(|error| DatasetError::Flags {
         file: manifest_path.clone(),
@@ -648,7 +693,7 @@ pub fn write_version(
                 &snapshot.schema,
                 file,
                 None,
-                options.data_file_version,
+                options.version_of(&file.path),
                 &field,
             )?);
         }
@@ -659,7 +704,7 @@ pub fn write_version(
                 &snapshot.schema,
                 &overlay.file,
                 Some(overlay),
-                options.data_file_version,
+                options.version_of(&overlay.file.path),
                 &field,
             )?);
         }
@@ -681,15 +726,15 @@ pub fn write_version(
     for (n, index) in snapshot.indices.iter().enumerate() {
         layout.indices.push(put_index(root, &snapshot, index, n)?);
     }
-    let (manifest, section) = if options.data_file_version.struct_has_column() {
-        encode_manifest(&snapshot, &layout)?
-    } else {
+    if !options.data_file_version.struct_has_column() {
         layout.data_format = Some(DataFormat {
             file_format: FILE_FORMAT.into(),
             version: options.data_file_version.name().into(),
         });
-        encode_manifest(&leaf_positions_only(&snapshot), &layout)?
-    };
+    }
+    let leaf_only = |path: &str| !options.version_of(path).struct_has_column();
+    let (manifest, section) =
+        encode_manifest(&leaf_positions_only(&snapshot, &leaf_only), &layout)?;
     let bytes = encode_manifest_file(&manifest, section.as_ref())?;
     write_new_or_same(root, &manifest_path, &bytes)?;
     if options.version_hint {

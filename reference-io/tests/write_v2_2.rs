@@ -145,3 +145,57 @@ fn writing_a_v2_2_history_twice_is_idempotent() {
         write_version(dir.path(), v, &options).unwrap();
     }
 }
+
+/// The reader and writer words of version `n`'s manifest in `dir`.
+fn words(dir: &std::path::Path, layout: &Layout) -> (u64, u64) {
+    let bytes = std::fs::read(dir.join(&layout.manifest)).unwrap();
+    let file = decode_manifest_file(&bytes, &layout.manifest).unwrap();
+    let (snapshot, _) = decode_manifest(&file, &layout.manifest, u64::MAX).unwrap();
+    (snapshot.reader_flags, snapshot.writer_flags)
+}
+
+#[test]
+fn recomputed_flags_set_bit_256_for_mixed_files_and_keep_it() {
+    // covers: FLG-WRITE-8, FLG-WRITE-9
+    let dir = tempfile::tempdir().unwrap();
+    let s = dataset_scenarios::nested();
+    let mut options = s.options.clone();
+    options.data_file_version = DataFileVersion::V2_0;
+    // The first version in 2.0 only: not mixed, no bit 256.
+    let first = &s.versions[0];
+    let layout = write_version(dir.path(), first, &options).unwrap();
+    let (reader, writer) = words(dir.path(), &layout);
+    assert_eq!((reader & 256, writer & 256), (0, 0));
+    // Every overlay value file of every later version in 2.2: mixed, bit 256 in both words.
+    let mut saw_overlay = false;
+    let mut saw_mixed = false;
+    for v in &s.versions[1..] {
+        for f in &v.fragments {
+            for o in &f.overlays {
+                options
+                    .file_versions
+                    .insert(o.file.path.clone(), DataFileVersion::V2_2);
+                saw_overlay = true;
+            }
+        }
+        let layout = write_version(dir.path(), v, &options).unwrap();
+        let mixed = layout.mixed_versions().is_some();
+        let (reader, writer) = words(dir.path(), &layout);
+        saw_mixed |= mixed;
+        if mixed {
+            assert_eq!((reader & 256, writer & 256), (256, 256), "{}", v.version);
+        }
+    }
+    assert!(saw_overlay, "the scenario writes no overlay");
+    assert!(saw_mixed, "no version was mixed");
+    // A snapshot whose words already set bit 256 keeps it although its files are uniform.
+    let fresh = tempfile::tempdir().unwrap();
+    let mut sticky = first.clone();
+    sticky.reader_flags |= 256;
+    sticky.writer_flags |= 256;
+    let plain = s.options.clone();
+    let layout = write_version(fresh.path(), &sticky, &plain).unwrap();
+    assert_eq!(layout.mixed_versions(), None);
+    let (reader, writer) = words(fresh.path(), &layout);
+    assert_eq!((reader & 256, writer & 256), (256, 256));
+}

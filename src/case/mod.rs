@@ -70,6 +70,110 @@ pub enum Capability {
     CoveredIndexMetadata,
 }
 
+/// A data file format version a case writes its data files in (`data_file_version`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum DataFileVersionSpec {
+    /// Format v2.0 (the default): a column per field, structs included.
+    #[default]
+    #[serde(rename = "2.0")]
+    V2_0,
+    /// Format v2.2, Lance 14's default: a column per leaf; struct fields take no position in
+    /// `DataFile.fields`.
+    #[serde(rename = "2.2")]
+    V2_2,
+}
+
+impl DataFileVersionSpec {
+    /// The version as `data_format.version` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DataFileVersionSpec::V2_0 => "2.0",
+            DataFileVersionSpec::V2_2 => "2.2",
+        }
+    }
+
+    /// Whether this is v2.0 (the default, left out of a written `case.toml`).
+    pub fn is_default(&self) -> bool {
+        *self == DataFileVersionSpec::V2_0
+    }
+}
+
+/// A twin's `case.toml`: a case that runs another case's steps with its data files in another
+/// version, and shares that case's `expected/` (it has none of its own). The corpus resolves it
+/// into a full [`Case`] ([`crate::corpus::load`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TwinSpec {
+    /// Stable id, as for every case.
+    pub id: String,
+    /// The id of the case whose steps, queries and `expected/` the twin shares. It must not be
+    /// a twin itself.
+    pub twin_of: String,
+    /// The version the twin's data files are written in (it must differ from the other case's,
+    /// or the twin would repeat it byte for byte).
+    pub data_file_version: DataFileVersionSpec,
+    /// Requirement ids the twin pins beyond the other case's: what only its version shows.
+    #[serde(default)]
+    pub requirements: Vec<String>,
+}
+
+impl TwinSpec {
+    /// Parses a twin's `case.toml` text; `Ok(None)` when the text declares no `twin_of` (an
+    /// ordinary case).
+    pub fn parse(text: &str, path: &str) -> Result<Option<TwinSpec>, CaseError> {
+        let value: toml::Table = toml::from_str(text).map_err(|e| CaseError::Parse {
+            path: path.to_string(),
+            message: e.to_string(),
+        })?;
+        if !value.contains_key("twin_of") {
+            return Ok(None);
+        }
+        toml::from_str(text)
+            .map(Some)
+            .map_err(|e| CaseError::Parse {
+                path: path.to_string(),
+                message: e.to_string(),
+            })
+    }
+
+    /// The case the twin stands for: `source` with the twin's id, title and data file version.
+    pub fn resolve(&self, source: &Case) -> Result<Case, CaseError> {
+        let bad = |problem: String| CaseError::Invalid {
+            id: self.id.clone(),
+            problem,
+        };
+        if self.data_file_version == source.data_file_version {
+            return Err(bad(format!(
+                "a twin of {} must write another data file version than its {}",
+                source.id,
+                source.data_file_version.as_str()
+            )));
+        }
+        if !source.step_data_file_versions.is_empty() {
+            return Err(bad(format!(
+                "{} sets step_data_file_versions; a twin of a mixed-version case would not \
+                 differ from it in one version only",
+                source.id
+            )));
+        }
+        let mut case = source.clone();
+        case.id = self.id.clone();
+        case.title = format!(
+            "{} (data files v{})",
+            source.title,
+            self.data_file_version.as_str()
+        );
+        case.data_file_version = self.data_file_version;
+        for r in &self.requirements {
+            if case.requirements.contains(r) {
+                return Err(bad(format!("{r} is named by {} already", source.id)));
+            }
+            case.requirements.push(r.clone());
+        }
+        Ok(case)
+    }
+}
+
 /// The error a negative case requires of a reader.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,6 +217,15 @@ pub struct Case {
     /// Queries whose reconciliation is recorded.
     #[serde(default)]
     pub queries: Vec<QuerySpec>,
+    /// The version every data file the case writes is in (base, lineage and overlay value
+    /// files); `2.0` when absent.
+    #[serde(default, skip_serializing_if = "DataFileVersionSpec::is_default")]
+    pub data_file_version: DataFileVersionSpec,
+    /// Per step (its position, counting from 0, as in file names `f<fragment>-s<step>...`):
+    /// the version of the data files that step writes, overriding `data_file_version`. A case
+    /// whose files then differ is a mixed-version one (bit 256).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub step_data_file_versions: BTreeMap<String, DataFileVersionSpec>,
     /// The scenario.
     pub steps: Vec<Step>,
 }
@@ -343,6 +456,17 @@ impl Case {
             }
             (None, Some(_)) => return Err(bad("`corrupt` steps need an [expect_error]".into())),
             (None, None) => {}
+        }
+        for step in self.step_data_file_versions.keys() {
+            if !step
+                .parse::<usize>()
+                .is_ok_and(|s| s < self.steps.len() && step == &s.to_string())
+            {
+                return Err(bad(format!(
+                    "step_data_file_versions names step {step:?}, not a step position (0 to {})",
+                    self.steps.len().saturating_sub(1)
+                )));
+            }
         }
         for (i, q) in self.queries.iter().enumerate() {
             if self.queries[..i].iter().any(|other| other.name == q.name) {

@@ -256,6 +256,8 @@ pub fn to_case(
             unless_implemented: None,
         }),
         queries: queries(built),
+        data_file_version: Default::default(),
+        step_data_file_versions: Default::default(),
         steps,
     }
 }

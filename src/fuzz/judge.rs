@@ -395,6 +395,7 @@ fn judge_in(
         area: "fuzz".into(),
         dir: dir.to_path_buf(),
         case: case.clone(),
+        twin_of: None,
     };
     let (checks, _) = execute::run_case(reader, declared, &case_dir, &expected, class_level);
     let signatures = checks

@@ -290,7 +290,7 @@ impl ExpectedAhead {
     ) -> ExpectedAhead {
         // A rendezvous: the next case's results are handed over only when they are asked for.
         let (send, receive) = mpsc::sync_channel(0);
-        let dirs: Vec<&'scope Path> = selected.iter().map(|c| c.dir.as_path()).collect();
+        let dirs: Vec<&'scope Path> = selected.iter().map(|c| c.expected_dir()).collect();
         let spawned = std::thread::Builder::new()
             .name("expected".into())
             .spawn_scoped(scope, move || {
@@ -315,7 +315,7 @@ impl ExpectedAhead {
                     path: case.dir.clone(),
                 })
             }),
-            ExpectedAhead::Inline => execute::load_expected(&case.dir),
+            ExpectedAhead::Inline => execute::load_expected(case.expected_dir()),
         }
     }
 }

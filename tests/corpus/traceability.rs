@@ -38,20 +38,17 @@ const NOT_EXPRESSIBLE_AS_CASES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Requirements of data files of v2.1 and later that wait for corpus cases until the kit's
-/// writer writes v2.2 (branch `writer22`). Until then each is pinned by unit tests over
-/// datasets pylance 14.0.2 wrote (`reference-io/tests/dataset_v2x.rs`) and by the reference's
-/// own tests; this list is to be emptied when the cases land, not grown.
+/// Requirements of data files of v2.1 and later that wait for corpus cases. Each needs a v2.2
+/// file with a struct field, which the store cannot write yet: the reference's read-back of a
+/// v2.2 file holding a struct does not equal the committed snapshot (its struct positions are
+/// gone), so the generator refuses those cases (branch corpus22's report). Until then each is
+/// pinned by unit tests over datasets pylance 14.0.2 wrote (`reference-io/tests/dataset_v2x.rs`);
+/// this list is to be emptied when the cases land, not grown.
 const AWAITING_V2_2_CASES: &[&str] = &[
     "DS-LEAF-1",
     "DS-LEAF-2",
     "DS-LEAF-3",
     "DS-LEAF-4",
-    "FLG-CONS-7",
-    "FLG-READ-5",
-    "FLG-WRITE-8",
-    "FLG-WRITE-9",
-    "LIN-COL-7",
     "OVL-SHAPE-7",
     "OVL-SHAPE-8",
 ];
@@ -313,7 +310,8 @@ fn negative_cases_damage_only_the_newest_version() {
             .filter(|s| matches!(s, Step::Corrupt(_)))
             .count();
         assert_eq!(corrupt_steps > 0, c.case.is_negative(), "{}", c.case.id);
-        let dir: &Path = &c.dir;
+        // A twin's expected files are the case's it shares them with.
+        let dir: &Path = c.expected_dir();
         let error = dir.join("expected/error.json");
         assert_eq!(
             error.is_file(),
@@ -345,7 +343,8 @@ fn requires_names_exactly_what_the_content_needs() {
     use lance_conformance::runner::needs;
     let mut problems = Vec::new();
     for c in cases() {
-        let expected = load_expected(&c.dir).unwrap_or_else(|e| panic!("{}: {e}", c.case.id));
+        let expected =
+            load_expected(c.expected_dir()).unwrap_or_else(|e| panic!("{}: {e}", c.case.id));
         let content = needs::of_case(&c.dir, &c.case, &expected);
         let declared: BTreeSet<_> = c.case.requires.iter().copied().collect();
         if declared != content {
