@@ -152,7 +152,7 @@ fn check_file(stem: &str) -> usize {
 #[test]
 fn lance_written_v2_1_and_v2_2_files_decode_cell_for_cell() {
     let stems = stems();
-    assert_eq!(stems.len(), 6, "{stems:?}");
+    assert_eq!(stems.len(), 7, "{stems:?}");
     let kernels: usize = stems.iter().map(|s| check_file(s)).sum();
     // Bit unpacking occurs from 100 rows on (levels, values, dictionary indices).
     assert!(kernels >= 20, "{kernels} columns used a kernel");
@@ -171,4 +171,35 @@ fn struct_parents_have_no_column_in_v2_1_plus() {
     // Asking for a struct column's values is a type mismatch, not a misread.
     let e = file.column_array(col, &DataType::Struct).unwrap_err();
     assert_eq!(e.code(), "encoding_type_mismatch");
+}
+
+#[test]
+fn constant_pages_of_an_update_hold_strings_in_value_buffers() {
+    // What `LanceDataset.update` wrote (README): `city` all 'Rome' (one buffer, the value),
+    // `nick` 'anon' or NULL (value, empty repetition, definition), `age` 7 or NULL (inline
+    // value, repetition, definition).
+    let bytes = std::fs::read(dir().join("v2_2_update.lance")).unwrap();
+    let file = read_data_file(&bytes, "v2_2_update").unwrap();
+    let buffers = |col: usize| -> Vec<usize> {
+        let pages = file.page_summaries(col).unwrap();
+        assert!(
+            pages.iter().all(|p| p.encoding.starts_with("constant(")),
+            "{pages:?}"
+        );
+        pages.iter().map(|p| p.buffers).collect()
+    };
+    assert_eq!(buffers(1), [1]);
+    assert_eq!(buffers(2), [3]);
+    assert_eq!(buffers(3), [2]);
+    let rows = file.num_rows() as usize;
+    assert_eq!(rows, 80);
+    let city = file.column(1, &DataType::Utf8).unwrap();
+    assert!(city.iter().all(|v| *v == Value::Utf8("Rome".into())));
+    let nick = file.column(2, &DataType::Utf8).unwrap();
+    let nulls = nick.iter().filter(|v| **v == Value::Null).count();
+    assert!(nulls > 0 && nulls < rows, "{nulls}");
+    assert!(
+        nick.iter()
+            .all(|v| *v == Value::Null || *v == Value::Utf8("anon".into()))
+    );
 }

@@ -25,13 +25,17 @@ one of the expected encodings did not occur in a version's files:
   2.1 and 2.2: mini-block, constant (NULL), full-zip, Flat, Variable, FixedSizeList,
                InlineBitpacking, OutOfLineBitpacking, RLE, dictionary, FSST, LZ4, zstd,
                byte-stream-split
-  2.2 only:    constant (inline scalar)
+  2.2 only:    constant (inline scalar), constant (value buffer), constant (value with levels)
 
 LZ4 is Lance's own choice for the dictionary of low-cardinality strings in 2.2; zstd, LZ4 in
 2.1 and byte-stream-split only occur through field metadata (`lance-encoding:compression` =
 `zstd` / `lz4`, `lance-encoding:bss` = `on`, keys from rust/lance-encoding/src/constants.rs),
 and full-zip for a narrow fixed-width column through `lance-encoding:structural-encoding` =
 `fullzip` (Lance also picks full-zip by itself for the 64-float vectors and the long strings).
+A constant page keeps a string in a page buffer of its own ("value buffer": no inline value,
+one buffer, or three with the levels), and a constant value with NULLs beside it has definition
+levels ("value with levels"); the `constant_utf8*` and `constant_nulls` columns make 2.2 write
+them (2.1 stores such columns in mini-block pages).
 
     python3 tests/interop/decode_agreement.py [--bin-dir DIR] [--keep DIR] [--versions 2.1,2.2]
 
@@ -67,7 +71,8 @@ EXPECTED_21 = [
     "InlineBitpacking", "OutOfLineBitpacking", "RLE", "dictionary", "FSST", "LZ4", "zstd",
     "byte-stream-split",
 ]
-EXPECTED = {"2.1": EXPECTED_21, "2.2": EXPECTED_21 + ["constant (inline scalar)"]}
+EXPECTED = {"2.1": EXPECTED_21, "2.2": EXPECTED_21 + [
+    "constant (inline scalar)", "constant (value buffer)", "constant (value with levels)"]}
 
 LAYOUTS = {"MiniBlockLayout": "mini-block", "FullZipLayout": "full-zip",
            "AllNullLayout": "constant (NULL)", "BlobLayout": "blob"}
@@ -83,8 +88,10 @@ VARIANT = re.compile(r"\b(\w+)\(\s*\n\s*(\w+) \{")
 SCHEME = re.compile(r"scheme: (\w+)")
 
 
-def page_encodings(encoding):
-    """The layout and compression names of one 2.1+ page's `encoding` string, in order."""
+def page_encodings(encoding, buffers):
+    """The layout and compression names of one 2.1+ page's `encoding` string, in order.
+    `buffers` is the page's buffer count, which tells a constant page's forms apart (Lance 14:
+    an inline value with 0 or 2 buffers; else a value buffer with 1 or 3; else all NULL)."""
     names = []
     for m in VARIANT.finditer(encoding):
         variant, message = m.group(1), m.group(2)
@@ -92,8 +99,16 @@ def page_encodings(encoding):
             continue
         if variant == "ConstantLayout":
             inline = re.search(r"inline_value: (\w+)", encoding)
-            names.append("constant (inline scalar)" if inline and inline.group(1) == "Some"
-                         else "constant (NULL)")
+            if inline and inline.group(1) == "Some":
+                names.append("constant (inline scalar)")
+                if buffers == 2:
+                    names.append("constant (value with levels)")
+            elif buffers in (1, 3):
+                names.append("constant (value buffer)")
+                if buffers == 3:
+                    names.append("constant (value with levels)")
+            else:
+                names.append("constant (NULL)")
         elif variant in LAYOUTS:
             names.append(LAYOUTS[variant])
         elif variant in COMPRESSIONS:
@@ -166,6 +181,9 @@ def make_table(n, struct_nulls, steer):
             names=["a", "b"], mask=pa.array([struct_nulls and i % 9 == 4 for i in range(n)])),
         "runs": pa.array(with_nulls([i // 50 for i in range(n)], 13), pa.int64()),
         "constant": pa.array([42] * n, pa.int64()),
+        "constant_utf8": pa.array(["Rome"] * n),
+        "constant_utf8_nulls": pa.array(with_nulls(["a constant string"] * n, 7)),
+        "constant_nulls": pa.array(with_nulls([-7] * n, 5), pa.int32()),
         "all_null": pa.array([None] * n, pa.int32()),
         "f64_zstd": pa.array(with_nulls([rng.gauss(0, 1) for _ in range(n)], 4), pa.float64()),
         "f32_bss": pa.array(with_nulls([rng.uniform(0, 1) for _ in range(n)], 6), pa.float32()),
@@ -307,8 +325,10 @@ def encodings_of(path, version, table):
     out = {}
     for i, column in enumerate(md.columns):
         name = names[i] if i < len(names) else f"#{i}"
-        parse = legacy_encodings if version == "2.0" else page_encodings
-        out[name] = [parse(p.encoding) for p in column.pages]
+        if version == "2.0":
+            out[name] = [legacy_encodings(p.encoding) for p in column.pages]
+        else:
+            out[name] = [page_encodings(p.encoding, len(p.buffers)) for p in column.pages]
     return out
 
 

@@ -12,9 +12,12 @@ Deterministic: no randomness, so regenerating gives the same bytes.
 
 import json
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
+import lance
 import pyarrow as pa
 from lance.file import LanceFileReader, LanceFileWriter
 
@@ -82,6 +85,15 @@ def compact(encoding: str) -> str:
     return ",".join(dict.fromkeys(names))
 
 
+def page_names(page) -> str:
+    """`compact` of a page's encoding, and `value_buffer` for a constant page whose value is in
+    a page buffer (no inline value, 1 or 3 buffers: Lance 14's reader tells it so)."""
+    names = compact(str(page.encoding))
+    if "ConstantLayout" in names and "inline_value" not in names and len(page.buffers) in (1, 3):
+        names += ",value_buffer"
+    return names
+
+
 def jsonable(values):
     """Floats as their shortest round-trip decimal strings, so a reader parses them exactly."""
 
@@ -110,41 +122,77 @@ def leaves(name, array):
     return [(name, array.type, jsonable(array.to_pylist()))], {}
 
 
+def updated_file(path: Path) -> None:
+    """The data file `LanceDataset.update` writes (dataset defaults: data file version 2.2)
+    for rows whose columns the update makes constant: `city` one string (a constant page with
+    a value buffer), `nick` one string or NULL (value buffer and definition levels), `age` one
+    integer or NULL (inline value and definition levels). Copied to `path`."""
+    n = 200
+    t = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "city": pa.array([["Oslo", "Lima", "Pune", "Kyiv"][i % 4] for i in range(n)]),
+            "nick": pa.array(["anon" if i % 3 == 0 else f"n{i}" for i in range(n)]),
+            "age": pa.array([7 if i % 2 == 0 else i % 90 for i in range(n)], pa.int32()),
+            "score": pa.array([None if i % 31 == 0 else i * 0.25 for i in range(n)]),
+        }
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = lance.write_dataset(t, tmp)
+        ds.update(
+            {
+                "city": "'Rome'",
+                # NULL where the old value equals the new one (Lance's SQL has no CASE).
+                "nick": "nullif('anon', nick)",
+                "age": "nullif(7, age)",
+                "score": "score * 2",
+            },
+            where="id % 10 < 4",
+        )
+        last = lance.dataset(tmp).get_fragments()[-1]
+        (data_file,) = last.metadata.files
+        shutil.copyfile(Path(tmp) / "data" / data_file.path, path)
+
+
 def main(out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for version in ["2.1", "2.2"]:
-        for n in [10, 100, 1000]:
+    files = [(version, n) for version in ["2.1", "2.2"] for n in [10, 100, 1000]]
+    files.append(("2.2", "update"))
+    for version, n in files:
+        stem = f"v{version.replace('.', '_')}_{n}"
+        path = out / f"{stem}.lance"
+        if path.exists():
+            path.unlink()
+        if n == "update":
+            updated_file(path)
+        else:
             t = table(n, wide=n <= 100)
-            stem = f"v{version.replace('.', '_')}_{n}"
-            path = out / f"{stem}.lance"
-            if path.exists():
-                path.unlink()
             with LanceFileWriter(str(path), t.schema, version=version) as w:
                 w.write_batch(t)
-            reader = LanceFileReader(str(path))
-            back = reader.read_all().to_table()
-            columns, structs = [], {}
-            for name in back.column_names:
-                c, s = leaves(name, back.column(name).combine_chunks())
-                columns += c
-                structs.update(s)
-            meta = reader.metadata()
-            doc = {
-                "version": version,
-                "rows": n,
-                "columns": [
-                    {
-                        "path": p,
-                        "type": str(ty),
-                        "values": v,
-                        "pages": [compact(str(pg.encoding)) for pg in meta.columns[i].pages],
-                    }
-                    for i, (p, ty, v) in enumerate(columns)
-                ],
-                "structs": structs,
-            }
-            (out / f"{stem}.json").write_text(json.dumps(doc, indent=None) + "\n")
+        reader = LanceFileReader(str(path))
+        back = reader.read_all().to_table()
+        columns, structs = [], {}
+        for name in back.column_names:
+            c, s = leaves(name, back.column(name).combine_chunks())
+            columns += c
+            structs.update(s)
+        meta = reader.metadata()
+        doc = {
+            "version": version,
+            "rows": back.num_rows,
+            "columns": [
+                {
+                    "path": p,
+                    "type": str(ty),
+                    "values": v,
+                    "pages": [page_names(pg) for pg in meta.columns[i].pages],
+                }
+                for i, (p, ty, v) in enumerate(columns)
+            ],
+            "structs": structs,
+        }
+        (out / f"{stem}.json").write_text(json.dumps(doc, indent=None) + "\n")
 
 
 if __name__ == "__main__":

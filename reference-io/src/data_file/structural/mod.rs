@@ -8,15 +8,17 @@
 //! a count the page has not backed with bytes or bounded by [`super::MAX_DECODED_VALUES`]; every
 //! count a layout declares (rows, items, chunk values, levels, dictionary items) is checked
 //! against the others and against the bytes that hold it, and a layout or encoding this reader
-//! does not decode is refused by name ([`DataFileError::UnsupportedEncoding`]). Lists
-//! (repetition levels) are refused: the kit's columns have none.
+//! does not decode is refused by name ([`DataFileError::UnsupportedEncoding`]). Lists (list
+//! layers) are refused: the kit's columns have none; repetition levels of a column without
+//! lists, which say nothing but "one slot per row", are accepted only in that form
+//! ([`constant`]).
 //!
 //! | module | concept |
 //! |---|---|
 //! | [`page_layout`] | the `PageLayout` of a page: parsing, the v2.1/v2.2 grammar check, dispatch |
 //! | [`mini_block`] | the mini-block layout: chunk metadata words, chunk headers, padding, dictionary |
 //! | [`full_zip`] | the full-zip layout: control words and zipped fixed or variable width values |
-//! | [`constant`] | the constant layout: all NULL or one inline scalar, optional level buffers |
+//! | [`constant`] | the constant layout: all NULL, an inline scalar or a value buffer, optional level buffers |
 //! | [`rep_def`] | definition levels: layer meanings, levels to validity |
 //! | [`compressive`] | compressive encodings: the mini-block, block and per-value forms of each |
 //! | [`buffer_compression`] | LZ4 and zstd buffers |

@@ -60,7 +60,7 @@ pub fn describe(layout: &pb::PageLayout) -> String {
             let what = if c.inline_value.is_some() {
                 "inline"
             } else {
-                "null"
+                "value buffer or null"
             };
             match opt(&c.def_compression) {
                 Some(d) => format!("constant({what}, def={d})"),

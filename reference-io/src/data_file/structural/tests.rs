@@ -350,3 +350,206 @@ fn blob_and_unknown_layouts_are_refused_by_name() {
     let e = page_layout::decode(&pb::PageLayout { layout: None }, &[], 1, &site()).unwrap_err();
     assert!(e.to_string().contains("empty or unknown PageLayout"), "{e}");
 }
+
+/// A constant page of `layers` with no inline value (a value buffer or all NULL).
+fn constant_no_inline(layers: Vec<i32>) -> pb::PageLayout {
+    pb::PageLayout {
+        layout: Some(Layout::ConstantLayout(pb::ConstantLayout {
+            layers,
+            ..Default::default()
+        })),
+    }
+}
+
+/// The value buffer Lance writes for one string: two Arrow buffers, offsets `[0, len]` and
+/// the bytes.
+fn string_value_buffer(s: &str) -> Vec<u8> {
+    let mut v = 2u32.to_le_bytes().to_vec();
+    v.extend_from_slice(&8u32.to_le_bytes());
+    v.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    v.extend_from_slice(&0u32.to_le_bytes());
+    v.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    v.extend_from_slice(s.as_bytes());
+    v
+}
+
+fn raw_levels(levels: &[u16]) -> Vec<u8> {
+    levels.iter().flat_map(|l| l.to_le_bytes()).collect()
+}
+
+fn strings(page: &PageValues) -> Vec<String> {
+    let Some(Block::Variable { offsets, data }) = &page.values else {
+        panic!("not strings: {page:?}")
+    };
+    offsets
+        .windows(2)
+        .map(|w| String::from_utf8(data[w[0] as usize..w[1] as usize].to_vec()).unwrap())
+        .collect()
+}
+
+#[test]
+fn constant_string_in_a_value_buffer_fills_every_row() {
+    // As Lance 14 writes a column set to one string by an update: one buffer, no levels.
+    let rome = string_value_buffer("Rome");
+    assert_eq!(
+        rome,
+        b"\x02\x00\x00\x00\x08\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x04\x00\x00\x00Rome"
+    );
+    let page = page_layout::decode(&constant_no_inline(vec![VALID]), &[&rome], 3, &site()).unwrap();
+    assert_eq!(strings(&page), ["Rome", "Rome", "Rome"]);
+    assert_eq!(page.def, None);
+}
+
+#[test]
+fn constant_string_with_nulls_puts_the_value_only_in_valid_rows() {
+    // Value, an empty repetition buffer (no lists), raw u16 definition levels.
+    let v = string_value_buffer("ab");
+    let def = raw_levels(&[0, 1, 0]);
+    let page = page_layout::decode(
+        &constant_no_inline(vec![NULLABLE]),
+        &[&v, &[], &def],
+        3,
+        &site(),
+    )
+    .unwrap();
+    assert_eq!(strings(&page), ["ab", "", "ab"]);
+    assert_eq!(page.def, Some(vec![0, 1, 0]));
+    // Repetition levels of a column without lists: one 0 per row is the same page.
+    let rep = raw_levels(&[0, 0, 0]);
+    let same = page_layout::decode(
+        &constant_no_inline(vec![NULLABLE]),
+        &[&v, &rep, &def],
+        3,
+        &site(),
+    )
+    .unwrap();
+    assert_eq!(same, page);
+    // Any other repetition level, or another count, is malformed.
+    let e = page_layout::decode(
+        &constant_no_inline(vec![NULLABLE]),
+        &[&v, &raw_levels(&[0, 1, 0]), &def],
+        3,
+        &site(),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "invalid_page_data", "{e}");
+    assert!(
+        e.to_string().contains("repetition level 1 at slot 1"),
+        "{e}"
+    );
+    let e = page_layout::decode(
+        &constant_no_inline(vec![NULLABLE]),
+        &[&v, &raw_levels(&[0, 0]), &def],
+        3,
+        &site(),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "invalid_page_data", "{e}");
+}
+
+#[test]
+fn constant_inline_value_with_levels_and_an_empty_repetition_buffer() {
+    let layout = pb::PageLayout {
+        layout: Some(Layout::ConstantLayout(pb::ConstantLayout {
+            layers: vec![NULLABLE],
+            inline_value: Some(7i32.to_le_bytes().to_vec()),
+            ..Default::default()
+        })),
+    };
+    let def = raw_levels(&[1, 0]);
+    let page = page_layout::decode(&layout, &[&[], &def], 2, &site()).unwrap();
+    assert_eq!(page.def, Some(vec![1, 0]));
+    assert_eq!(page.values.as_ref().map(Block::len), Some(2));
+}
+
+#[test]
+fn malformed_constant_pages_get_typed_errors() {
+    let one = constant_no_inline(vec![VALID]);
+    let rome = string_value_buffer("Rome");
+    let cases: Vec<(Vec<u8>, &str, &str)> = vec![
+        // A buffer count its bytes cannot hold.
+        (
+            {
+                let mut v = rome.clone();
+                v[0] = 0xff;
+                v
+            },
+            "data_file_out_of_bounds",
+            "cannot hold",
+        ),
+        // Bytes after the last buffer.
+        (
+            {
+                let mut v = rome.clone();
+                v.push(0);
+                v
+            },
+            "invalid_page_data",
+            "after the buffers",
+        ),
+        // A buffer running past the end.
+        (
+            {
+                let mut v = rome.clone();
+                v[8] = 9;
+                v
+            },
+            "data_file_out_of_bounds",
+            "runs past",
+        ),
+        // Offsets pointing past the string's bytes.
+        (
+            {
+                let mut v = rome.clone();
+                v[16] = 5;
+                v
+            },
+            "data_file_out_of_bounds",
+            "outside",
+        ),
+        // Fewer than four bytes.
+        (vec![1, 0], "data_file_out_of_bounds", "no buffer count"),
+        // Three Arrow buffers.
+        (
+            {
+                let mut v = 3u32.to_le_bytes().to_vec();
+                v.extend_from_slice(&[0; 12]);
+                v
+            },
+            "unsupported_encoding",
+            "3 Arrow buffers",
+        ),
+    ];
+    for (bytes, code, text) in cases {
+        let e = page_layout::decode(&one, &[&bytes], 2, &site()).unwrap_err();
+        assert_eq!(e.code(), code, "{e}");
+        assert!(e.to_string().contains(text), "{text}: {e}");
+        assert!(e.to_string().contains("constant_layout.value"), "{e}");
+    }
+    // Buffer counts that name no form.
+    for n in [4usize, 5] {
+        let bufs: Vec<&[u8]> = vec![&[]; n];
+        let e = page_layout::decode(&one, &bufs, 2, &site()).unwrap_err();
+        assert_eq!(e.code(), "invalid_page_data", "{e}");
+    }
+    let inline = constant(Some(vec![1, 0, 0, 0]), None);
+    let e = page_layout::decode(&inline, &[&rome], 2, &site()).unwrap_err();
+    assert!(
+        e.to_string().contains("inline value with 1 page buffers"),
+        "{e}"
+    );
+    // Compressed levels on a page with a value: Lance would read them as raw u16.
+    let e = page_layout::decode(
+        &constant(Some(vec![1, 0, 0, 0]), Some(flat(16))),
+        &[],
+        2,
+        &site(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("raw u16"), "{e}");
+    // A value repeated past the decoded-bytes limit is refused before it is built.
+    let long = string_value_buffer(&"x".repeat(100));
+    let rows = crate::data_file::MAX_DECODED_VALUES as usize;
+    let e = page_layout::decode(&one, &[&long], rows, &site()).unwrap_err();
+    assert!(e.to_string().contains("limit"), "{e}");
+}
