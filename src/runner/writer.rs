@@ -734,7 +734,7 @@ pub fn run_case(
             }
         }
     }
-    if let Some(c) = &committer {
+    if committer.is_some() {
         if let Some(Action::Write { step, version }) = plan.actions.pop() {
             plan.actions.push(Action::Prepared {
                 step,
