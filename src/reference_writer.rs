@@ -10,20 +10,31 @@
 //! reference refuses leaves the directory as it was: nothing is written before the new version
 //! is complete and checked. A `prepare` only records the step and the version it read; its
 //! `commit` builds the commit from that version and lands it on the newest one, re-stamped.
+//! A `commit_prepared` reads the files the kit placed with the reference reader's own decoder
+//! ([`read_file_columns`]), builds the next version from them, and checks it exactly as a reader
+//! checks a version ([`Snapshot::validate`]) before anything is written: a transaction whose
+//! result a reader refuses is refused with that refusal's code, and the committer's own rules
+//! ([OVL-VER-1]: an overlay a commit adds takes the version the commit creates) come after.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use lance_reference::model::Snapshot;
+use lance_reference::lineage::stamping::stamp_overlays;
+use lance_reference::model::{Coverage, DataFile, Overlay, Snapshot};
 use lance_reference_io::data_file::DataFileVersion;
-use lance_reference_io::{Dataset, WriteOptions, write_version};
+use lance_reference_io::layout::FileLayout;
+use lance_reference_io::paths::data_file_path;
+use lance_reference_io::read::read_file_columns;
+use lance_reference_io::{Dataset, ReadOptions, WriteOptions, write_version};
+use roaring::RoaringBitmap;
 
 use crate::case::Step;
 use crate::runner::capability::WRITE_WORDS;
 use crate::runner::conformance_reader::{Answer, Description, Refusal};
 use crate::runner::conformance_writer::ConformanceWriter;
 use crate::runner::protocol::{
-    Implementation, PrepareResult, ReadError, WriteRequest, WriteResult,
+    CommitPreparedRequest, Implementation, PrepareResult, PreparedCoverage, PreparedOperation,
+    PreparedOverlay, PreparedTransaction, ReadError, WriteRequest, WriteResult,
 };
 use crate::runner::write_step::from_wire;
 use crate::scenario::{self, ScenarioError};
@@ -150,6 +161,153 @@ fn at_read_version(request: &WriteRequest) -> Answer<Vec<Snapshot>> {
     Ok(versions)
 }
 
+/// A refusal carrying a reference error's code, as class `refused` (§7).
+fn refused_by(code: &str, message: String) -> Refusal {
+    refused("refused", Some(code), message)
+}
+
+/// The model overlay of a prepared one, its value file read from `dir`.
+fn prepared_overlay(
+    dir: &Path,
+    snapshot: &Snapshot,
+    o: &PreparedOverlay,
+    field: &str,
+) -> Answer<Overlay> {
+    let io = |e: lance_reference_io::DatasetError| refused_by(e.code(), format!("{field}: {e}"));
+    let layout = FileLayout {
+        path: data_file_path(&o.file.path, "(transaction)", &format!("{field}.file.path"))
+            .map_err(io)?,
+        column_indices: o.file.column_indices.clone(),
+        file_major_version: o.file.file_major_version,
+        file_minor_version: o.file.file_minor_version,
+        file_size_bytes: o.file.file_size_bytes,
+    };
+    let mut file = DataFile {
+        path: o.file.path.clone(),
+        fields: o.file.fields.clone(),
+        columns: Vec::new(),
+    };
+    file.columns = read_file_columns(
+        dir,
+        &snapshot.schema,
+        &file,
+        &layout,
+        true,
+        &format!("{field}.file"),
+        ReadOptions::default().max_file_bytes,
+    )
+    .map_err(io)?;
+    let bitmap = |offsets: &[u32]| offsets.iter().copied().collect::<RoaringBitmap>();
+    let coverage = match &o.coverage {
+        PreparedCoverage::Dense(offsets) => Coverage::Dense(bitmap(offsets)),
+        PreparedCoverage::Sparse(lists) => {
+            Coverage::Sparse(lists.iter().map(|l| bitmap(l)).collect())
+        }
+    };
+    Ok(Overlay {
+        file,
+        coverage,
+        committed_version: o.committed_version.unwrap_or(snapshot.version),
+    })
+}
+
+/// The version `transaction` makes of `prev`, checked before it is returned (module docs).
+fn prepared_version(
+    dir: &Path,
+    prev: &Snapshot,
+    transaction: &PreparedTransaction,
+) -> Answer<Snapshot> {
+    let version = prev.version + 1;
+    let mut next = prev.clone();
+    next.version = version;
+    // Per touched fragment: its position and the overlays the commit adds.
+    let mut added: Vec<(usize, Vec<Overlay>)> = Vec::new();
+    for (i, pf) in transaction.fragments.iter().enumerate() {
+        let position = next
+            .fragments
+            .iter()
+            .position(|f| f.id == pf.id)
+            .ok_or_else(|| {
+                let e = lance_reference::Error::UnknownFragment {
+                    fragment: pf.id,
+                    context: format!("transaction fragments[{i}]"),
+                };
+                refused_by(e.code(), e.to_string())
+            })?;
+        let mut overlays = Vec::new();
+        for (k, o) in pf.overlays.iter().enumerate() {
+            let field = format!("fragments[{i}].overlays[{k}]");
+            let stated = o.committed_version.is_some();
+            if stated != (transaction.operation == PreparedOperation::Merge) {
+                return Err(refused(
+                    "refused",
+                    None,
+                    format!(
+                        "{field}: `committed_version` is stated in a merge and only there, this is an {}",
+                        transaction.operation.as_str()
+                    ),
+                ));
+            }
+            overlays.push(prepared_overlay(dir, &next, o, &field)?);
+        }
+        let fragment = &mut next.fragments[position];
+        let new = match transaction.operation {
+            PreparedOperation::Overlay => overlays,
+            PreparedOperation::Merge => {
+                let kept = fragment.overlays.len();
+                if overlays.len() < kept || overlays[..kept] != fragment.overlays[..] {
+                    return Err(Refusal::Unsupported(format!(
+                        "fragment {}: a merge that replaces or changes carried overlays (an overlay compaction); the reference commits only merges that keep them",
+                        pf.id
+                    )));
+                }
+                overlays.split_off(kept)
+            }
+        };
+        // First as stored, so that what a reader would refuse is refused with its code.
+        fragment.overlays.extend(new.iter().cloned());
+        added.push((position, new));
+    }
+    lance_reference::flags::set_commit_flags(&mut next);
+    next.validate().map_err(|e| {
+        refused_by(
+            e.code(),
+            format!("the committed version would be refused: {e}"),
+        )
+    })?;
+    // [OVL-VER-1]: an overlay the commit adds takes the version the commit creates.
+    for (position, new) in &added {
+        let fragment = &next.fragments[*position];
+        if let Some(o) = new.iter().find(|o| o.committed_version != version) {
+            let e = lance_reference::Error::BadCommittedVersion {
+                fragment: fragment.id,
+                file: o.file.path.clone(),
+                committed_version: o.committed_version,
+                problem: format!(
+                    "an overlay this commit adds takes the version it creates, {version} (OVL-VER-1)"
+                ),
+            };
+            return Err(refused_by(e.code(), e.to_string()));
+        }
+    }
+    // Then stamped: last-updated-at of the rows the added overlays cover ([OVL-LIN-1]).
+    for (position, new) in added {
+        let fragment = &mut next.fragments[position];
+        let kept = fragment.overlays.len() - new.len();
+        fragment.overlays.truncate(kept);
+        stamp_overlays(fragment, new, version, next.stable_row_ids, &next.schema)
+            .map_err(|e| refused_by(e.code(), e.to_string()))?;
+    }
+    lance_reference::flags::set_commit_flags(&mut next);
+    next.validate().map_err(|e| {
+        refused_by(
+            e.code(),
+            format!("the committed version would be refused: {e}"),
+        )
+    })?;
+    Ok(next)
+}
+
 impl ConformanceWriter for ReferenceWriter {
     fn describe(&mut self) -> Answer<Description> {
         Ok(Description {
@@ -218,5 +376,31 @@ impl ConformanceWriter for ReferenceWriter {
         let next = scenario::retry_on_newest(versions, read_version, label, &step)
             .map_err(scenario_refusal)?;
         land(Path::new(dataset), &next, file_version)
+    }
+
+    fn commit_prepared(&mut self, request: &CommitPreparedRequest) -> Answer<WriteResult> {
+        let dir = Path::new(&request.dataset);
+        let versions = history(dir)?;
+        if versions.len() as u64 != request.read_version {
+            return Err(refused(
+                "refused",
+                None,
+                format!(
+                    "asked to build on version {}, but the newest version is {}",
+                    request.read_version,
+                    versions.len()
+                ),
+            ));
+        }
+        let Some(prev) = versions.last() else {
+            return Err(refused(
+                "refused",
+                None,
+                "a prepared commit needs a version to build on".into(),
+            ));
+        };
+        let next = prepared_version(dir, prev, &request.transaction)?;
+        // the commit's own files are the kit's; whatever else lands is written in the default
+        land(dir, &next, WriteOptions::default().data_file_version)
     }
 }

@@ -537,7 +537,7 @@ def handle(testee, req, described):
             }
         elif cmd in ("open", "scan", "lineage", "query"):
             result = getattr(testee, cmd)(req)
-        elif cmd in ("write", "prepare", "commit"):
+        elif cmd in ("write", "prepare", "commit", "commit_prepared"):
             if not any(w.startswith("write:") for w in described["capabilities"]):
                 return {"seq": seq, "unsupported": {"reason": f"pylance {described['implementation']['version']} is not set up as a writer (adapters/pylance/writer.py: 14.x only)"}}
             member, result = writer.answer(testee.writer, cmd, req)

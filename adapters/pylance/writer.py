@@ -20,6 +20,12 @@ Every step is one Lance commit made through pylance's public API:
 - set_config:    LanceOperation.UpdateConfig;
 - add_fields:    LanceDataset.add_columns(pyarrow fields): all-NULL columns, no data written;
 - drop_fields:   LanceDataset.drop_columns;
+- commit_prepared (the kit's own files, spec/conformance.md §7.4): `overlay` is
+                 LanceOperation.DataOverlay of DataOverlayFile(DataFile(...), offsets) with no
+                 committed_version (Lance stamps it); `merge` is LanceOperation.Merge of every
+                 fragment's FragmentMetadata, the named fragments' `overlays` replaced by the
+                 transaction's list (committed_version as the caller states it), and the schema
+                 as it is (see prepared_operation);
 - commit_retry:  `prepare` writes the files and builds the operation on `read_version`;
                  `commit` is LanceDataset.commit(dir, operation, read_version=that version),
                  after the conflicting commit landed, so Lance's own conflict resolver rebases it.
@@ -85,7 +91,8 @@ def words(version_tuple, overlays_understood):
     go on past its first overlay."""
     if version_tuple[:1] != (14,) or not hasattr(Op, "DataOverlay"):
         return []
-    overlay = ["write:overlay", "write:sparse-overlay"] if overlays_understood else []
+    overlay = (["write:overlay", "write:sparse-overlay", "write:prepared-commit"]
+               if overlays_understood else [])
     return [
         "write:create",
         "write:append",
@@ -399,6 +406,13 @@ class Writer:
         if path != req["dataset"]:
             raise ValueError(f"transaction {token!r} was prepared in {path}, not {req['dataset']}")
         new = call(lance.LanceDataset.commit, path, operation, read_version=read_version)
+        return {"version": new.version}
+
+    def commit_prepared(self, req):
+        ds = self.at(req["dataset"], int(req["read_version"]))
+        new = self.commit_op(ds, prepared_operation(ds, req["transaction"]))
+        if new.version != ds.version + 1:
+            raise H["Crashed"](f"Lance committed version {new.version} on version {ds.version}")
         return {"version": new.version}
 
     # ---- helpers
@@ -815,6 +829,44 @@ class Writer:
         if out.version != before + 1:
             raise H["Crashed"](f"drop_columns made {out.version - before} commits")
         return out
+
+
+# ---------------------------------------------------------------- prepared commits (§7.4)
+
+def prepared_overlay(o):
+    """A transaction's overlay as Lance's DataOverlayFile (the value file is already in data/)."""
+    f = o["file"]
+    data_file = DataFile(
+        f["path"], list(f["fields"]), list(f["column_indices"]),
+        int(f["file_major_version"]), int(f["file_minor_version"]),
+        int(f.get("file_size_bytes", 0)) or None,
+    )
+    cov = o["coverage"]
+    offsets = cov["dense"] if "dense" in cov else [list(c) for c in cov["sparse"]]
+    try:
+        return Op.DataOverlayFile(data_file, offsets, o.get("committed_version"))
+    except ValueError as e:  # pylance's own argument check (a repeated offset, say)
+        raise WriteRefused(f"pylance refused the overlay: {e}") from e
+
+
+def prepared_operation(ds, transaction):
+    """The Lance operation of a prepared commit: DataOverlay, or a Merge of every fragment with
+    the named fragments' overlay lists replaced."""
+    op = transaction["operation"]
+    touched = {int(f["id"]): [prepared_overlay(o) for o in f["overlays"]] for f in transaction["fragments"]}
+    if op == "overlay":
+        return Op.DataOverlay([Op.DataOverlayGroup(fid, overlays) for fid, overlays in touched.items()])
+    if op == "merge":
+        fragments = []
+        for frag in ds.get_fragments():
+            meta = frag.metadata
+            if meta.id in touched:
+                meta.overlays = touched.pop(meta.id)
+            fragments.append(meta)
+        if touched:
+            raise WriteRefused(f"no fragments {sorted(touched)}")
+        return Op.Merge(fragments, ds.schema)
+    raise WriteUnsupported(f"prepared operation {op!r}")
 
 
 def answer(writer, cmd, req):

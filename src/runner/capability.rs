@@ -40,7 +40,7 @@ pub const VOCABULARY: [&str; 12] = [
 /// The writer words: the steps of the case vocabulary a writer commits (`write:<step>`). A
 /// writer run sends a case only to a writer that declares every word its steps need
 /// ([`super::writer::needs`]).
-pub const WRITE_WORDS: [&str; 16] = [
+pub const WRITE_WORDS: [&str; 17] = [
     "write:create",
     "write:append",
     "write:overlay",
@@ -56,8 +56,15 @@ pub const WRITE_WORDS: [&str; 16] = [
     "write:set-config",
     "write:add-fields",
     "write:drop-fields",
+    PREPARED_COMMIT,
     REFERENCE_LINEAGE_ENCODING,
 ];
+
+/// A writer that commits files the kit prepared (`commit_prepared`, spec/conformance.md §7.4):
+/// the committer cases, where the kit hands the committer a malformed commit and its
+/// well-formed twin. Not a step of the case vocabulary; a writer without it replays those
+/// cases' own steps instead.
+pub const PREPARED_COMMIT: &str = "write:prepared-commit";
 
 /// A writer whose inline lineage encodings are the reference's (the encoder of
 /// `spec/row-lineage.md`). Where the table spills, the budget is compared with the writer's

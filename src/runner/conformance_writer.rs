@@ -8,8 +8,9 @@
 //! answer alone: what a commit left on disk is judged by the kit's reader and `validate`
 //! ([`super::writer`]).
 
+use super::conformance_reader::Refusal;
 use super::conformance_reader::{Answer, Description};
-use super::protocol::{PrepareResult, WriteRequest, WriteResult};
+use super::protocol::{CommitPreparedRequest, PrepareResult, WriteRequest, WriteResult};
 
 /// A writer under test.
 ///
@@ -27,6 +28,11 @@ use super::protocol::{PrepareResult, WriteRequest, WriteResult};
 ///   `read_version` and writes whatever files the commit needs) and returns a token;
 ///   [`commit`](Self::commit) then commits it on the version that is newest *now*, which
 ///   another commit may have advanced since (a retried commit: [OVL-VER-2], [LIN-STAMP-3]).
+/// - [`commit_prepared`](Self::commit_prepared) commits files the kit wrote itself, as the
+///   transaction names them, on `read_version` (only for a writer declaring
+///   `write:prepared-commit`; the default answers `unsupported`). A committer refuses a
+///   transaction whose result would break a rule ([`Refusal::Error`](super::conformance_reader::Refusal::Error), class `refused`, the
+///   reference's code where it has one) and then leaves no new version behind.
 /// - Nothing may panic for the runner's sake: return [`Refusal::Broken`](super::conformance_reader::Refusal::Broken) instead.
 pub trait ConformanceWriter {
     /// Who the writer is and what it can do.
@@ -37,4 +43,11 @@ pub trait ConformanceWriter {
     fn prepare(&mut self, request: &WriteRequest) -> Answer<PrepareResult>;
     /// Commits a prepared step on the newest version of `dataset`.
     fn commit(&mut self, dataset: &str, transaction: &str) -> Answer<WriteResult>;
+    /// Commits files the kit prepared, as `request.transaction` says.
+    fn commit_prepared(&mut self, request: &CommitPreparedRequest) -> Answer<WriteResult> {
+        let _ = request;
+        Err(Refusal::Unsupported(
+            "this writer does not commit prepared files".into(),
+        ))
+    }
 }

@@ -49,6 +49,7 @@ pub mod kit_fault;
 pub mod known_failures;
 pub mod needs;
 pub mod output;
+pub mod prepared_commit;
 pub mod process;
 pub mod protocol;
 pub mod reference;

@@ -24,9 +24,9 @@ use serde::de::DeserializeOwned;
 use super::conformance_reader::{Answer, ConformanceReader, Description, Refusal};
 use super::conformance_writer::ConformanceWriter;
 use super::protocol::{
-    Command as Cmd, ExclusionResult, OpenResult, PROTOCOL_VERSION, PrepareResult, QueryAnswer,
-    QueryRequest, Request, Response, ScanRequest, ScanResult, StartResult, VersionRef,
-    WriteRequest, WriteResult,
+    Command as Cmd, CommitPreparedRequest, ExclusionResult, OpenResult, PROTOCOL_VERSION,
+    PrepareResult, QueryAnswer, QueryRequest, Request, Response, ScanRequest, ScanResult,
+    StartResult, VersionRef, WriteRequest, WriteResult,
 };
 use crate::expected::FragmentLineage;
 
@@ -435,5 +435,9 @@ impl ConformanceWriter for ProcessReader {
             },
             "commit",
         )
+    }
+
+    fn commit_prepared(&mut self, request: &CommitPreparedRequest) -> Answer<WriteResult> {
+        self.call(Cmd::CommitPrepared(request.clone()), "commit_prepared")
     }
 }

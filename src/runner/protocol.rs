@@ -60,6 +60,9 @@ pub enum Command {
         /// The token `prepare` returned.
         transaction: String,
     },
+    /// Commit files the kit wrote itself, as the transaction says (a writer declaring
+    /// `write:prepared-commit`, §7.4 of `spec/conformance.md`).
+    CommitPrepared(CommitPreparedRequest),
     /// The last request: the testee answers and exits.
     Stop,
 }
@@ -79,6 +82,103 @@ pub struct WriteRequest {
     /// in, when the run asks for one (`run --data-file-version`); absent, the writer chooses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file_version: Option<String>,
+}
+
+/// A prepared commit: files already in the dataset directory, to commit on top of
+/// `read_version` as `transaction` says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommitPreparedRequest {
+    /// Absolute path of the dataset directory.
+    pub dataset: String,
+    /// The dataset's newest version, which the commit builds on.
+    pub read_version: u64,
+    /// What to commit.
+    pub transaction: PreparedTransaction,
+}
+
+/// The operation of a prepared commit, named by the fields of the manifest it changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreparedOperation {
+    /// Add overlays to fragments; the committer stamps their `committed_version` with the
+    /// version it creates and moves last-updated-at ([OVL-VER-1], [OVL-LIN-1]).
+    Overlay,
+    /// Replace each named fragment's overlay list with the one given, `committed_version`
+    /// included, as a caller-built commit does (Lance's `Merge`).
+    Merge,
+}
+
+impl PreparedOperation {
+    /// The operation's wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreparedOperation::Overlay => "overlay",
+            PreparedOperation::Merge => "merge",
+        }
+    }
+}
+
+/// A prepared commit's transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreparedTransaction {
+    /// The operation.
+    pub operation: PreparedOperation,
+    /// The fragments it touches, by id, in manifest order.
+    pub fragments: Vec<PreparedFragment>,
+}
+
+/// One fragment of a prepared commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreparedFragment {
+    /// `DataFragment.id`.
+    pub id: u64,
+    /// `overlay`: the overlays to add, oldest first; `merge`: the fragment's whole overlay list.
+    pub overlays: Vec<PreparedOverlay>,
+}
+
+/// One `DataOverlayFile` of a prepared commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreparedOverlay {
+    /// The value file.
+    pub file: PreparedFile,
+    /// Which offsets it covers.
+    pub coverage: PreparedCoverage,
+    /// Set by the caller in a `merge`; absent in an `overlay`, where the committer stamps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committed_version: Option<u64>,
+}
+
+/// A `DataFile` entry: the file is already at `data/<path>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreparedFile {
+    /// Relative to the dataset's `data/` directory, as `DataFile.path`.
+    pub path: String,
+    /// `DataFile.fields`.
+    pub fields: Vec<i32>,
+    /// `DataFile.column_indices`.
+    pub column_indices: Vec<i32>,
+    /// `DataFile.file_major_version`.
+    pub file_major_version: u32,
+    /// `DataFile.file_minor_version`.
+    pub file_minor_version: u32,
+    /// `DataFile.file_size_bytes` (0: unknown).
+    pub file_size_bytes: u64,
+}
+
+/// An overlay's coverage as offset lists: `{"dense": [...]}` (`shared_offset_bitmap`) or
+/// `{"sparse": [[...], ...]}` (`field_coverage`, one list per `fields` position).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreparedCoverage {
+    /// One offset list shared by every field.
+    Dense(Vec<u32>),
+    /// One offset list per position of the value file's `fields`.
+    Sparse(Vec<Vec<u32>>),
 }
 
 /// `write`'s and `commit`'s result.

@@ -115,6 +115,10 @@ pub fn answer(
             seq,
             writer.map_or_else(|| Err(no_writer()), |w| w.commit(&dataset, &transaction)),
         ),
+        Command::CommitPrepared(request) => respond(
+            seq,
+            writer.map_or_else(|| Err(no_writer()), |w| w.commit_prepared(&request)),
+        ),
         Command::Stop => return (respond(seq, Ok(serde_json::json!({}))), true),
     };
     (response, false)

@@ -25,14 +25,15 @@ use std::path::{Path, PathBuf};
 use lance_reference::lineage::SpillConfig;
 use lance_reference::model::Snapshot;
 
-use super::capability::{ERROR_CODES, REFERENCE_LINEAGE_ENCODING};
+use super::capability::{ERROR_CODES, PREPARED_COMMIT, REFERENCE_LINEAGE_ENCODING};
 use super::conformance_reader::{ConformanceReader, Refusal};
 use super::conformance_writer::ConformanceWriter;
 use super::execute::{self, Expected, shown};
 use super::kit_fault::KitFault;
+use super::prepared_commit::{CommitterCase, Side, committer_case, manifest};
 use super::protocol::{
-    ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ScanRequest, ScanResult, VersionRef,
-    WriteRequest,
+    CommitPreparedRequest, ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ScanRequest,
+    ScanResult, VersionRef, WriteRequest,
 };
 use super::reference::{ReferenceReader, read_checked};
 use super::report::{CaseResult, CheckResult, FailureKind, Report, Role, Verdict};
@@ -62,6 +63,17 @@ pub enum Action<'a> {
         conflict: &'a Step,
         /// The version `conflict` creates.
         version: u64,
+    },
+    /// The commit of `step` is handed over as files the kit prepared: the malformed commit must
+    /// be refused with `code`, then its twin must create `version`
+    /// ([`super::prepared_commit`]).
+    Prepared {
+        /// The step whose commit the files are.
+        step: &'a Step,
+        /// The version the twin creates.
+        version: u64,
+        /// The reference's code for the refusal (`expected/error.json`), if the case pins one.
+        code: Option<&'a str>,
     },
     /// `attempt` must be refused, leaving the newest version at `at`.
     Refuse {
@@ -575,13 +587,29 @@ impl Replay<'_> {
             return;
         };
         let answer = self.writer.write(&request);
+        self.refused(name, answer, Some(code), at, at);
+    }
+
+    /// Judges the answer to a commit that must be refused, leaving the newest version at `at`;
+    /// `code` is the reference's code for the refusal, judged as `v<label> refusal code`.
+    fn refused(
+        &mut self,
+        name: String,
+        answer: Result<super::protocol::WriteResult, Refusal>,
+        code: Option<&str>,
+        at: u64,
+        label: u64,
+    ) {
         let left = newest(Path::new(&self.dir));
         match answer {
             Err(Refusal::Error(e)) if left == at => {
                 self.push(name, Verdict::Pass, None, format!("refused: {}", shown(&e)));
+                let Some(code) = code else {
+                    return;
+                };
                 // The code is the reference's vocabulary: judged only for a writer that
                 // reports it, and at SHOULD, as for readers (§4).
-                let name = format!("v{at} refusal code ({code})");
+                let name = format!("v{label} refusal code ({code})");
                 let (verdict, kind, message) = if !self.error_codes {
                     (Verdict::Unsupported, None, "needs error-codes".to_string())
                 } else if e.code.as_deref() == Some(code) {
@@ -626,6 +654,64 @@ impl Replay<'_> {
             Err(r) => self.refusal(name, r),
         }
     }
+
+    /// The request of one side of a committer case: its files placed in the writer's
+    /// directory, its transaction built on the writer's version `version - 1`.
+    fn prepared_request(
+        &mut self,
+        name: &str,
+        committer: &CommitterCase,
+        side: &Side,
+    ) -> Option<CommitPreparedRequest> {
+        let at = committer.version - 1;
+        let built = manifest(Path::new(&self.dir), at)
+            .map_err(|m| format!("the writer's v{at}: {m}"))
+            .and_then(|prev| committer.transaction(side, &prev.manifest))
+            .and_then(|transaction| {
+                CommitterCase::place_files(side, Path::new(&self.dir))?;
+                Ok(transaction)
+            });
+        match built {
+            Ok(transaction) => Some(CommitPreparedRequest {
+                dataset: self.dir.clone(),
+                read_version: newest(Path::new(&self.dir)),
+                transaction,
+            }),
+            Err(message) => {
+                self.kit_fault(
+                    name.to_string(),
+                    &KitFault::StoredCase {
+                        version: committer.version,
+                        message,
+                    },
+                );
+                None
+            }
+        }
+    }
+
+    /// A committer case: the malformed commit refused, then its twin committed and judged.
+    fn prepared(&mut self, committer: &CommitterCase, code: Option<&str>) {
+        let version = committer.version;
+        let op = committer.operation.as_str();
+        let name = format!("v{version} refuses prepared ({op})");
+        let Some(request) = self.prepared_request(&name, committer, &committer.damaged) else {
+            return;
+        };
+        let answer = self.writer.commit_prepared(&request);
+        self.refused(name, answer, code, version - 1, version);
+        if self.stopped {
+            return;
+        }
+        let name = format!("v{version} commit prepared ({op})");
+        let Some(request) = self.prepared_request(&name, committer, &committer.twin) else {
+            return;
+        };
+        let answer = self.writer.commit_prepared(&request);
+        if self.committed(name, answer, version) {
+            self.judge(version);
+        }
+    }
 }
 
 /// The newest version in `dir` (0 when there is none, or the directory cannot be listed).
@@ -655,7 +741,7 @@ pub fn run_case(
             Some(message),
         )]
     };
-    let plan = match plan(&case.case) {
+    let mut plan = match plan(&case.case) {
         Ok(p) => p,
         Err(why) => return unsupported(format!("not a writer case: {why}")),
     };
@@ -667,6 +753,39 @@ pub fn run_case(
         .collect();
     if !lacking.is_empty() {
         return unsupported(format!("needs {}", lacking.join(", ")));
+    }
+    // A negative case whose damaged commit a caller could hand over is, for a writer that
+    // commits prepared files, a committer case: its last commit is the kit's.
+    let mut committer = None;
+    if declared.contains(PREPARED_COMMIT) {
+        if let (Some(Action::Write { step, version }), Some(twin)) =
+            (plan.actions.last(), expected.undamaged.as_ref())
+        {
+            if matches!(step, Step::Overlay { .. }) && *version == twin.version {
+                match committer_case(case, *version) {
+                    Ok(found) => committer = found,
+                    Err(message) => {
+                        return vec![CheckResult::kit_fault(
+                            "write".into(),
+                            case.case.level,
+                            &KitFault::StoredCase {
+                                version: *version,
+                                message,
+                            },
+                        )];
+                    }
+                }
+            }
+        }
+    }
+    if committer.is_some() {
+        if let Some(Action::Write { step, version }) = plan.actions.pop() {
+            plan.actions.push(Action::Prepared {
+                step,
+                version,
+                code: expected.error.as_ref().and_then(|e| e.code.as_deref()),
+            });
+        }
     }
     let fault = |source| {
         vec![CheckResult::kit_fault(
@@ -719,6 +838,11 @@ pub fn run_case(
                 version,
             } => replay.retry(write, conflict, *version),
             Action::Refuse { attempt, code, at } => replay.refuse(attempt, code, *at),
+            Action::Prepared { code, .. } => {
+                if let Some(c) = &committer {
+                    replay.prepared(c, *code);
+                }
+            }
         }
     }
     match replay.declined.take() {

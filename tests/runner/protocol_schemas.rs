@@ -174,6 +174,7 @@ fn every_reference_resolves_and_every_command_has_its_schemas() {
         "write",
         "prepare",
         "commit",
+        "commit_prepared",
         "stop",
     ] {
         assert!(
@@ -294,6 +295,10 @@ fn a_writer_run_exchanges_only_messages_the_schemas_allow() {
             "sparse-per-field",
             "--case",
             "vector-topk-rescore-ties",
+            "--case",
+            "coverage-past-end",
+            "--case",
+            "committed-version-zero",
         ],
     );
     for key in [
@@ -302,6 +307,8 @@ fn a_writer_run_exchanges_only_messages_the_schemas_allow() {
         "write/error",
         "prepare/result",
         "commit/result",
+        "commit_prepared/result",
+        "commit_prepared/error",
         "stop/result",
     ] {
         assert!(seen.contains_key(key), "no {key} in {seen:?}");

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 
 use lance_conformance::case::Step;
 use lance_conformance::reference_writer::ReferenceWriter;
-use lance_conformance::runner::protocol::{PrepareResult, ReadError, WriteRequest, WriteResult};
+use lance_conformance::runner::protocol::{
+    CommitPreparedRequest, PrepareResult, ReadError, WriteRequest, WriteResult,
+};
 use lance_conformance::runner::write_step::{from_wire, to_wire};
 use lance_conformance::runner::writer::run_writer_suite;
 use lance_conformance::runner::{
@@ -100,7 +102,30 @@ enum How {
     OwnEncoding,
     /// Writes its default data file version whatever the run asks for.
     IgnoreFileVersion,
+    /// A committer that accepts every prepared commit: where the reference refuses one, it
+    /// commits anyway (here: a `set_config` no-op, a new version all the same).
+    AcceptEveryPrepared,
+    /// A committer that refuses every prepared commit, the well-formed twins included.
+    RefuseEveryPrepared,
+    /// Does not declare `write:prepared-commit`.
+    NoPreparedCommit,
 }
+
+/// The negative cases whose damaged commit a caller could hand a committer: the committer cases
+/// (`spec/conformance.md` §7.4), one per kind of malformed commit.
+const COMMITTER_CASES: [&str; 11] = [
+    "coverage-past-end",
+    "overlay-value-count-mismatch",
+    "overlay-value-count-surplus",
+    "overlay-value-wrong-type",
+    "overlay-file-missing",
+    "truncated-overlay-file",
+    "overlay-duplicate-live-field",
+    "sparse-bitmap-count",
+    "sparse-value-count-one-field",
+    "committed-version-zero",
+    "committed-version-in-future",
+];
 
 impl ConformanceWriter for Misbehaving {
     fn describe(&mut self) -> Answer<Description> {
@@ -110,6 +135,9 @@ impl ConformanceWriter for Misbehaving {
         }
         if matches!(self.how, How::OwnEncoding) {
             d.capabilities.remove("write:reference-lineage-encoding");
+        }
+        if matches!(self.how, How::NoPreparedCommit) {
+            d.capabilities.remove("write:prepared-commit");
         }
         Ok(d)
     }
@@ -172,6 +200,132 @@ impl ConformanceWriter for Misbehaving {
 
     fn commit(&mut self, dataset: &str, transaction: &str) -> Answer<WriteResult> {
         self.inner.commit(dataset, transaction)
+    }
+
+    fn commit_prepared(&mut self, request: &CommitPreparedRequest) -> Answer<WriteResult> {
+        match self.how {
+            How::AcceptEveryPrepared => match self.inner.commit_prepared(request) {
+                Err(Refusal::Error(e)) if e.class == "refused" => self.inner.write(&WriteRequest {
+                    dataset: request.dataset.clone(),
+                    read_version: request.read_version,
+                    step: serde_json::json!({"op": "set_config", "set": {"k": "v"}}),
+                }),
+                other => other,
+            },
+            How::RefuseEveryPrepared => Err(Refusal::Error(ReadError {
+                class: "refused".into(),
+                code: None,
+                message: "no".into(),
+            })),
+            _ => self.inner.commit_prepared(request),
+        }
+    }
+}
+
+/// The cases of `report` that ran a `refuses prepared` check.
+fn committer_cases(report: &Report) -> BTreeSet<String> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.checks.iter().any(|k| k.name.contains("refuses prepared")))
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+/// The case `id` of `report`.
+fn case<'a>(report: &'a Report, id: &str) -> &'a lance_conformance::runner::CaseResult {
+    report.cases.iter().find(|c| c.id == id).unwrap()
+}
+
+#[test]
+fn the_reference_committer_refuses_each_malformed_commit_and_commits_its_twin() {
+    let report = run(&mut ReferenceWriter::new());
+    let found = committer_cases(&report);
+    let listed: BTreeSet<String> = COMMITTER_CASES.iter().map(|s| s.to_string()).collect();
+    assert_eq!(found, listed);
+    for id in COMMITTER_CASES {
+        let c = case(&report, id);
+        assert_eq!(
+            c.outcome,
+            Outcome::Passed,
+            "{id}: {:?}",
+            c.primary_failure()
+        );
+        let names: Vec<&str> = c.checks.iter().map(|k| k.name.as_str()).collect();
+        // The refusal carries the reader's code, and the twin is committed and then judged.
+        assert!(
+            names.iter().any(|n| n.contains("refusal code")),
+            "{id}: {names:?}"
+        );
+        let twin = names
+            .iter()
+            .position(|n| n.contains("commit prepared"))
+            .unwrap_or_else(|| panic!("{id}: {names:?}"));
+        assert!(
+            names[twin..].iter().any(|n| n.ends_with(" scan")),
+            "{id}: {names:?}"
+        );
+    }
+    // A caller-stated committed_version is a merge, the rest are overlays.
+    let merge = case(&report, "committed-version-zero");
+    assert!(
+        merge
+            .checks
+            .iter()
+            .any(|k| k.name == "v2 refuses prepared (merge)")
+    );
+    let overlay = case(&report, "coverage-past-end");
+    assert!(
+        overlay
+            .checks
+            .iter()
+            .any(|k| k.name == "v2 refuses prepared (overlay)")
+    );
+}
+
+#[test]
+fn a_committer_accepting_every_prepared_commit_fails_every_committer_case() {
+    let report = misbehaving(How::AcceptEveryPrepared);
+    for id in COMMITTER_CASES {
+        let c = case(&report, id);
+        // Failed, or advisory where the case is a SHOULD.
+        assert!(
+            matches!(c.outcome, Outcome::Failed | Outcome::Advisory),
+            "{id}: {:?}",
+            c.outcome
+        );
+        assert_eq!(c.kind, Some(FailureKind::CommittedRefused), "{id}");
+    }
+}
+
+#[test]
+fn a_committer_refusing_every_prepared_commit_fails_every_committer_case() {
+    let report = misbehaving(How::RefuseEveryPrepared);
+    for id in COMMITTER_CASES {
+        let c = case(&report, id);
+        assert!(
+            matches!(c.outcome, Outcome::Failed | Outcome::Advisory),
+            "{id}: {:?}",
+            c.outcome
+        );
+        assert_eq!(c.kind, Some(FailureKind::RefusedWrite), "{id}");
+        // The malformed commit's refusal passed: the twin is what a refuse-all fails.
+        assert!(c.checks.iter().any(|k| k.name.contains("refuses prepared")
+            && k.verdict == lance_conformance::runner::Verdict::Pass));
+    }
+}
+
+#[test]
+fn a_writer_without_prepared_commits_writes_those_cases_itself() {
+    let report = misbehaving(How::NoPreparedCommit);
+    assert!(committer_cases(&report).is_empty());
+    for id in COMMITTER_CASES {
+        let c = case(&report, id);
+        assert_eq!(c.outcome, Outcome::Passed, "{id}");
+        assert!(
+            c.checks.iter().any(|k| k.name == "v2 write (overlay)"),
+            "{id}"
+        );
     }
 }
 
@@ -274,6 +428,7 @@ fn every_step_the_corpus_sends_a_writer_reads_back_from_its_wire_form() {
                     steps.push((write, *version + 1));
                 }
                 Action::Refuse { attempt, at, .. } => steps.push((attempt, *at)),
+                Action::Prepared { step, version, .. } => steps.push((step, *version)),
             }
         }
         for (step, v) in steps {
