@@ -10,7 +10,9 @@
 //!
 //! The published schema is `spec/schemas/expected.schema.json`.
 
+pub mod column_form;
 pub mod json_text;
+pub mod rows;
 pub mod tagged;
 
 use lance_reference::exclusion::ExclusionSets;
@@ -22,6 +24,7 @@ use crate::case::cell::type_name;
 use crate::case::names::field_id;
 use crate::case::{Case, QuerySpec};
 use crate::reader;
+pub use rows::{ExpectedCell, Rows};
 use tagged::{Tagged, tag, tag_scalar};
 
 /// One top-level column of the resolved table.
@@ -146,9 +149,11 @@ pub struct QueryResult {
     pub final_rows: Vec<Hit>,
 }
 
-/// `expected/v<N>.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `expected/v<N>.json`. Its `rows` are written in the row form (an array of [`Row`]) up to
+/// [`column_form::ROW_FORM_MAX`] rows and in the [`column_form`] past that; both read back
+/// to the same rows.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "VersionFile")]
 pub struct ExpectedVersion {
     /// The case id.
     pub case: String,
@@ -157,13 +162,102 @@ pub struct ExpectedVersion {
     /// Top-level columns in schema order.
     pub columns: Vec<Column>,
     /// Live rows: fragments in manifest order, rows in physical order.
-    pub rows: Vec<Row>,
+    pub rows: Rows,
     /// Lineage placement per fragment, in manifest order.
     pub fragments: Vec<FragmentLineage>,
     /// Exclusion sets, by index name then fragment id.
     pub exclusion_sets: Vec<ExclusionSet>,
     /// Declared queries answered at this version, in declaration order.
     pub queries: Vec<QueryResult>,
+}
+
+/// `rows` as a file holds them: the row form or the column form.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+enum RowsFile {
+    Rows(Vec<Row>),
+    Columns(column_form::ColumnForm),
+}
+
+impl<'de> Deserialize<'de> for RowsFile {
+    /// An array is the row form, an object the column form (read straight, without
+    /// buffering, so a large file is parsed once).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+        struct Form;
+        impl<'de> serde::de::Visitor<'de> for Form {
+            type Value = RowsFile;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of rows (row form) or an object (column form)")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<RowsFile, A::Error> {
+                Vec::deserialize(SeqAccessDeserializer::new(a)).map(RowsFile::Rows)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<RowsFile, A::Error> {
+                column_form::ColumnForm::deserialize(MapAccessDeserializer::new(a))
+                    .map(RowsFile::Columns)
+            }
+        }
+        d.deserialize_any(Form)
+    }
+}
+
+/// `expected/v<N>.json` as written; [`ExpectedVersion`] with its rows in either form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VersionFile {
+    case: String,
+    version: u64,
+    columns: Vec<Column>,
+    rows: RowsFile,
+    fragments: Vec<FragmentLineage>,
+    exclusion_sets: Vec<ExclusionSet>,
+    queries: Vec<QueryResult>,
+}
+
+impl TryFrom<VersionFile> for ExpectedVersion {
+    type Error = column_form::ColumnFormError;
+
+    fn try_from(f: VersionFile) -> Result<Self, Self::Error> {
+        let rows = match f.rows {
+            RowsFile::Rows(rows) => Rows::Listed(rows),
+            RowsFile::Columns(form) => Rows::Columns(column_form::decode(&f.columns, &form)?),
+        };
+        Ok(ExpectedVersion {
+            case: f.case,
+            version: f.version,
+            columns: f.columns,
+            rows,
+            fragments: f.fragments,
+            exclusion_sets: f.exclusion_sets,
+            queries: f.queries,
+        })
+    }
+}
+
+impl Serialize for ExpectedVersion {
+    /// The column form past [`column_form::ROW_FORM_MAX`] rows, when it round-trips (it does
+    /// for every version the reference computes); the row form otherwise.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let listed = self.rows.to_vec();
+        let columns = (listed.len() > column_form::ROW_FORM_MAX)
+            .then(|| column_form::encode(&self.columns, &listed))
+            .flatten();
+        let rows = match columns {
+            Some(form) => RowsFile::Columns(form),
+            None => RowsFile::Rows(listed),
+        };
+        VersionFile {
+            case: self.case.clone(),
+            version: self.version,
+            columns: self.columns.clone(),
+            rows,
+            fragments: self.fragments.clone(),
+            exclusion_sets: self.exclusion_sets.clone(),
+            queries: self.queries.clone(),
+        }
+        .serialize(s)
+    }
 }
 
 /// `expected/error.json`: what a reader must do with the damaged newest version.
@@ -256,7 +350,7 @@ pub fn compute(case: &Case, snapshot: &Snapshot) -> Result<ExpectedVersion, Expe
         case: case.id.clone(),
         version,
         columns: columns(schema, &top),
-        rows: scanned.iter().map(|r| row(schema, &top, r)).collect(),
+        rows: Rows::Listed(scanned.iter().map(|r| row(schema, &top, r)).collect()),
         fragments: snapshot.fragments.iter().map(fragment_lineage).collect(),
         exclusion_sets: exclusion_sets(snapshot),
         queries,

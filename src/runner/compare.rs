@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 
 use super::protocol::{QueryAnswer, ScanResult};
 use crate::expected::tagged::{Tagged, untag};
-use crate::expected::{ExclusionSet, FragmentLineage, Hit, QueryResult, Row};
+use crate::expected::{ExclusionSet, ExpectedCell, FragmentLineage, Hit, QueryResult, Rows};
 
 /// The relative tolerance on vector distances.
 pub const DISTANCE_TOLERANCE: f32 = 1e-5;
@@ -58,11 +58,52 @@ fn same_type_spelling(a: &str, b: &str) -> bool {
             .eq(b.bytes().filter(|c| *c != b' '))
 }
 
+/// Whether an expected cell and a returned value mean the same value (see the module docs).
+/// An integer cell is compared as an integer, without spelling it first.
+pub fn same_cell(expected: &ExpectedCell, got: &Tagged) -> bool {
+    match *expected {
+        ExpectedCell::Tagged(t) => same_value(t, got),
+        ExpectedCell::Integer { data_type, value } => {
+            if !same_type_spelling(data_type, &got.data_type) {
+                return false;
+            }
+            let Some(want) = value else {
+                return got.value.is_null();
+            };
+            // As `untag` reads each type, so the verdict is `same_value`'s.
+            let got_value: Option<i128> = match data_type {
+                "int32" => got
+                    .value
+                    .as_i64()
+                    .and_then(|i| i32::try_from(i).ok())
+                    .map(i128::from),
+                "int64" => got
+                    .value
+                    .as_str()
+                    .and_then(|s| s.parse::<i64>().ok())
+                    .map(i128::from),
+                "uint64" => got
+                    .value
+                    .as_str()
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .map(i128::from),
+                _ => return same_value(&expected.to_tagged(), got),
+            };
+            got_value == Some(want)
+        }
+        ExpectedCell::Value { .. } => same_value(&expected.to_tagged(), got),
+    }
+}
+
+fn show_cell(c: &ExpectedCell) -> String {
+    show(&c.to_tagged())
+}
+
 /// The first difference between the expected rows (values projected to `projection`, indices
 /// into the expected columns) and a scan.
 pub fn scan(
     expected_columns: &[crate::expected::Column],
-    expected_rows: &[Row],
+    expected_rows: &Rows,
     projection: &[usize],
     got: &ScanResult,
 ) -> Result<(), String> {
@@ -79,28 +120,32 @@ pub fn scan(
         ));
     }
     if expected_rows.len() != got.rows.len() {
-        let at = |rows: &[Row]| -> Vec<String> {
-            rows.iter()
-                .map(|r| format!("{}:{}", r.fragment, r.offset))
-                .collect()
-        };
+        let want: Vec<String> = (0..expected_rows.len())
+            .filter_map(|i| expected_rows.position(i))
+            .map(|(f, o)| format!("{f}:{o}"))
+            .collect();
+        let have: Vec<String> = got
+            .rows
+            .iter()
+            .map(|r| format!("{}:{}", r.fragment, r.offset))
+            .collect();
         return Err(format!(
             "{} rows expected, {} returned (fragment:offset expected [{}], got [{}])",
             expected_rows.len(),
             got.rows.len(),
-            at(expected_rows).join(", "),
-            at(&got.rows).join(", ")
+            want.join(", "),
+            have.join(", ")
         ));
     }
-    for (i, (want, row)) in expected_rows.iter().zip(&got.rows).enumerate() {
-        // The row's label is spelled only for a difference.
-        let at = || {
-            format!(
-                "row {i} (fragment {}, offset {})",
-                want.fragment, want.offset
-            )
+    for (i, row) in got.rows.iter().enumerate() {
+        let (Some((fragment, offset)), Some(lineage)) =
+            (expected_rows.position(i), expected_rows.lineage(i))
+        else {
+            return Err(format!("row {i}: the expected rows end early"));
         };
-        if (want.fragment, want.offset) != (row.fragment, row.offset) {
+        // The row's label is spelled only for a difference.
+        let at = || format!("row {i} (fragment {fragment}, offset {offset})");
+        if (fragment, offset) != (row.fragment, row.offset) {
             return Err(format!(
                 "{}: got fragment {}, offset {}",
                 at(),
@@ -108,20 +153,20 @@ pub fn scan(
                 row.offset
             ));
         }
-        for (name, w, g) in [
-            ("_rowid", &want.row_id, &row.row_id),
-            ("_row_created_at_version", &want.created_at, &row.created_at),
-            (
-                "_row_last_updated_at_version",
-                &want.last_updated_at,
-                &row.last_updated_at,
-            ),
-        ] {
-            if !same_value(w, g) {
+        for ((name, w), g) in [
+            "_rowid",
+            "_row_created_at_version",
+            "_row_last_updated_at_version",
+        ]
+        .into_iter()
+        .zip(&lineage)
+        .zip([&row.row_id, &row.created_at, &row.last_updated_at])
+        {
+            if !same_cell(w, g) {
                 return Err(format!(
                     "{}: {name}: expected {}, got {}",
                     at(),
-                    show(w),
+                    show_cell(w),
                     show(g)
                 ));
             }
@@ -135,15 +180,15 @@ pub fn scan(
             ));
         }
         for (p, g) in projection.iter().zip(&row.values) {
-            let Some(w) = want.values.get(*p) else {
+            let Some(w) = expected_rows.value(i, *p) else {
                 return Err(format!("{}: the expected row has no column {p}", at()));
             };
-            if !same_value(w, g) {
+            if !same_cell(&w, g) {
                 let name = expected_columns.get(*p).map_or("?", |c| c.name.as_str());
                 return Err(format!(
                     "{}: {name}: expected {}, got {}",
                     at(),
-                    show(w),
+                    show_cell(&w),
                     show(g)
                 ));
             }

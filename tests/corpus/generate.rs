@@ -114,7 +114,7 @@ fn every_expected_file_parses_back_to_the_same_bytes() {
             expected::to_json(&expected::parse_error(&text).unwrap())
         } else {
             let parsed = expected::parse_version(&text).unwrap();
-            for row in &parsed.rows {
+            for row in &parsed.rows.to_vec() {
                 for v in &row.values {
                     expected::tagged::untag(v).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
                 }
