@@ -25,7 +25,7 @@ use lance_reference_io::data_file::DataFileVersion;
 use lance_reference_io::layout::FileLayout;
 use lance_reference_io::paths::data_file_path;
 use lance_reference_io::read::read_file_columns;
-use lance_reference_io::{Dataset, ReadOptions, WriteOptions, write_version};
+use lance_reference_io::{Dataset, LocalStorage, ReadOptions, WriteOptions, write_version};
 use roaring::RoaringBitmap;
 
 use crate::case::Step;
@@ -188,7 +188,7 @@ fn prepared_overlay(
         columns: Vec::new(),
     };
     file.columns = read_file_columns(
-        dir,
+        &LocalStorage::new(dir),
         &snapshot.schema,
         &file,
         &layout,
