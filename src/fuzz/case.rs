@@ -242,6 +242,7 @@ pub fn to_case(
             class: String::new(),
             code: None,
             unless_implemented: None,
+            may_read: false,
         }),
         queries: queries(built),
         steps,
@@ -312,6 +313,7 @@ impl Trial {
                 class,
                 code: Some(code),
                 unless_implemented: None,
+                may_read: false,
             });
         }
         Ok(Some(case))
