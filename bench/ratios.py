@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns the results of `cargo bench -p lance-reference` into the ratios BENCHMARKS.md reports.
+"""Turns the results of `cargo bench -p lance-conformance-bench --features criterion` into the ratios BENCHMARKS.md reports.
 
     python3 bench/ratios.py [target dir]   # default: $CARGO_TARGET_DIR or ./target
 

@@ -259,3 +259,269 @@ fn a_fuzz_written_case_requires_what_its_content_needs() {
     );
     assert_eq!(plain.requires, Vec::<C>::new());
 }
+
+/// Whether trial `index` of `seed` builds as the fuzz loop builds it: drawn, its damage
+/// resolved by the reference, then written by the corpus generator's store (in memory) with its
+/// expected results.
+fn builds(index: &RequirementIndex, seed: u64, trial: u64) -> Result<(), String> {
+    let drawn = fuzz::case::Trial::draw(seed, trial, 12, trial % 2 == 1);
+    match drawn.case("p", index)? {
+        Some(case) => lance_conformance::build::case(&case, None)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
+}
+
+#[test]
+fn every_drawn_history_builds() {
+    // Many seeds, an undamaged and a damaged trial of each: the generator never draws a history
+    // (or a damage) its own store cannot build. (Kept to a few seconds; `fuzz` itself records
+    // any trial that still cannot be built as a kit fault.)
+    let index = index();
+    let mut built = 0;
+    for seed in 0..32u64 {
+        let seed = fuzz::history::mix(seed);
+        let trial = 2 * (seed % 500);
+        for trial in [trial, trial + 1] {
+            builds(&index, seed, trial)
+                .unwrap_or_else(|e| panic!("seed {seed} trial {trial}: {e}"));
+            built += 1;
+        }
+    }
+    assert_eq!(built, 64);
+    // A draw that could not be built before: a malformed lineage sequence the fragment's row
+    // count cannot carry (offset_overflow on one row).
+    builds(&index, 7920, 135).unwrap_or_else(|e| panic!("seed 7920 trial 135: {e}"));
+}
+
+#[test]
+fn a_drawn_lineage_damage_always_fits_its_fragment() {
+    use lance_conformance::case::Corruption;
+    use lance_conformance::case::corruption::LineageProblem;
+    use lance_conformance::fuzz::case::{DamageSeed, damage};
+    // Every damage seed against many histories: a malformed lineage sequence is drawn only
+    // where the fragment's row count can carry it (the rule the store builds by).
+    let (mut drawn, mut constrained) = (0, 0);
+    for i in 0..2000u64 {
+        let history = History::draw(11, i, 12);
+        let built = fuzz::builder::concretize(&history);
+        let Some(newest) = built.versions.last() else {
+            continue;
+        };
+        for kind in 0..24u16 {
+            for value in 0..10u16 {
+                let seed = DamageSeed {
+                    kind,
+                    target: (i % 7) as u16,
+                    value,
+                };
+                if let Some(Corruption::MalformedLineage {
+                    fragment, problem, ..
+                }) = damage(&built, seed)
+                {
+                    let rows = newest.frag(fragment).unwrap().rows.len() as u64;
+                    assert_eq!(problem.fits(rows), Ok(()), "history {i}, {seed:?}");
+                    drawn += 1;
+                    if LineageProblem::ALL.iter().any(|p| p.fits(rows).is_err()) {
+                        constrained += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(drawn > 100, "only {drawn} lineage damages drawn");
+    // Fragments some rule cannot be broken in were drawn on: an unfiltered draw fails here.
+    assert!(constrained > 0, "{constrained} of {drawn}");
+}
+
+/// A reader that answers as the oldest-overlay-wins reader until it has seen `after` datasets,
+/// then replaces the fuzz loop's scratch directory with a file: every later trial cannot be
+/// written, the kit's fault.
+struct PullsTheScratchAway {
+    inner: OldestOverlayWins,
+    seen: std::collections::BTreeSet<String>,
+    after: usize,
+    root: Option<PathBuf>,
+}
+
+impl PullsTheScratchAway {
+    fn saw(&mut self, at: &VersionRef) {
+        self.seen.insert(at.dataset.clone());
+        if self.seen.len() == self.after && self.root.is_none() {
+            let root = Path::new(&at.dataset).parent().unwrap().parent().unwrap();
+            std::fs::remove_dir_all(root).unwrap();
+            std::fs::write(root, "not a directory").unwrap();
+            self.root = Some(root.to_path_buf());
+        }
+    }
+}
+
+impl ConformanceReader for PullsTheScratchAway {
+    fn describe(&mut self) -> Answer<Description> {
+        self.inner.describe()
+    }
+    fn open(&mut self, at: &VersionRef) -> Answer<OpenResult> {
+        self.saw(at);
+        self.inner.open(at)
+    }
+    fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
+        self.inner.scan(request)
+    }
+    fn lineage(
+        &mut self,
+        at: &VersionRef,
+        fragment: u64,
+    ) -> Answer<lance_conformance::expected::FragmentLineage> {
+        self.inner.lineage(at, fragment)
+    }
+    fn exclusion(&mut self, at: &VersionRef) -> Answer<ExclusionResult> {
+        self.inner.exclusion(at)
+    }
+    fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> Answer<QueryAnswer> {
+        self.inner.query(at, query)
+    }
+}
+
+#[test]
+fn a_trial_the_kit_cannot_build_is_a_kit_fault_and_the_run_goes_on() {
+    let mut reader = PullsTheScratchAway {
+        inner: OldestOverlayWins(ReferenceReader::new()),
+        seen: std::collections::BTreeSet::new(),
+        after: 30,
+        root: None,
+    };
+    let options = Options {
+        seed: 3,
+        cases: Some(40),
+        shrink_budget: 0,
+        ..Options::default()
+    };
+    let summary = fuzz::run(&mut reader, &index(), &options).unwrap();
+    let root = reader
+        .root
+        .clone()
+        .expect("the scratch directory was pulled away");
+    std::fs::remove_file(&root).unwrap();
+    // Every trial is accounted for: judged, skipped, or a kit fault naming seed and trial.
+    let trial_faults: Vec<&fuzz::KitFaultTrial> = summary
+        .kit_faults
+        .iter()
+        .filter(|f| f.problem.starts_with("could not be built: "))
+        .collect();
+    assert!(!trial_faults.is_empty(), "{summary:?}");
+    assert_eq!(
+        summary.cases + summary.skipped + trial_faults.len() as u64,
+        40,
+        "{summary:?}"
+    );
+    let first_fault = trial_faults[0].index;
+    for (n, f) in trial_faults.iter().enumerate() {
+        assert_eq!(f.seed, 3);
+        assert_eq!(f.index, first_fault + n as u64, "one fault per later trial");
+        let line = f.fault().to_string();
+        assert!(
+            line.starts_with(&format!("trial {} of seed 3 could not be built: ", f.index)),
+            "{line}"
+        );
+    }
+    // What was found before the fault is kept.
+    assert!(
+        summary
+            .findings
+            .iter()
+            .any(|f| f.signature.line() == "wrong-value v# scan" && f.index < first_fault),
+        "{summary:?}"
+    );
+    assert!(
+        summary.line(3).ends_with(&format!(
+            "; the kit failed on {} trial(s) (not the reader's failure; exit 2)",
+            summary.kit_faults.len()
+        )),
+        "{}",
+        summary.line(3)
+    );
+}
+
+/// The reference, except that every scan breaks as a Python testee breaks: an error of its own
+/// naming the dataset's absolute path, with a traceback from this machine.
+struct BreaksWithATraceback(ReferenceReader);
+
+impl ConformanceReader for BreaksWithATraceback {
+    fn describe(&mut self) -> Answer<Description> {
+        self.0.describe()
+    }
+    fn open(&mut self, at: &VersionRef) -> Answer<OpenResult> {
+        self.0.open(at)
+    }
+    fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
+        let cwd = std::env::current_dir().unwrap();
+        Err(Refusal::Broken(format!(
+            "the testee reports an error of its own: OSError: cannot open {}/_versions/x.manifest, \
+             /home/runner/work/lance/lance/rust/lance-file/src/reader.rs:249:13\n\
+             Traceback (most recent call last):\n  File \"{}/adapters/pylance/testee.py\", line 556, in handle\n\
+             OSError: cannot open",
+            request.at.dataset,
+            cwd.display()
+        )))
+    }
+    fn lineage(
+        &mut self,
+        at: &VersionRef,
+        fragment: u64,
+    ) -> Answer<lance_conformance::expected::FragmentLineage> {
+        self.0.lineage(at, fragment)
+    }
+    fn exclusion(&mut self, at: &VersionRef) -> Answer<ExclusionResult> {
+        self.0.exclusion(at)
+    }
+    fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> Answer<QueryAnswer> {
+        self.0.query(at, query)
+    }
+}
+
+#[test]
+fn a_shrunk_case_holds_the_error_message_without_traceback_or_machine_paths() {
+    let out = tempfile::tempdir().unwrap();
+    let mut reader = BreaksWithATraceback(ReferenceReader::new());
+    let options = Options {
+        seed: 1,
+        cases: Some(2),
+        shrink_budget: 3,
+        out: Some(out.path().to_path_buf()),
+        ..Options::default()
+    };
+    let summary = fuzz::run(&mut reader, &index(), &options).unwrap();
+    let crash = summary
+        .findings
+        .iter()
+        .find(|f| f.signature.line() == "crash v# scan")
+        .unwrap_or_else(|| panic!("not found: {summary:?}"));
+    let loaded = Case::load(crash.file.as_ref().unwrap()).unwrap();
+    let text = &loaded.description;
+    assert!(
+        text.contains("OSError: cannot open <case>/dataset/_versions/x.manifest"),
+        "{text}"
+    );
+    assert!(
+        text.contains("x.manifest, lance-file/src/reader.rs:249:13"),
+        "a source location keeps its crate, not the building machine's path: {text}"
+    );
+    assert!(!text.contains("/home/runner"), "{text}");
+    assert!(!text.contains("Traceback"), "{text}");
+    assert!(!text.contains("testee.py"), "{text}");
+    let cwd = std::env::current_dir().unwrap().display().to_string();
+    let tmp = std::env::temp_dir().display().to_string();
+    for machine in [cwd.as_str(), tmp.trim_end_matches('/')] {
+        assert!(!text.contains(machine), "{machine} in {text}");
+    }
+    // The check keeps the whole message for the JSON report; only the case file is cleaned.
+    assert!(
+        crash
+            .check
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("Traceback")
+    );
+}

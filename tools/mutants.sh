@@ -137,7 +137,7 @@ export CARGO_PROFILE_DEV_DEBUG=0
 args=(--workspace --in-place --test-package lance-conformance --timeout 120 --build-timeout 900
       --exclude-re "$exclude_re" -o "$out")
 for f in "${files[@]}"; do args+=(-f "$f"); done
-test_args=(-- --test runner -- --exact suite::the_reference_passes_every_case_in_process)
+test_args=(-- --test integration -- --exact runner::suite::the_reference_passes_every_case_in_process)
 
 mkdir -p "$tree" "$out"
 # Refresh the copy: remove its sources (keep its target/), then copy the working tree, every

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! datafile_dump read FILE [TYPE,TYPE,...]   # types as Lance logical types; default: file schema
-//! datafile_dump write-sample DIR            # writes DIR/sample.lance and DIR/ragged.lance
+//! datafile_dump write-sample DIR [VERSION]  # writes DIR/sample.lance and DIR/ragged.lance
+//!                                           # (and DIR/large.lance in 2.2); VERSION 2.0 or 2.2
 //! ```
 //!
 //! Output is one JSON document on stdout: the footer version, `num_rows`, the file schema
@@ -21,7 +22,8 @@ use std::fmt::Write as _;
 
 use lance_reference::model::{DataType, Field, Value};
 use lance_reference_io::data_file::{
-    ColumnData, DataFileContents, DataFileError, FileField, read_data_file, write_data_file,
+    ColumnData, DataFileContents, DataFileError, DataFileVersion, FileExtras, FileField,
+    read_data_file, write_data_file_in,
 };
 
 fn json_str(s: &str) -> String {
@@ -276,6 +278,101 @@ fn sample_columns() -> Vec<ColumnData> {
     ]
 }
 
+/// The columns as given to the writer, as one JSON document (the 2.2 check's expectation).
+fn written_doc(path: &str, version: DataFileVersion, columns: &[ColumnData]) -> String {
+    let docs: Vec<String> = columns
+        .iter()
+        .map(|c| {
+            let values: Vec<String> = c.values.iter().map(json_value).collect();
+            format!(
+                "{{\"id\":{},\"parent_id\":{},\"name\":{},\"logical_type\":{},\"values\":[{}]}}",
+                c.field.id,
+                c.field.parent_id,
+                json_str(&c.field.name),
+                json_str(&c.field.data_type.logical_type()),
+                values.join(",")
+            )
+        })
+        .collect();
+    let v = version.footer();
+    let rows = columns.iter().map(|c| c.values.len()).max().unwrap_or(0);
+    format!(
+        "{{\"path\":{},\"version\":[{},{}],\"num_rows\":{rows},\"columns\":[{}]}}",
+        json_str(path),
+        v.major,
+        v.minor,
+        docs.join(",")
+    )
+}
+
+/// 6,000 rows (several mini-block chunks per column in 2.2), strings up to 40 KiB (chunks of
+/// two values), a 64-wide vector and a struct without NULLs.
+fn large_columns() -> Vec<ColumnData> {
+    let n = 6000usize;
+    let f = |id, name: &str, dt| Field::new(id, name, dt);
+    let text = |i: usize| match i % 1000 {
+        7 => "L".repeat(40_000),
+        _ => format!("row {i} {}", "x".repeat(i % 37)),
+    };
+    vec![
+        ColumnData::new(
+            f(0, "i64", DataType::Int64),
+            (0..n)
+                .map(|i| {
+                    if i % 13 == 5 {
+                        Value::Null
+                    } else {
+                        Value::Int64(i as i64 * 1_000_003 - 7)
+                    }
+                })
+                .collect(),
+        ),
+        ColumnData::new(
+            f(1, "s", DataType::Utf8),
+            (0..n)
+                .map(|i| {
+                    if i % 11 == 3 {
+                        Value::Null
+                    } else {
+                        Value::Utf8(text(i))
+                    }
+                })
+                .collect(),
+        ),
+        ColumnData::new(
+            f(2, "b", DataType::Bool),
+            (0..n).map(|i| Value::Bool(i % 3 == 0)).collect(),
+        ),
+        ColumnData::new(
+            f(3, "v64", DataType::FixedSizeList { dimension: 64 }),
+            (0..n)
+                .map(|i| {
+                    if i % 17 == 0 {
+                        Value::Null
+                    } else {
+                        Value::Vector((0..64).map(|k| Some((i * 64 + k) as f32 / 8.0)).collect())
+                    }
+                })
+                .collect(),
+        ),
+        ColumnData::new(f(4, "st", DataType::Struct), vec![Value::Struct(vec![]); n]),
+        ColumnData::new(
+            Field::child(5, 4, "x", DataType::Float32),
+            (0..n).map(|i| Value::Float32(i as f32 * 0.5)).collect(),
+        ),
+        ColumnData::new(
+            Field {
+                id: -3,
+                parent_id: -1,
+                name: "_rowid".into(),
+                data_type: DataType::UInt64,
+                nullable: false,
+            },
+            (0..n as u64).map(|i| Value::UInt64(i << 32 | 7)).collect(),
+        ),
+    ]
+}
+
 fn ragged_columns() -> Vec<ColumnData> {
     vec![
         ColumnData::new(Field::new(0, "one", DataType::Int64), vec![Value::Int64(7)]),
@@ -308,19 +405,36 @@ fn main() {
         }
         Some("write-sample") => {
             let dir = &args[2];
-            for (name, columns) in [
+            let version = args.get(3).map_or(DataFileVersion::V2_0, |v| {
+                DataFileVersion::from_name(v).expect("version 2.0 or 2.2")
+            });
+            let mut files = vec![
                 ("sample.lance", sample_columns()),
                 ("ragged.lance", ragged_columns()),
-            ] {
+            ];
+            if version == DataFileVersion::V2_2 {
+                files.push(("large.lance", large_columns()));
+            }
+            for (name, columns) in files {
                 let path = format!("{dir}/{name}");
-                std::fs::write(&path, write_data_file(&columns).unwrap()).unwrap();
-                let (doc, ok) = dump(&path, None);
-                assert!(ok, "the kit refuses its own sample: {doc}");
-                println!("{doc}");
+                let bytes = write_data_file_in(version, &columns, &FileExtras::default()).unwrap();
+                std::fs::write(&path, bytes).unwrap();
+                match version {
+                    DataFileVersion::V2_0 => {
+                        let (doc, ok) = dump(&path, None);
+                        assert!(ok, "the kit refuses its own sample: {doc}");
+                        println!("{doc}");
+                    }
+                    // The columns as given to the writer (struct columns included), which
+                    // datafile_roundtrip.py compares with pylance's read of the file.
+                    DataFileVersion::V2_2 => println!("{}", written_doc(&path, version, &columns)),
+                }
             }
         }
         _ => {
-            eprintln!("usage: datafile_dump read FILE [TYPES] | datafile_dump write-sample DIR");
+            eprintln!(
+                "usage: datafile_dump read FILE [TYPES] | datafile_dump write-sample DIR [2.0|2.2]"
+            );
             std::process::exit(1)
         }
     }

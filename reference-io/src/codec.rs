@@ -16,8 +16,8 @@
 //!   Lance releases.
 //! - **data_format** is written as `{file_format: "lance", version: "2.0"}`, the format of
 //!   every data file this kit writes (`file_major_version` 2, `file_minor_version` 0). On read
-//!   each data file's own version pair decides, and only v2.0 (`(2,0)` or `(0,3)`) is
-//!   supported.
+//!   each data file's own version pair decides (spec DS-FILE-3): v2.0 (`(2,0)` or `(0,3)`),
+//!   v2.1 and v2.2 are read, and every other pair is refused as `unsupported`, naming it.
 //! - **timestamp** is never written (no clock); **transaction_file** is empty.
 //! - **schema_metadata** is written as the [`Layout`] recorded it, so reading and writing a
 //!   manifest keeps the table's schema metadata.
@@ -62,7 +62,7 @@ use super::layout::{
 use super::manifest_file::ManifestFile;
 use super::paths::{checked_relative, data_file_path, refuse_base_id};
 use super::roaring_format::{read_bitmap, write_bitmap};
-use lance_reference::flags::FLAG_STABLE_ROW_IDS;
+use lance_reference::flags::{FLAG_STABLE_ROW_IDS, FileFormatVersion};
 use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
 use lance_reference::model::{
     Coverage, DataFile, DataType, Field, Fragment, Index, IndexKind, Lineage, LineageSequence,
@@ -89,6 +89,12 @@ pub const VECTOR_DETAILS_URL: &str = "/lance.index.pb.VectorIndexDetails";
 pub const INDEX_VERSION: i32 = 1;
 /// The data file version pair written (`file_major_version`, `file_minor_version`).
 pub const DATA_FILE_VERSION: (u32, u32) = (2, 0);
+/// The data file versions read (spec DS-FILE-3): v2.0 (also stored as (0, 3)), v2.1, v2.2.
+pub const READ_DATA_FILE_VERSIONS: [FileFormatVersion; 3] = [
+    FileFormatVersion { major: 2, minor: 0 },
+    FileFormatVersion { major: 2, minor: 1 },
+    FileFormatVersion { major: 2, minor: 2 },
+];
 
 /// The uuid of an index: the first 16 bytes of SHA-256 over a fixed tag, the name and the
 /// `dataset_version`, with the RFC 9562 version nibble set to 8 (custom) and the variant bits
@@ -236,14 +242,19 @@ fn decode_data_file(
 ) -> Result<(DataFile, FileLayout), DatasetError> {
     refuse_base_id(df.base_id, base_ids, file, &format!("{field}.base_id"))?;
     let path = data_file_path(&df.path, file, &format!("{field}.path"))?;
-    let version = (df.file_major_version, df.file_minor_version);
-    if version != (2, 0) && version != (0, 3) {
+    let version = FileFormatVersion::from_pair(df.file_major_version, df.file_minor_version);
+    if !READ_DATA_FILE_VERSIONS.contains(&version) {
+        let unstable = if version == FileFormatVersion::from_pair(2, 3) {
+            ", and 2.3 is unstable in Lance 14"
+        } else {
+            ""
+        };
         return Err(DatasetError::Unsupported {
             file: file.to_string(),
             field: format!("{field}.file_major_version"),
             feature: format!(
-                "data file version {}.{} (only 2.0 is read)",
-                version.0, version.1
+                "data file version {}.{} (2.0, 2.1 and 2.2 are read{unstable})",
+                df.file_major_version, df.file_minor_version
             ),
         });
     }
@@ -721,9 +732,15 @@ pub fn encode_manifest(
             build_metadata: None,
         }),
         next_row_id: snapshot.next_row_id,
-        data_format: Some(pb::manifest::DataStorageFormat {
-            file_format: FILE_FORMAT.into(),
-            version: DATA_FORMAT_VERSION.into(),
+        data_format: Some(match &layout.data_format {
+            Some(d) => pb::manifest::DataStorageFormat {
+                file_format: d.file_format.clone(),
+                version: d.version.clone(),
+            },
+            None => pb::manifest::DataStorageFormat {
+                file_format: FILE_FORMAT.into(),
+                version: DATA_FORMAT_VERSION.into(),
+            },
         }),
         config: snapshot
             .config

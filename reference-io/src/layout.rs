@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::deletion::DeletionFileType;
+use lance_reference::flags::FileFormatVersion;
 
 /// `Manifest.writer_version`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +44,13 @@ pub struct FileLayout {
     pub file_minor_version: u32,
     /// `file_size_bytes` (0 = unknown).
     pub file_size_bytes: u64,
+}
+
+impl FileLayout {
+    /// The format the manifest entry names (`file_major_version`, `file_minor_version`).
+    pub fn version(&self) -> FileFormatVersion {
+        FileFormatVersion::from_pair(self.file_major_version, self.file_minor_version)
+    }
 }
 
 /// A fragment's deletion file as the manifest records it.
@@ -125,4 +133,43 @@ pub struct Layout {
     pub fragments: Vec<FragmentLayout>,
     /// Per index.
     pub indices: Vec<IndexLayout>,
+}
+
+impl Layout {
+    /// The format `data_format.version` names, when the manifest has a `data_format` whose
+    /// version reads as `<major>.<minor>`.
+    pub fn data_format_version(&self) -> Option<FileFormatVersion> {
+        self.data_format
+            .as_ref()
+            .and_then(|d| FileFormatVersion::from_data_format(&d.version))
+    }
+
+    /// Every data file of the version (base and lineage files, then overlay value files, per
+    /// fragment in manifest order), named by its manifest field, with the format it names.
+    pub fn data_file_versions(&self) -> Vec<(String, FileFormatVersion)> {
+        let mut out = Vec::new();
+        for (i, fragment) in self.fragments.iter().enumerate() {
+            for (j, file) in fragment.files.iter().enumerate() {
+                out.push((format!("fragments[{i}].files[{j}]"), file.version()));
+            }
+            for (k, file) in fragment.overlays.iter().enumerate() {
+                out.push((
+                    format!("fragments[{i}].overlays[{k}].data_file"),
+                    file.version(),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Why the data files of this version are mixed (spec feature-flags.md, "Mixed data file
+    /// versions"), or `None` when they are not: [`lance_reference::flags::mixed_versions`] over
+    /// [`Layout::data_file_versions`].
+    pub fn mixed_versions(&self) -> Option<String> {
+        let files = self.data_file_versions();
+        lance_reference::flags::mixed_versions(
+            self.data_format_version(),
+            files.iter().map(|(name, v)| (name.as_str(), *v)),
+        )
+    }
 }

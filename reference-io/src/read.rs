@@ -23,6 +23,15 @@
 //! `physical_rows` values ([OVL-LAYOUT-7]); overlay positions that supply no cell are never
 //! read, as [OVL-LAYOUT-1] needs only the live ones.
 //!
+//! **Versions.** Each data file is decoded by its own manifest pair, and its footer must name
+//! the same format ([DS-FILE-3], [DS-FILE-6]); files of versions other than `data_format`'s need
+//! reader bit 256, checked from the manifest before any file is opened ([FLG-CONS-7]). From
+//! v2.1 on only leaves take columns: a struct id in such a file's `fields` is refused before
+//! its bytes are read ([DS-LEAF-2]), a leaf below structs is read with the validity of each
+//! struct above it ([`lance_reference::model::StructLayer`], kept on base columns only,
+//! [DS-LEAF-1], [OVL-SHAPE-8]), and a leaf value under a NULL struct reads as NULL
+//! ([DS-LEAF-4]).
+//!
 //! **Index entries.** An index's entries are read from its files (`_indices/<uuid>/`,
 //! [`crate::index_file`]): every file the kit's layout needs must exist, match its size in the
 //! manifest's `files` list, and pass the layout checks of its kind. Stored ids are then turned
@@ -56,9 +65,14 @@ use super::layout::IndexLayout;
 use super::layout::{FileLayout, FragmentLayout, Layout};
 use super::manifest_file::decode_manifest_file;
 use super::version_names::{VERSIONS_DIR, VersionEntry, list_versions};
+use arrow_array::BooleanArray;
+use arrow_select::nullif::nullif;
 use lance_reference::exclusion::exclusion_set;
-use lance_reference::flags::check_reader_flags;
+use lance_reference::flags::{
+    FileFormatVersion, FlagWord, check_mixed_versions, check_reader_flags,
+};
 use lance_reference::index_build::entries as index_entries;
+use lance_reference::model::StructLayer;
 use lance_reference::model::{
     CREATED_AT_FIELD_ID, Column, DataFile, DataType, Fragment, Index, IndexEntry, IndexKind,
     LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID, Schema, Snapshot, TOMBSTONE_FIELD_ID, Value,
@@ -178,6 +192,25 @@ pub fn read_file_columns(
     field: &str,
     limit: u64,
 ) -> Result<Vec<Column>, DatasetError> {
+    let version = layout.version();
+    if version >= FileFormatVersion::from_pair(2, 1) {
+        // [DS-LEAF-2]: from v2.1 on a struct takes no column, so an entry for one names a
+        // column holding something else, or none.
+        if let Some((p, id)) = file.fields.iter().enumerate().find(|(_, id)| {
+            schema
+                .field(**id)
+                .is_some_and(|f| f.data_type == DataType::Struct)
+        }) {
+            return Err(DatasetError::InvalidField {
+                file: layout.path.clone(),
+                field: format!("{field}.fields[{p}]"),
+                problem: format!(
+                    "field {id} is a struct, which takes no column in a v{version} data file \
+                     (only its leaves do)"
+                ),
+            });
+        }
+    }
     let bytes = read_bounded(root, &layout.path, limit, &format!("{field}.path"))?;
     if layout.file_size_bytes != 0 && layout.file_size_bytes != bytes.len() as u64 {
         return Err(DatasetError::InvalidField {
@@ -195,6 +228,20 @@ pub fn read_file_columns(
         error: Box::new(error),
     };
     let contents = read_data_file(&bytes, &layout.path).map_err(data_err)?;
+    // [DS-FILE-6]: the manifest's pair decides how the pages are read; a footer naming another
+    // format means the file is not the one the manifest describes.
+    let footer = contents.version();
+    let footer_version = FileFormatVersion::from_pair(footer.major.into(), footer.minor.into());
+    if footer_version != version {
+        return Err(DatasetError::InvalidField {
+            file: layout.path.clone(),
+            field: format!("{field}.file_major_version"),
+            problem: format!(
+                "the manifest says data file version {}.{}, the file's footer says {}.{}",
+                layout.file_major_version, layout.file_minor_version, footer.major, footer.minor
+            ),
+        });
+    }
     let mut columns = Vec::with_capacity(file.fields.len());
     for (p, &id) in file.fields.iter().enumerate() {
         let Some(data_type) = position_type(schema, id, overlay) else {
@@ -218,8 +265,7 @@ pub fn read_file_columns(
                 // [OVL-LAYOUT-9], [LIN-COL-3]: the file itself must store the field's type;
                 // decoding one type's bytes as another would silently reinterpret them.
                 let stored = contents
-                    .schema()
-                    .get(index)
+                    .column_field(index)
                     .map(|f| f.logical_type.as_str());
                 if stored.and_then(DataType::from_logical_type).as_ref() != Some(&t) {
                     let what = if is_lineage(id) {
@@ -241,8 +287,7 @@ pub fn read_file_columns(
             }
             None => {
                 let logical = contents
-                    .schema()
-                    .get(index)
+                    .column_field(index)
                     .map(|f| f.logical_type.clone())
                     .unwrap_or_default();
                 DataType::from_logical_type(&logical).ok_or_else(|| DatasetError::Unsupported {
@@ -252,9 +297,56 @@ pub fn read_file_columns(
                 })?
             }
         };
-        columns.push(Column::new(
-            contents.column_array(index, &data_type).map_err(data_err)?,
-        ));
+        let array = contents.column_array(index, &data_type).map_err(data_err)?;
+        // From v2.1 on a leaf's column also stores the validity of each struct above it.
+        let ancestors = match schema.ancestry(id).split_last() {
+            Some((_, structs)) if contents.is_structural() && id >= 0 => structs.to_vec(),
+            _ => Vec::new(),
+        };
+        if ancestors.is_empty() {
+            columns.push(Column::new(array));
+            continue;
+        }
+        let layers = contents.struct_validity(index).map_err(data_err)?;
+        if layers.len() != ancestors.len() {
+            return Err(DatasetError::InvalidField {
+                file: layout.path.clone(),
+                field: format!("{field}.fields[{p}]"),
+                problem: format!(
+                    "field {id} sits in {} structs in the dataset's schema, but its column \
+                     stores {} struct layers",
+                    ancestors.len(),
+                    layers.len()
+                ),
+            });
+        }
+        // [DS-LEAF-4]: under a NULL struct the leaf stores no value. The layers are cumulative
+        // (a struct is present only where every struct around it is), so the innermost decides.
+        let array = match layers.last().and_then(Option::as_ref) {
+            Some(validity) if array.data_type() != &arrow_schema::DataType::Null => {
+                let absent = BooleanArray::new(!validity.inner(), None);
+                nullif(array.as_ref(), &absent).map_err(|e| DatasetError::InvalidField {
+                    file: layout.path.clone(),
+                    field: format!("{field}.fields[{p}]"),
+                    problem: format!("field {id}'s struct layer does not fit its values: {e}"),
+                })?
+            }
+            _ => array,
+        };
+        // [DS-LEAF-1]: a base file holds its structs through their layers; an overlay's layers
+        // carry nothing ([OVL-SHAPE-8]), so its columns keep none.
+        let column = Column::new(array);
+        columns.push(if overlay {
+            column
+        } else {
+            column.with_struct_layers(
+                ancestors
+                    .into_iter()
+                    .zip(layers)
+                    .map(|(field, validity)| StructLayer::new(field, validity))
+                    .collect(),
+            )
+        });
     }
     Ok(columns)
 }
@@ -371,10 +463,18 @@ impl Dataset {
         }
         let (snapshot, layout) =
             decode_manifest(&manifest_file, &file, self.options.max_fragment_rows)?;
-        check_reader_flags(snapshot.reader_flags).map_err(|error| DatasetError::Flags {
+        let flags = |error| DatasetError::Flags {
             file: file.clone(),
             error,
-        })?;
+        };
+        check_reader_flags(snapshot.reader_flags).map_err(flags)?;
+        // [FLG-CONS-7]: files of another version than `data_format` need bit 256.
+        let mixed = layout.mixed_versions();
+        check_mixed_versions(
+            mixed.as_deref(),
+            &[(FlagWord::Reader, snapshot.reader_flags)],
+        )
+        .map_err(flags)?;
         Ok((snapshot, layout, file))
     }
 

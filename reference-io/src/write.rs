@@ -39,12 +39,12 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::codec::{DATA_FILE_VERSION, deletion_layout, encode_manifest, index_layout};
-use super::data_file::{ColumnData, write_data_file};
+use super::codec::{FILE_FORMAT, deletion_layout, encode_manifest, index_layout};
+use super::data_file::{ColumnData, DataFileVersion, FileExtras, write_data_file_in};
 use super::deletion::{DeletionFileType, lance_file_type, write_deletion_file};
 use super::error::DatasetError;
 use super::index_file::{DEFAULT_BATCH_SIZE, btree_files, index_dir, ivf_files};
-use super::layout::{FileLayout, FragmentLayout, Layout};
+use super::layout::{DataFormat, FileLayout, FragmentLayout, Layout};
 use super::manifest_file::encode_manifest_file;
 use super::paths::{DATA_DIR, data_file_path};
 use super::read::{read_file_columns, reads_position};
@@ -54,7 +54,7 @@ use super::version_names::{
 };
 use lance_reference::flags::{check_written_flags, required_flags};
 use lance_reference::model::{
-    CREATED_AT_FIELD_ID, Column, DataFile, DataType, Field, Index, IndexKind,
+    CREATED_AT_FIELD_ID, Column, Coverage, DataFile, DataType, Field, Index, IndexKind,
     LAST_UPDATED_AT_FIELD_ID, Overlay, ROW_ID_FIELD_ID, Schema, Snapshot, Value,
 };
 
@@ -83,6 +83,11 @@ pub struct WriteOptions {
     pub version_hint: bool,
     /// Which flag words to write.
     pub flags: FlagPolicy,
+    /// The format of every data file written (base, lineage and overlay value files), recorded
+    /// in each `DataFile` and in `data_format.version`. In v2.2 a struct field takes no column:
+    /// its positions are left out of `DataFile.fields` (and a sparse overlay's
+    /// `offset_bitmaps`) in the manifest, while the file schema still lists it.
+    pub data_file_version: DataFileVersion,
 }
 
 impl Default for WriteOptions {
@@ -92,6 +97,7 @@ impl Default for WriteOptions {
             deletion_forms: BTreeMap::new(),
             version_hint: true,
             flags: FlagPolicy::Recompute,
+            data_file_version: DataFileVersion::V2_0,
         }
     }
 }
@@ -176,6 +182,16 @@ fn column_field(schema: &Schema, file: &DataFile, pos: usize, id: i32, values: &
 
 /// The bytes of a fresh Lance v2.0 data file holding `file`'s columns.
 pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, DatasetError> {
+    data_file_bytes_in(DataFileVersion::V2_0, schema, file)
+}
+
+/// [`data_file_bytes`] in format `version`. In v2.2 a struct position of `file` gives the file
+/// schema its entry but no column.
+pub fn data_file_bytes_in(
+    version: DataFileVersion,
+    schema: &Schema,
+    file: &DataFile,
+) -> Result<Vec<u8>, DatasetError> {
     if file.fields.len() != file.columns.len() {
         return Err(DatasetError::Unwritable {
             what: format!("data file {:?}", file.path),
@@ -196,9 +212,11 @@ pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, Data
             ColumnData::new(column_field(schema, file, pos, id, &values), values)
         })
         .collect();
-    write_data_file(&columns).map_err(|error| DatasetError::DataFile {
-        field: format!("data file {:?}", file.path),
-        error: Box::new(error),
+    write_data_file_in(version, &columns, &FileExtras::default()).map_err(|error| {
+        DatasetError::DataFile {
+            field: format!("data file {:?}", file.path),
+            error: Box::new(error),
+        }
     })
 }
 
@@ -206,6 +224,15 @@ pub fn data_file_bytes(schema: &Schema, file: &DataFile) -> Result<Vec<u8>, Data
 /// leaves it empty) but Lance 14 needs the struct's column beside its children's, so an empty
 /// struct column is written as one present struct per offset its coverage holds.
 pub fn overlay_file_bytes(schema: &Schema, overlay: &Overlay) -> Result<Vec<u8>, DatasetError> {
+    overlay_file_bytes_in(DataFileVersion::V2_0, schema, overlay)
+}
+
+/// [`overlay_file_bytes`] in format `version`.
+pub fn overlay_file_bytes_in(
+    version: DataFileVersion,
+    schema: &Schema,
+    overlay: &Overlay,
+) -> Result<Vec<u8>, DatasetError> {
     let mut file = overlay.file.clone();
     for (pos, (&id, column)) in overlay
         .file
@@ -227,7 +254,49 @@ pub fn overlay_file_bytes(schema: &Schema, overlay: &Overlay) -> Result<Vec<u8>,
                 })?;
         }
     }
-    data_file_bytes(schema, &file)
+    data_file_bytes_in(version, schema, &file)
+}
+
+/// True when field `id` is a struct of `schema`.
+fn is_struct(schema: &Schema, id: i32) -> bool {
+    schema
+        .field(id)
+        .is_some_and(|f| f.data_type == DataType::Struct)
+}
+
+/// `snapshot` as a v2.1+ manifest records it: every struct position removed from each data
+/// file's `fields` and `columns`, and from a sparse overlay's per-position bitmaps (a struct
+/// takes no column from v2.1 on; the kit writes no NULL struct, so nothing is lost).
+fn leaf_positions_only(snapshot: &Snapshot) -> Snapshot {
+    let mut out = snapshot.clone();
+    let schema = snapshot.schema.clone();
+    let keep = |file: &DataFile| -> Vec<bool> {
+        file.fields
+            .iter()
+            .map(|&id| !is_struct(&schema, id))
+            .collect()
+    };
+    let retain = |file: &mut DataFile, keep: &[bool]| {
+        let mut k = keep.iter();
+        file.fields.retain(|_| k.next().copied().unwrap_or(true));
+        let mut k = keep.iter();
+        file.columns.retain(|_| k.next().copied().unwrap_or(true));
+    };
+    for fragment in &mut out.fragments {
+        for file in &mut fragment.files {
+            let kept = keep(file);
+            retain(file, &kept);
+        }
+        for overlay in &mut fragment.overlays {
+            let kept = keep(&overlay.file);
+            retain(&mut overlay.file, &kept);
+            if let Coverage::Sparse(bitmaps) = &mut overlay.coverage {
+                let mut k = kept.iter();
+                bitmaps.retain(|_| k.next().copied().unwrap_or(true));
+            }
+        }
+    }
+    out
 }
 
 /// `<content_name>.lance` for the bytes [`data_file_bytes`] gives `file`.
@@ -311,6 +380,7 @@ fn put_data_file(
     schema: &Schema,
     file: &DataFile,
     overlay: Option<&Overlay>,
+    version: DataFileVersion,
     field: &str,
 ) -> Result<FileLayout, DatasetError> {
     let path = data_file_path(
@@ -318,14 +388,34 @@ fn put_data_file(
         "(snapshot being written)",
         &format!("{field}.path"),
     )?;
+    let columns = if version.struct_has_column() {
+        file.fields.len()
+    } else {
+        file.fields
+            .iter()
+            .filter(|&&id| !is_struct(schema, id))
+            .count()
+    };
+    let (major, minor) = version.manifest_numbers();
     let mut layout = FileLayout {
         path: path.clone(),
-        column_indices: (0..file.fields.len()).map(|i| i as i32).collect(),
-        file_major_version: DATA_FILE_VERSION.0,
-        file_minor_version: DATA_FILE_VERSION.1,
+        column_indices: (0..columns).map(|i| i as i32).collect(),
+        file_major_version: major,
+        file_minor_version: minor,
         file_size_bytes: 0,
     };
+    let fresh = || match overlay {
+        Some(o) => overlay_file_bytes_in(version, schema, o),
+        None => data_file_bytes_in(version, schema, file),
+    };
     match std::fs::metadata(root.join(&path)) {
+        // A v2.2 file the writer would write again byte for byte is the same file.
+        Ok(meta)
+            if version != DataFileVersion::V2_0
+                && std::fs::read(root.join(&path)).ok() == fresh().ok() =>
+        {
+            layout.file_size_bytes = meta.len();
+        }
         Ok(meta) => {
             let is_overlay = overlay.is_some();
             let stored =
@@ -340,10 +430,7 @@ fn put_data_file(
             layout.file_size_bytes = meta.len();
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let bytes = match overlay {
-                Some(o) => overlay_file_bytes(schema, o)?,
-                None => data_file_bytes(schema, file)?,
-            };
+            let bytes = fresh()?;
             write_new_or_same(root, &path, &bytes)?;
             layout.file_size_bytes = bytes.len() as u64;
         }
@@ -548,8 +635,14 @@ pub fn write_version(
         let mut fl = FragmentLayout::default();
         for (j, file) in fragment.files.iter().enumerate() {
             let field = format!("fragments[{i}].files[{j}]");
-            fl.files
-                .push(put_data_file(root, &snapshot.schema, file, None, &field)?);
+            fl.files.push(put_data_file(
+                root,
+                &snapshot.schema,
+                file,
+                None,
+                options.data_file_version,
+                &field,
+            )?);
         }
         for (k, overlay) in fragment.overlays.iter().enumerate() {
             let field = format!("fragments[{i}].overlays[{k}].data_file");
@@ -558,6 +651,7 @@ pub fn write_version(
                 &snapshot.schema,
                 &overlay.file,
                 Some(overlay),
+                options.data_file_version,
                 &field,
             )?);
         }
@@ -579,7 +673,15 @@ pub fn write_version(
     for (n, index) in snapshot.indices.iter().enumerate() {
         layout.indices.push(put_index(root, &snapshot, index, n)?);
     }
-    let (manifest, section) = encode_manifest(&snapshot, &layout)?;
+    let (manifest, section) = if options.data_file_version.struct_has_column() {
+        encode_manifest(&snapshot, &layout)?
+    } else {
+        layout.data_format = Some(DataFormat {
+            file_format: FILE_FORMAT.into(),
+            version: options.data_file_version.name().into(),
+        });
+        encode_manifest(&leaf_positions_only(&snapshot), &layout)?
+    };
     let bytes = encode_manifest_file(&manifest, section.as_ref())?;
     write_new_or_same(root, &manifest_path, &bytes)?;
     if options.version_hint {

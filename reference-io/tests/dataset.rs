@@ -557,33 +557,133 @@ fn a_data_file_whose_size_disagrees_with_the_manifest_is_refused() {
 }
 
 #[test]
-fn data_files_of_other_format_versions_are_unsupported() {
-    // covers: DS-FILE-3
+fn each_data_file_is_read_by_its_own_version_and_others_are_unsupported() {
+    // covers: DS-FILE-3, DS-FILE-6, FLG-READ-5, FLG-CONS-7
     let s = scenarios::plain();
-    for (pair, ok) in [
-        ((2, 0), true),
-        ((0, 3), true),
-        ((2, 1), false),
-        ((3, 0), false),
-    ] {
+    let flags = |m: &mut Manifest| {
+        m.reader_feature_flags |= 256;
+        m.writer_feature_flags |= 256;
+    };
+    // (pair, set bit 256) -> outcome. The kit's files are v2.0 (footer (0, 3)).
+    type Outcome = Option<(ErrorClass, &'static str, &'static str)>;
+    let cases: [((u32, u32), bool, Outcome); 8] = [
+        ((2, 0), false, None),
+        ((0, 3), false, None),
+        // Bit 256 alone is no reason to refuse.
+        ((2, 0), true, None),
+        // A readable version whose footer disagrees with the manifest.
+        (
+            (2, 1),
+            true,
+            Some((ErrorClass::Invalid, "invalid_field", "footer says 0.3")),
+        ),
+        (
+            (2, 2),
+            true,
+            Some((ErrorClass::Invalid, "invalid_field", "footer says 0.3")),
+        ),
+        // The same without bit 256: the versions are mixed (data_format is 2.0).
+        (
+            (2, 2),
+            false,
+            Some((
+                ErrorClass::Invalid,
+                "missing_flag",
+                "is version 2.2 but data_format is 2.0",
+            )),
+        ),
+        // Not read, named: 2.3 is unstable, 3.0 does not exist.
+        (
+            (2, 3),
+            true,
+            Some((
+                ErrorClass::UnsupportedFeature,
+                "unsupported",
+                "data file version 2.3 (2.0, 2.1 and 2.2 are read, and 2.3 is unstable",
+            )),
+        ),
+        (
+            (3, 0),
+            true,
+            Some((
+                ErrorClass::UnsupportedFeature,
+                "unsupported",
+                "data file version 3.0",
+            )),
+        ),
+    ];
+    for (pair, bit, outcome) in cases {
         let dir = written(&s);
         edit_manifest(dir.path(), 1, |m| {
             let f = &mut m.fragments[0].files[0];
             (f.file_major_version, f.file_minor_version) = pair;
+            if bit {
+                flags(m);
+            }
         });
         let read = Dataset::open(dir.path()).unwrap().read_version(1);
-        match read {
-            Ok((snap, _)) => assert!(ok && snap == s.versions[0], "{pair:?}"),
-            Err(err) => {
-                assert!(!ok, "{pair:?}: {err}");
-                assert_eq!(
-                    (err.class(), err.code()),
-                    (ErrorClass::UnsupportedFeature, "unsupported")
-                );
-                assert!(err.to_string().contains("file_major_version"), "{err}");
+        match (read, outcome) {
+            (Ok((snap, _)), None) => {
+                let mut expected = s.versions[0].clone();
+                if bit {
+                    expected.reader_flags |= 256;
+                    expected.writer_flags |= 256;
+                }
+                assert_eq!(snap, expected, "{pair:?}");
             }
+            (Err(err), Some((class, code, text))) => {
+                assert_eq!((err.class(), err.code()), (class, code), "{pair:?}: {err}");
+                assert!(err.to_string().contains(text), "{pair:?}: {err}");
+            }
+            (read, outcome) => panic!("{pair:?} bit {bit}: {read:?}, expected {outcome:?}"),
         }
     }
+}
+
+#[test]
+fn a_struct_listed_in_a_v2_2_file_is_refused() {
+    // covers: DS-LEAF-2
+    let s = scenarios::nested();
+    // v3's overlay lists the struct (1) and its child (2): as a v2.2 value file it is invalid,
+    // before its bytes are read; as v2.0 it reads.
+    let dir = written(&s);
+    assert!(Dataset::open(dir.path()).unwrap().read_version(3).is_ok());
+    edit_manifest(dir.path(), 3, |m| {
+        let f = m.fragments[0].overlays[0].data_file.as_mut().unwrap();
+        (f.file_major_version, f.file_minor_version) = (2, 2);
+        m.reader_feature_flags |= 256;
+        m.writer_feature_flags |= 256;
+    });
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(3)
+        .unwrap_err();
+    assert_eq!(
+        (err.class(), err.code()),
+        (ErrorClass::Invalid, "invalid_field"),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("fragments[0].overlays[0].data_file.fields[0]"),
+        "{text}"
+    );
+    assert!(text.contains("field 1 is a struct"), "{text}");
+    // The same for a base file listing the struct.
+    edit_manifest(dir.path(), 1, |m| {
+        let f = &mut m.fragments[0].files[0];
+        (f.file_major_version, f.file_minor_version) = (2, 1);
+        m.reader_feature_flags |= 256;
+        m.writer_feature_flags |= 256;
+    });
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(1)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("fragments[0].files[0].fields[1]"),
+        "{err}"
+    );
 }
 
 #[test]

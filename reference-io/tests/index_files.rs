@@ -315,6 +315,9 @@ fn a_vector_index_holds_no_null_vector() {
     assert_eq!(offsets, vec![0, 1]);
 }
 
+/// An edit of an index's entries.
+type EditEntries = fn(&mut Vec<lance_reference::model::IndexEntry>);
+
 /// Version 1 of the worked example, and a version 2 in which a compaction rewrote fragment 0's
 /// rows into fragment 1 and remapped the age index into it, as Lance 14 does: new entries at
 /// the new addresses, `fragment_bitmap` {1}, `dataset_version` still 1. `entries` edits the
@@ -360,7 +363,7 @@ fn an_index_remapped_into_rewritten_fragments_is_read_and_checked_against_them()
         "Bob (25) is found through the remapped index"
     );
     // Damaged remaps, each refused with its own code.
-    let damaged: [(&str, fn(&mut Vec<lance_reference::model::IndexEntry>), &str); 3] = [
+    let damaged: [(&str, EditEntries, &str); 3] = [
         (
             "age_short",
             |e| {

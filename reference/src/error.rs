@@ -318,6 +318,27 @@ pub enum Error {
         /// The reserved field id (-3, -4 or -5).
         field: i32,
     },
+    /// Two base columns of a fragment give one struct field different validity (a v2.0 struct
+    /// column and a v2.1+ struct layer, or the layers of two leaves).
+    #[error(
+        "fragment {fragment}: struct field {field} is {} at offset {offset} in {first} but {} in {second}",
+        if *.present_in_first { "present" } else { "NULL" },
+        if *.present_in_first { "NULL" } else { "present" }
+    )]
+    StructValidityMismatch {
+        /// Fragment id.
+        fragment: u64,
+        /// The struct field id.
+        field: i32,
+        /// The first source: `<file> column of field <id>`.
+        first: String,
+        /// The source that disagrees with it.
+        second: String,
+        /// The first offset where they disagree.
+        offset: u64,
+        /// Whether the first source has the struct present there.
+        present_in_first: bool,
+    },
     /// Index metadata that cannot be right (for example built from a future version).
     #[error("index {index}: {problem}")]
     InvalidIndex {
@@ -354,6 +375,7 @@ crate::error_codes! {Error {
     Error::UnknownFragment { .. } => code("unknown_fragment", Invalid, "A fragment id is referenced but does not exist in the snapshot"),
     Error::DuplicateFragmentId { .. } => code("duplicate_fragment_id", Invalid, "Two fragments of one snapshot carry the same id"),
     Error::InvalidIndex { .. } => code("invalid_index", Invalid, "Index metadata that cannot be right (built from a future version, say)"),
+    Error::StructValidityMismatch { .. } => code("struct_validity_mismatch", Invalid, "Two base columns of a fragment give one struct field different validity"),
     Error::MissingLineageColumn { .. } => code("missing_lineage_column", Invalid, "A lineage sequence stored as a column, while no data file of the fragment holds its reserved field id"),
     Error::Lineage(e) => wraps(e: LineageError),
     Error::Flags(e) => wraps(e: FlagError),

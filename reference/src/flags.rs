@@ -63,12 +63,14 @@ pub const FLAG_OBJECT_METADATA: u64 = 1 << 17;
 pub const FLAG_UNKNOWN: u64 = 1 << 18;
 
 /// Reader-word bits this reference implements: deletion files, stable row ids, the deprecated
-/// v2 marker, data overlay files, covered index metadata and spilled row lineage.
+/// v2 marker, data overlay files, covered index metadata, mixed data file versions (every file
+/// is decoded by its own version pair, FLG-READ-5) and spilled row lineage.
 pub const READER_FLAGS_IMPLEMENTED: u64 = FLAG_DELETION_FILES
     | FLAG_STABLE_ROW_IDS
     | FLAG_USE_V2_FORMAT_DEPRECATED
     | FLAG_UNSTABLE_DATA_OVERLAY_FILES
     | FLAG_COVERED_INDEX_METADATA
+    | FLAG_MIXED_DATA_FILE_VERSIONS
     | FLAG_SPILLED_ROW_LINEAGE;
 
 /// Writer-word bits this reference implements: the reader bits plus table config and the
@@ -313,6 +315,98 @@ pub fn check_field_id_high_water_mark(writer: u64, present: bool) -> Result<(), 
     Ok(())
 }
 
+/// A data file format version as a manifest names it: a `DataFile`'s
+/// (`file_major_version`, `file_minor_version`) or the `data_format.version` string. The legacy
+/// pair (0, 3) of v2.0 is held as (2, 0), so two names of one format compare equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileFormatVersion {
+    /// Major version (2 for every v2 format).
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+}
+
+impl FileFormatVersion {
+    /// The format a `DataFile` version pair names; (0, 3) names v2.0.
+    pub fn from_pair(major: u32, minor: u32) -> FileFormatVersion {
+        match (major, minor) {
+            (0, 3) => FileFormatVersion { major: 2, minor: 0 },
+            (major, minor) => FileFormatVersion { major, minor },
+        }
+    }
+
+    /// The format a `data_format.version` string names (`"2.0"`, `"2.1"`, `"2.2"`, ...), or
+    /// `None` when the string is not `<major>.<minor>`.
+    pub fn from_data_format(version: &str) -> Option<FileFormatVersion> {
+        let (major, minor) = version.split_once('.')?;
+        Some(FileFormatVersion::from_pair(
+            major.parse().ok()?,
+            minor.parse().ok()?,
+        ))
+    }
+}
+
+impl std::fmt::Display for FileFormatVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// Whether the data files of one version are mixed (spec feature-flags.md, "Mixed data file
+/// versions"), and if so why: the first file, in the order given, whose version differs from
+/// `data_format`; without a `data_format`, the first file whose version differs from the first
+/// file's. `files` names each data file (base, lineage or overlay value file) as an error
+/// should, with its version.
+pub fn mixed_versions<'a>(
+    data_format: Option<FileFormatVersion>,
+    files: impl IntoIterator<Item = (&'a str, FileFormatVersion)>,
+) -> Option<String> {
+    let mut files = files.into_iter();
+    let (expected, from) = match data_format {
+        Some(v) => (v, "data_format".to_string()),
+        None => {
+            let (name, v) = files.next()?;
+            (v, name.to_string())
+        }
+    };
+    files
+        .find(|(_, v)| *v != expected)
+        .map(|(name, v)| format!("{name} is version {v} but {from} is {expected}"))
+}
+
+/// Refuses a manifest whose data files are mixed while a word lacks bit 256 (FLG-CONS-7 for the
+/// reader word, FLG-WRITE-8 for both). `mixed` is the reason [`mixed_versions`] gave, if any;
+/// `words` are the words checked, each with its stored value.
+pub fn check_mixed_versions(
+    mixed: Option<&str>,
+    words: &[(FlagWord, u64)],
+) -> Result<(), FlagError> {
+    let Some(reason) = mixed else {
+        return Ok(());
+    };
+    match words
+        .iter()
+        .find(|(_, stored)| stored & FLAG_MIXED_DATA_FILE_VERSIONS == 0)
+    {
+        Some(&(word, _)) => Err(FlagError::MissingFlag {
+            word,
+            flag: FLAG_MIXED_DATA_FILE_VERSIONS,
+            reason: reason.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Sets bit 256 in both words of a snapshot about to be written when its data files are mixed
+/// (FLG-WRITE-8). A bit already set stays set ([`set_commit_flags`] never clears it), which
+/// makes it sticky (FLG-WRITE-9).
+pub fn set_mixed_versions_flag(snapshot: &mut Snapshot, mixed: bool) {
+    if mixed {
+        snapshot.reader_flags |= FLAG_MIXED_DATA_FILE_VERSIONS;
+        snapshot.writer_flags |= FLAG_MIXED_DATA_FILE_VERSIONS;
+    }
+}
+
 fn lowest_bit(bits: u64) -> u64 {
     bits & bits.wrapping_neg()
 }
@@ -428,7 +522,8 @@ const CONTENT_WRITER_BITS: u64 = CONTENT_READER_BITS | FLAG_TABLE_CONFIG;
 
 /// Sets the content-derived bits of a snapshot a commit is about to write exactly as its
 /// content demands (a stale bit from an earlier version is cleared, as Lance recomputes flags on
-/// every commit); every other bit is kept.
+/// every commit); every other bit is kept, bit 256 among them: it is sticky (FLG-WRITE-9) and
+/// set by [`set_mixed_versions_flag`], since the snapshot does not know file versions.
 pub fn set_commit_flags(snapshot: &mut Snapshot) {
     let (reader, writer) = required_flags(snapshot);
     snapshot.reader_flags = (snapshot.reader_flags & !CONTENT_READER_BITS) | reader;
@@ -545,9 +640,9 @@ mod tests {
 
     /// Bit positions the brief and [FLG-READ-2] name for the reader word, written out
     /// independently of the constants under test.
-    const READER_OK: [u32; 6] = [0, 1, 2, 6, 7, 11];
+    const READER_OK: [u32; 7] = [0, 1, 2, 6, 7, 8, 11];
     /// The same for the writer word ([FLG-WRITE-5]): the reader bits plus 3 and 5.
-    const WRITER_OK: [u32; 8] = [0, 1, 2, 3, 5, 6, 7, 11];
+    const WRITER_OK: [u32; 9] = [0, 1, 2, 3, 5, 6, 7, 8, 11];
 
     fn fragment(id: u64) -> Fragment {
         Fragment::new(
@@ -1021,7 +1116,7 @@ mod tests {
             let flag = 1u64 << b;
             // A lone reader bit is also put in the writer word, so only the allow-list decides.
             let s = snapshot(vec![], flag, flag | 8);
-            let reader_ok = [0u32, 1, 6, 7, 11].contains(&b);
+            let reader_ok = [0u32, 1, 6, 7, 8, 11].contains(&b);
             let result = check_written_flags(&s);
             if reader_ok {
                 // Bit 1 (stable row ids) additionally needs the snapshot to say so.
@@ -1043,7 +1138,7 @@ mod tests {
                 );
             }
             let s = snapshot(vec![], 0, flag);
-            let writer_ok = [0u32, 1, 3, 5, 6, 7, 11].contains(&b);
+            let writer_ok = [0u32, 1, 3, 5, 6, 7, 8, 11].contains(&b);
             assert_eq!(check_written_flags(&s).is_ok(), writer_ok, "writer bit {b}");
         }
         let s = snapshot(vec![], 64 | 2048, 2048);
@@ -1129,5 +1224,109 @@ mod tests {
             check_reader_flags(64 | 2).is_ok(),
             "the reference itself reads overlays"
         );
+    }
+
+    fn v(major: u32, minor: u32) -> FileFormatVersion {
+        FileFormatVersion::from_pair(major, minor)
+    }
+
+    #[test]
+    fn bit_256_is_read_for_itself() {
+        // covers: FLG-READ-2, FLG-READ-5
+        assert_eq!(check_reader_flags(256 | 64 | 2), Ok(()));
+        let s = snapshot(vec![fragment(0)], 256, 256);
+        assert_eq!(check_for_read(&s), Ok(()));
+        // Mixed versions with the bit set in the reader word read.
+        let mixed = mixed_versions(Some(v(2, 0)), [("overlay", v(2, 2))]);
+        assert!(mixed.is_some());
+        let words = [(FlagWord::Reader, 256)];
+        assert_eq!(check_mixed_versions(mixed.as_deref(), &words), Ok(()));
+    }
+
+    #[test]
+    fn versions_are_mixed_when_a_file_differs_from_data_format() {
+        // covers: FLG-WRITE-8
+        // (0, 3) and (2, 0) are both v2.0.
+        assert_eq!(v(0, 3), v(2, 0));
+        assert_eq!(FileFormatVersion::from_data_format("2.0"), Some(v(0, 3)));
+        assert_eq!(FileFormatVersion::from_data_format("2.2"), Some(v(2, 2)));
+        assert_eq!(FileFormatVersion::from_data_format("stable"), None);
+        assert_eq!(
+            mixed_versions(Some(v(2, 0)), [("a", v(0, 3)), ("b", v(2, 0))]),
+            None
+        );
+        assert_eq!(
+            mixed_versions(
+                Some(v(2, 0)),
+                [("a", v(2, 0)), ("b", v(2, 2)), ("c", v(2, 1))]
+            ),
+            Some("b is version 2.2 but data_format is 2.0".to_string())
+        );
+        // Every file in one version that is not data_format's is mixed too (Lance sets 256).
+        assert_eq!(
+            mixed_versions(Some(v(2, 0)), [("a", v(2, 2))]),
+            Some("a is version 2.2 but data_format is 2.0".to_string())
+        );
+        // Without data_format: mixed when the files disagree among themselves.
+        assert_eq!(mixed_versions(None, [("a", v(2, 2)), ("b", v(2, 2))]), None);
+        assert_eq!(
+            mixed_versions(None, [("a", v(2, 2)), ("b", v(2, 1))]),
+            Some("b is version 2.1 but a is 2.2".to_string())
+        );
+        assert_eq!(mixed_versions(None, []), None);
+    }
+
+    #[test]
+    fn mixed_versions_without_bit_256_are_refused() {
+        // covers: FLG-CONS-7, FLG-WRITE-8
+        let reason = "fragments[0].overlays[0].data_file is version 2.2 but data_format is 2.0";
+        let err = check_mixed_versions(Some(reason), &[(FlagWord::Reader, 64)]).unwrap_err();
+        assert_eq!(
+            err,
+            FlagError::MissingFlag {
+                word: FlagWord::Reader,
+                flag: 256,
+                reason: reason.into(),
+            }
+        );
+        assert_eq!(
+            (err.class(), err.code()),
+            (ErrorClass::Invalid, "missing_flag")
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("{reason} but reader flag 256 is clear")
+        );
+        // A writer holds both words to it.
+        let both = [(FlagWord::Reader, 256), (FlagWord::Writer, 0)];
+        assert_eq!(
+            check_mixed_versions(Some(reason), &both).unwrap_err(),
+            FlagError::MissingFlag {
+                word: FlagWord::Writer,
+                flag: 256,
+                reason: reason.into(),
+            }
+        );
+        // Not mixed: nothing to check.
+        assert_eq!(check_mixed_versions(None, &[(FlagWord::Reader, 0)]), Ok(()));
+    }
+
+    #[test]
+    fn bit_256_is_set_in_both_words_and_stays_set() {
+        // covers: FLG-WRITE-8, FLG-WRITE-9
+        let mut s = snapshot(vec![fragment(0)], 0, 0);
+        set_mixed_versions_flag(&mut s, false);
+        assert_eq!((s.reader_flags, s.writer_flags), (0, 0));
+        set_mixed_versions_flag(&mut s, true);
+        assert_eq!((s.reader_flags, s.writer_flags), (256, 256));
+        assert_eq!(check_written_flags(&s), Ok(()));
+        // A later commit recomputes the content bits and keeps 256.
+        set_commit_flags(&mut s);
+        assert_eq!((s.reader_flags, s.writer_flags), (256, 256));
+        set_mixed_versions_flag(&mut s, false);
+        assert_eq!((s.reader_flags, s.writer_flags), (256, 256));
+        // Written alone in one word it is unpaired.
+        let one = snapshot(vec![fragment(0)], 256, 0);
+        assert_eq!(check_for_write(&one).unwrap_err().code(), "unpaired_flag");
     }
 }

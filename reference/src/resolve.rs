@@ -13,7 +13,8 @@
 //!
 //! Coverage decides whether an overlay applies, never the nullness of its value. Tombstoned
 //! (`-2`) and other negative ids in an overlay's field list are never matched, and a struct
-//! field is a container: its validity comes from the base (present when no base file holds
+//! field is a container: its validity comes from the base (a v2.0 struct column, or the
+//! struct's layer in a v2.1+ leaf column; present when no base file holds it or a leaf below
 //! it), its children resolve one by one.
 //!
 //! Every rule above is coded in this file and nowhere else: overlay order ([`precedence`]),
@@ -35,7 +36,8 @@ use arrow_buffer::NullBuffer;
 use roaring::RoaringBitmap;
 
 use crate::model::{
-    Column, DataFile, DataType, FieldId, Fragment, Overlay, Schema, TOMBSTONE_FIELD_ID, Value,
+    Column, DataFile, DataType, FieldId, Fragment, Overlay, Schema, StructLayer,
+    TOMBSTONE_FIELD_ID, Value,
 };
 
 /// Overlay positions in the order resolution tries them, newest first: a higher
@@ -487,16 +489,46 @@ fn resolve_struct(
 }
 
 /// Where a struct field is present, one bit per physical row, or `None` when it is present
-/// everywhere: the base's validity decides [OVL-SHAPE-5], and with no base column for the
-/// struct itself (a struct added after the fragment was written) the struct is present and
-/// its children may still be NULL [OVL-NULL-6]. A column of NULLs only holds no present
-/// struct.
+/// everywhere: the base's validity decides [OVL-SHAPE-5], [OVL-SHAPE-8]. A v2.0 base file
+/// holds it in a column of the struct's own; a v2.1+ base file in the struct's layer of any
+/// leaf below it [DS-LEAF-1] (`Fragment::validate` has checked that every source agrees,
+/// [DS-LEAF-3]). With no base column for the struct or a leaf below it (a struct added after
+/// the fragment was written) the struct is present and its children may still be NULL
+/// [OVL-NULL-6]. A column of NULLs only holds no present struct.
 pub fn struct_presence(fragment: &Fragment, field: FieldId) -> Result<Option<NullBuffer>> {
-    let Some((file, column)) = base_column(fragment, field) else {
+    if let Some((file, column)) = base_column(fragment, field) {
+        check_base_length(fragment, file, field, column)?;
+        return Ok(column.array().logical_nulls());
+    }
+    let Some((file, leaf, column, layer)) = base_struct_layers(fragment, field).next() else {
         return Ok(None);
     };
-    check_base_length(fragment, file, field, column)?;
-    Ok(column.array().logical_nulls())
+    check_base_length(fragment, file, leaf, column)?;
+    Ok(layer.validity.clone())
+}
+
+/// Every layer of struct `field` that the fragment's base files carry, in file order and then
+/// field order: the base file's index, the leaf whose column carries it, that column and the
+/// layer. Only live user fields count (a tombstone or a lineage id never holds a struct).
+pub fn base_struct_layers(
+    fragment: &Fragment,
+    field: FieldId,
+) -> impl Iterator<Item = (usize, FieldId, &Column, &StructLayer)> {
+    fragment
+        .files
+        .iter()
+        .enumerate()
+        .flat_map(move |(i, file)| {
+            file.fields
+                .iter()
+                .zip(&file.columns)
+                .filter(|(leaf, _)| **leaf >= 0)
+                .filter_map(move |(&leaf, column)| {
+                    column
+                        .struct_layer(field)
+                        .map(|layer| (i, leaf, column, layer))
+                })
+        })
 }
 
 fn overlay_value(fragment: &Fragment, position: usize, field: FieldId, rank: u64) -> Result<Value> {

@@ -626,3 +626,146 @@ proptest! {
         }
     }
 }
+
+/// The schema `a, st{x, y}` (ids 0, 1, 2, 3) and a four-row fragment whose v2.2 base file
+/// lists the leaves only (`fields [0, 2, 3]`): the struct's validity lives in each leaf
+/// column's layer, NULL at offset 1.
+fn leaf_only_base() -> (Schema, Fragment) {
+    use arrow_buffer::NullBuffer;
+    use lance_reference::model::StructLayer;
+    let schema = Schema::new(vec![
+        Field::new(0, "a", DataType::Int64),
+        Field::new(1, "st", DataType::Struct),
+        Field::child(2, 1, "x", DataType::Int32),
+        Field::child(3, 1, "y", DataType::Int32),
+    ])
+    .unwrap();
+    let layer = || {
+        vec![StructLayer::new(
+            1,
+            Some(NullBuffer::from(vec![true, false, true, true])),
+        )]
+    };
+    let mut columns = cols(vec![
+        ints(&[0, 1, 2, 3]),
+        vec![
+            Value::Int32(10),
+            Value::Null,
+            Value::Int32(12),
+            Value::Int32(13),
+        ],
+        vec![
+            Value::Int32(20),
+            Value::Null,
+            Value::Int32(22),
+            Value::Int32(23),
+        ],
+    ]);
+    columns[1] = columns[1].clone().with_struct_layers(layer());
+    columns[2] = columns[2].clone().with_struct_layers(layer());
+    (
+        schema,
+        Fragment::new(0, "base.lance", vec![0, 2, 3], columns),
+    )
+}
+
+#[test]
+fn a_struct_without_a_column_takes_its_validity_from_its_leaves_layer() {
+    // covers: DS-LEAF-1, OVL-SHAPE-7, OVL-SHAPE-8, OVL-NULL-1
+    use arrow_buffer::NullBuffer;
+    use lance_reference::model::StructLayer;
+    let (schema, mut f) = leaf_only_base();
+    f.validate(&schema, 1).unwrap();
+    let s = resolve_column(&schema, &f, 1).unwrap();
+    assert_eq!(
+        s,
+        vec![
+            Some(Value::Struct(vec![Value::Int32(10), Value::Int32(20)])),
+            Some(Value::Null),
+            Some(Value::Struct(vec![Value::Int32(12), Value::Int32(22)])),
+            Some(Value::Struct(vec![Value::Int32(13), Value::Int32(23)])),
+        ]
+    );
+    // A sparse v2.2 overlay over the children lists the leaves only, one bitmap each: x covers
+    // {1, 2}, y covers {3}. Its x column's own struct layer says NULL at rank 1 (offset 2):
+    // that leaf value is NULL, and the struct stays present (validity comes from the base).
+    let mut x = cols(vec![vec![Value::Int32(61), Value::Null]]).remove(0);
+    x = x.with_struct_layers(vec![StructLayer::new(
+        1,
+        Some(NullBuffer::from(vec![true, false])),
+    )]);
+    let y = cols(vec![vec![Value::Int32(73)]]).remove(0);
+    f.overlays.push(Overlay {
+        file: DataFile {
+            path: "o.lance".into(),
+            fields: vec![2, 3],
+            columns: vec![x, y],
+        },
+        coverage: Coverage::Sparse(vec![bitmap(&[1, 2]), bitmap(&[3])]),
+        committed_version: 2,
+    });
+    f.validate(&schema, 2).unwrap();
+    let s = resolve_column(&schema, &f, 1).unwrap();
+    assert_eq!(
+        s,
+        vec![
+            Some(Value::Struct(vec![Value::Int32(10), Value::Int32(20)])),
+            Some(Value::Null),
+            Some(Value::Struct(vec![Value::Null, Value::Int32(22)])),
+            Some(Value::Struct(vec![Value::Int32(13), Value::Int32(73)])),
+        ],
+        "the base's layer decides presence; an overlay's layer does not"
+    );
+    // The columnar path reads the same table.
+    let array = lance_reference::columnar::resolve_array(&schema, &f, 1).unwrap();
+    let values: Vec<Value> = (0..array.len())
+        .map(|i| lance_reference::model::value_at(array.as_ref(), i).unwrap())
+        .collect();
+    assert_eq!(
+        values,
+        s.into_iter().map(Option::unwrap).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn struct_sources_that_disagree_are_rejected() {
+    // covers: DS-LEAF-3
+    use arrow_buffer::NullBuffer;
+    use lance_reference::model::StructLayer;
+    // Two leaves of one v2.2 file whose layers disagree at offset 2.
+    let (schema, mut f) = leaf_only_base();
+    let other = StructLayer::new(1, Some(NullBuffer::from(vec![true, false, false, true])));
+    let y = f.files[0].columns[2].clone();
+    f.files[0].columns[2] = y.with_struct_layers(vec![other]);
+    let err = f.validate(&schema, 1).unwrap_err();
+    assert_eq!(err.code(), "struct_validity_mismatch");
+    assert_eq!(
+        err.to_string(),
+        "fragment 0: struct field 1 is present at offset 2 in base.lance column of field 2 \
+         but NULL in base.lance column of field 3"
+    );
+    // A v2.0 struct column in another base file that disagrees with the layer.
+    let (schema, mut f) = leaf_only_base();
+    let present = Value::Struct(vec![]);
+    f.files.push(DataFile {
+        path: "old.lance".into(),
+        fields: vec![1],
+        columns: cols(vec![vec![
+            present.clone(),
+            present.clone(),
+            present.clone(),
+            present,
+        ]]),
+    });
+    let err = f.validate(&schema, 1).unwrap_err();
+    assert_eq!(err.code(), "struct_validity_mismatch");
+    // A layer with the wrong number of bits.
+    let (schema, mut f) = leaf_only_base();
+    let short = StructLayer::new(1, Some(NullBuffer::from(vec![true, false])));
+    let x = f.files[0].columns[1].clone();
+    f.files[0].columns[1] = x.with_struct_layers(vec![short]);
+    assert_eq!(
+        f.validate(&schema, 1).unwrap_err().code(),
+        "base_length_mismatch"
+    );
+}

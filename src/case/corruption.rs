@@ -452,6 +452,21 @@ impl LineageProblem {
         LineageProblem::HugeRange,
         LineageProblem::OffsetOverflow,
     ];
+
+    /// Whether a sequence of `rows` values can break this rule, and why not: the padding bit
+    /// of `bitmap_padding` needs a bitmap whose last byte is not full, and `offset_overflow`
+    /// needs a second value (the first does not overflow) and offsets that fit in `u16`.
+    pub fn fits(self, rows: u64) -> Result<(), &'static str> {
+        match self {
+            LineageProblem::BitmapPadding if rows % 8 == 0 => {
+                Err("bitmap_padding needs physical_rows that is not a multiple of 8")
+            }
+            LineageProblem::OffsetOverflow if !(2..=1 << 16).contains(&rows) => {
+                Err("offset_overflow needs between 2 and 65536 rows")
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Where a corruption acts, which decides who applies it.

@@ -67,11 +67,22 @@ pub fn damage(built: &Built, seed: DamageSeed) -> Option<Corruption> {
                 count: (f.rows.len() - f.live()) as u64 + 1 + v % 2,
             });
         }
-        if s.stable && f.arms[0] == Arm::Inline {
+        // Only a rule a sequence of this fragment's length can break (the store builds no
+        // other): the rule the value selects among all, else among those that fit, so that
+        // every draw that could be built before is drawn as before.
+        let rows = f.rows.len() as u64;
+        let fitting: Vec<LineageProblem> = LineageProblem::ALL
+            .into_iter()
+            .filter(|p| p.fits(rows).is_ok())
+            .collect();
+        let problem = pick(&LineageProblem::ALL, v)
+            .filter(|p| p.fits(rows).is_ok())
+            .or_else(|| pick(&fitting, v));
+        if let (true, Arm::Inline, Some(problem)) = (s.stable, f.arms[0], problem) {
             kinds.push(Corruption::MalformedLineage {
                 fragment: id,
                 sequence: SequenceSpec::RowIds,
-                problem: LineageProblem::ALL[(v % LineageProblem::ALL.len() as u64) as usize],
+                problem,
             });
         }
         if let Some(seq) = [

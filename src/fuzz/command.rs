@@ -2,8 +2,9 @@
 //! every distinct disagreement shrunk and written as a `case.toml`.
 //!
 //! Invariant: the exit code is 0 when no disagreement outside the known list was found, 1
-//! when one was, 2 when the fuzzer itself could not run; what is generated depends only on
-//! `--seed` (and `--max-ops`, `--damage`), never on `--seconds`.
+//! when one was, 2 when the fuzzer itself could not run or the kit failed on some trial (each
+//! named by seed and trial at the end, after every finding of the run); what is generated
+//! depends only on `--seed` (and `--max-ops`, `--damage`), never on `--seconds`.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -60,6 +61,7 @@ pub struct FuzzArgs {
 /// Runs `fuzz`; returns the exit code.
 pub fn fuzz(args: &FuzzArgs) -> u8 {
     match fuzz_inner(args) {
+        Ok(summary) if !summary.kit_faults.is_empty() => 2,
         Ok(summary) => u8::from(summary.new_findings().next().is_some()),
         Err(e) => {
             eprintln!("lance-conformance fuzz: {e}");
@@ -137,6 +139,9 @@ fn fuzz_inner(args: &FuzzArgs) -> Result<Summary, FuzzError> {
                 .map(|p| format!(": {}", p.display()))
                 .unwrap_or_default()
         );
+    }
+    for f in &summary.kit_faults {
+        println!("  [kit fault] {}", f.fault());
     }
     if let Some(p) = process.as_ref().filter(|p| p.starts > 1) {
         println!(

@@ -146,11 +146,103 @@ impl Scratch {
         })
     }
 
+    /// `text` with this machine's paths replaced by placeholders, so that it can go into a case
+    /// file: a judged case's directory (`<scratch root>/c<N>`) by `<case>`, the scratch root by
+    /// `<scratch>`, the working directory by `<cwd>` and the home directory by `~` (each also in
+    /// its canonical form, which a reader may report instead); and a Rust source location in an
+    /// error message (`/home/runner/work/…/lance-file/src/reader.rs:249:13`, the machine that
+    /// built the reader) cut to its crate (`lance-file/src/reader.rs:249:13`).
+    pub fn placeholders(&self, text: &str) -> String {
+        let mut out = source_locations(text);
+        let with_canonical = |p: &Path| {
+            let mut forms = vec![p.display().to_string()];
+            if let Ok(c) = p.canonicalize() {
+                let c = c.display().to_string();
+                if !forms.contains(&c) {
+                    forms.push(c);
+                }
+            }
+            forms
+        };
+        for root in with_canonical(self.root.path()) {
+            out = case_dirs(&out, &root);
+            out = out.replace(&root, "<scratch>");
+        }
+        let mut others: Vec<(String, &str)> = Vec::new();
+        if let Ok(cwd) = std::env::current_dir() {
+            others.extend(with_canonical(&cwd).into_iter().map(|p| (p, "<cwd>")));
+        }
+        if let Some(home) = std::env::var_os("HOME").filter(|h| h.len() > 1) {
+            others.extend(
+                with_canonical(Path::new(&home))
+                    .into_iter()
+                    .map(|p| (p, "~")),
+            );
+        }
+        // The longest first: a working directory under the home directory keeps its own name.
+        others.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+        for (path, placeholder) in others.into_iter().filter(|(p, _)| p.len() > 1) {
+            out = out.replace(&path, placeholder);
+        }
+        out
+    }
+
     /// A path not used before.
     fn fresh(&mut self) -> PathBuf {
         self.next += 1;
         self.root.path().join(format!("c{}", self.next))
     }
+}
+
+/// `text` with every absolute path of a Rust source file (`/…/<crate>/src/….rs:<line>…`) cut
+/// to the crate's directory and what follows.
+fn source_locations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('/') {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let starts_token = before
+            .chars()
+            .last()
+            .is_none_or(|c| c.is_whitespace() || "\"'(,[=".contains(c));
+        let len = from
+            .find(|c: char| c.is_whitespace() || "\"'),]".contains(c))
+            .unwrap_or(from.len());
+        let token = &from[..len];
+        let source = token.contains(".rs:") && token.contains("/src/");
+        match token.rfind("/src/").filter(|_| starts_token && source) {
+            Some(src) => {
+                let crate_start = token[..src].rfind('/').map_or(0, |i| i + 1);
+                out.push_str(&token[crate_start..]);
+            }
+            None => out.push_str(token),
+        }
+        rest = &from[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` with every `<root>/c<N>` (a judged case's directory) replaced by `<case>`.
+fn case_dirs(text: &str, root: &str) -> String {
+    let prefix = format!("{root}/c");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&prefix) {
+        let after = &rest[at + prefix.len()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        out.push_str(&rest[..at]);
+        if digits > 0 {
+            out.push_str("<case>");
+            rest = &after[digits..];
+        } else {
+            out.push_str(&prefix);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Writes `case` into a fresh scratch directory (`dataset/`, `expected/`, a negative case's
@@ -183,7 +275,7 @@ pub fn requires(case: &Case, scratch: &mut Scratch) -> Result<Vec<Capability>, S
 /// Writes `case` into `dir` as the generator writes a corpus case, and reads its `expected/`.
 fn write(case: &Case, dir: &Path) -> Result<Expected, String> {
     crate::build::write(case, dir).map_err(|e| e.to_string())?;
-    execute::load_expected(dir)
+    execute::load_expected(dir).map_err(|e| e.to_string())
 }
 
 fn of_case(dir: &Path, case: &Case, expected: &Expected) -> Vec<Capability> {

@@ -6,7 +6,11 @@
 //! generates the corpus ([`crate::build::case`]), and judged by the same runner that runs
 //! the corpus ([`crate::runner::execute::run_case`]), so verdicts, capabilities and refusal
 //! profiles are the runner's, never a second implementation. A time budget only decides when
-//! to stop, never what is generated.
+//! to stop, never what is generated. A trial the kit cannot build or judge is a kit fault
+//! ([`KitFaultTrial`]), recorded with its seed and index while the run goes on, so one generator
+//! bug never costs a campaign its findings. A shrunk case's description holds the reader's
+//! error message, without a testee's traceback and with the scratch directory's machine path
+//! replaced by a placeholder ([`judge::Scratch::placeholders`]).
 //!
 //! | module | concept |
 //! |---|---|
@@ -31,7 +35,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::case::{Case, RequirementIndex};
-use crate::runner::{CheckResult, ConformanceReader, Description, Refusal};
+use crate::runner::kit_fault::KitFault;
+use crate::runner::{CheckResult, ConformanceReader, Description, Refusal, Verdict};
 use case::Trial;
 use judge::{Scratch, Signature, judge};
 
@@ -112,6 +117,31 @@ pub struct Summary {
     pub findings: Vec<Finding>,
     /// Steps of every judged trial, summed.
     pub steps: u64,
+    /// Trials the kit could not build or judge, in the order met.
+    pub kit_faults: Vec<KitFaultTrial>,
+}
+
+/// A trial the kit could not build or judge: a kit fault (its generator drew what its own store
+/// cannot build, say), not a disagreement of the reader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KitFaultTrial {
+    /// The seed.
+    pub seed: u64,
+    /// The trial.
+    pub index: u64,
+    /// What went wrong: `could not be built: …` or `could not be judged: …`.
+    pub problem: String,
+}
+
+impl KitFaultTrial {
+    /// The fault, as the runner words it ([`KitFault::Trial`]).
+    pub fn fault(&self) -> KitFault {
+        KitFault::Trial {
+            seed: self.seed,
+            index: self.index,
+            problem: self.problem.clone(),
+        }
+    }
 }
 
 impl Summary {
@@ -123,8 +153,16 @@ impl Summary {
     /// The closing line.
     pub fn line(&self, seed: u64) -> String {
         let new = self.new_findings().count();
+        let faults = if self.kit_faults.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the kit failed on {} trial(s) (not the reader's failure; exit 2)",
+                self.kit_faults.len()
+            )
+        };
         format!(
-            "fuzz: seed {seed}: {} case(s) ({} damaged, {} skipped), {} disagreeing, {} distinct disagreement(s) ({new} new, {} known)",
+            "fuzz: seed {seed}: {} case(s) ({} damaged, {} skipped), {} disagreeing, {} distinct disagreement(s) ({new} new, {} known){faults}",
             self.cases,
             self.damaged,
             self.skipped,
@@ -141,16 +179,6 @@ pub enum FuzzError {
     /// The reader did not describe itself.
     #[error("the reader did not start: {0}")]
     Start(String),
-    /// A trial could not be built (a generator bug, with the trial that shows it).
-    #[error("trial {index} of seed {seed} could not be built: {problem}")]
-    Build {
-        /// The seed.
-        seed: u64,
-        /// The trial.
-        index: u64,
-        /// What went wrong.
-        problem: String,
-    },
     /// Writing a case or the scratch directory failed.
     #[error("{0}")]
     Io(String),
@@ -187,17 +215,49 @@ pub fn run(
         let damaged = options.damage && i % 2 == 1;
         let trial = Trial::draw(options.seed, i, options.max_ops, damaged);
         let id = format!("fuzz-s{}-{i}", options.seed);
-        let build = |problem| FuzzError::Build {
-            seed: options.seed,
-            index: i,
-            problem,
+        let built = trial.case(&id, index).and_then(|case| match case {
+            Some(case) => judge(reader, &declared, &case, index, &mut scratch)
+                .map(|judged| Some((case, judged))),
+            None => Ok(None),
+        });
+        let (case, judged) = match built {
+            Ok(Some(built)) => built,
+            Ok(None) => {
+                summary.skipped += 1;
+                i += 1;
+                continue;
+            }
+            // The kit's fault, recorded with the trial that shows it; the campaign goes on.
+            Err(problem) => {
+                let fault = KitFaultTrial {
+                    seed: options.seed,
+                    index: i,
+                    problem: format!("could not be built: {problem}"),
+                };
+                eprintln!("fuzz: kit fault: {}", fault.fault());
+                summary.kit_faults.push(fault);
+                i += 1;
+                continue;
+            }
         };
-        let Some(case) = trial.case(&id, index).map_err(build)? else {
-            summary.skipped += 1;
-            i += 1;
-            continue;
-        };
-        let judged = judge(reader, &declared, &case, index, &mut scratch).map_err(build)?;
+        // A check the kit could not judge is the kit's fault, not a disagreement.
+        if let Some(k) = judged
+            .checks
+            .iter()
+            .find(|c| c.verdict == Verdict::KitFault)
+        {
+            let fault = KitFaultTrial {
+                seed: options.seed,
+                index: i,
+                problem: format!(
+                    "could not be judged: {}: {}",
+                    k.name,
+                    k.message.as_deref().unwrap_or_default()
+                ),
+            };
+            eprintln!("fuzz: kit fault: {}", fault.fault());
+            summary.kit_faults.push(fault);
+        }
         summary.cases += 1;
         summary.damaged += u64::from(damaged);
         summary.steps += case.steps.len() as u64;
@@ -225,9 +285,10 @@ pub fn run(
                 index,
                 options,
                 &description,
-                (i, &trial, &case),
+                (i, &trial, &case, &judged),
                 signature.clone(),
                 &mut scratch,
+                &mut summary.kit_faults,
             )?;
             summary.findings.push(finding);
         }
@@ -244,7 +305,8 @@ pub fn run(
     Ok(summary)
 }
 
-/// Shrinks trial `i` (which failed with `signature`) and writes it as a case.
+/// Shrinks trial `i` (which failed with `signature`, judged as `drawn`) and writes it as a
+/// case.
 #[allow(clippy::too_many_arguments)]
 fn shrunk(
     reader: &mut dyn ConformanceReader,
@@ -252,9 +314,10 @@ fn shrunk(
     index: &RequirementIndex,
     options: &Options,
     description: &Description,
-    (i, trial, case): (u64, &Trial, &Case),
+    (i, trial, case, drawn): (u64, &Trial, &Case, &judge::Judged),
     signature: Signature,
     scratch: &mut Scratch,
+    kit_faults: &mut Vec<KitFaultTrial>,
 ) -> Result<Finding, FuzzError> {
     // One trial can show several distinct disagreements: each gets a case of its own.
     let mut id = format!("{}-{}", case.id, signature.check_slug());
@@ -274,13 +337,26 @@ fn shrunk(
     let budget = if known { 0 } else { options.shrink_budget };
     let result = shrink::shrink(trial.clone(), budget, &mut reproduces);
     let io = |e: String| FuzzError::Io(e);
-    // The shrunk trial reproduced when it was kept; judge it once more for its check.
-    let mut small = result
+    // The shrunk trial reproduced when it was kept; judge it once more for its check. Should
+    // that fail (the kit's fault), the trial as drawn, which was judged, stands for it.
+    let again = result
         .trial
         .case(&id, index)
-        .map_err(io)?
-        .unwrap_or_else(|| case.clone());
-    let judged = judge(reader, declared, &small, index, scratch).map_err(io)?;
+        .map(|c| c.unwrap_or_else(|| case.clone()))
+        .and_then(|c| judge(reader, declared, &c, index, scratch).map(|j| (c, j)));
+    let (mut small, judged) = match again {
+        Ok(small) => small,
+        Err(problem) => {
+            kit_faults.push(KitFaultTrial {
+                seed: options.seed,
+                index: i,
+                problem: format!("could not be built once shrunk: {problem}"),
+            });
+            let mut original = case.clone();
+            original.id = id.clone();
+            (original, drawn.clone())
+        }
+    };
     small.requires = judged.requires.clone();
     let check = judged
         .failing_with(&signature)
@@ -288,17 +364,21 @@ fn shrunk(
         .cloned()
         .unwrap_or_else(|| CheckResult {
             name: signature.check.clone(),
-            verdict: crate::runner::Verdict::Fail,
+            verdict: Verdict::Fail,
             level: small.level,
             kind: None,
             message: Some("(did not reproduce when judged again)".into()),
         });
+    let lines: Vec<&str> =
+        crate::runner::report::message_lines(check.message.as_deref().unwrap_or_default())
+            .collect();
+    let message = scratch.placeholders(&lines.join("\n"));
     describe_finding(
         &mut small,
         &check,
+        &message,
         description,
-        options.seed,
-        i,
+        (options.seed, i),
         case.steps.len(),
     );
     let file = match &options.out {
@@ -318,13 +398,14 @@ fn shrunk(
     })
 }
 
-/// Gives a shrunk case its title and a description saying what differed.
+/// Gives a shrunk case its title and a description saying what differed: `message`, the
+/// check's message made fit for a case file (no traceback, no machine path).
 fn describe_finding(
     case: &mut Case,
     check: &CheckResult,
+    message: &str,
     description: &Description,
-    seed: u64,
-    index: u64,
+    (seed, index): (u64, u64),
     original_steps: usize,
 ) {
     let who = format!(
@@ -333,7 +414,7 @@ fn describe_finding(
     );
     let kind = check.kind.map_or("fail", |k| k.as_str());
     case.title = format!("fuzz: {who}: {kind} at {}", check.name);
-    let mut message = check.message.clone().unwrap_or_default();
+    let mut message = message.to_string();
     if message.len() > 4000 {
         let mut cut = 4000;
         while !message.is_char_boundary(cut) {

@@ -3,7 +3,8 @@
 //!
 //! Invariant: `run` exits 0 when the report passes, 1 when it does not (a conformance
 //! failure), and 2 when the runner cannot judge (unusable corpus or checksums, bad
-//! known-failure file, filters matching nothing, a testee that does not start); the human form
+//! known-failure file, filters matching nothing, a testee that does not start) or the report
+//! holds a kit fault (a case the kit could not judge, named in every form); the human form
 //! always ends with the closing line `N passed, N failed, N skipped`. Without `--reader-cmd`
 //! the built-in reference reader runs in process, together with the spec's worked-example walk.
 
@@ -99,7 +100,7 @@ pub struct RunArgs {
 /// Runs `run`; returns the exit code.
 pub fn run(args: &RunArgs) -> u8 {
     match run_inner(args) {
-        Ok(passed) => u8::from(!passed),
+        Ok(code) => code,
         Err(e) => {
             eprintln!("lance-conformance run: {e}");
             println!("0 passed, 0 failed, 0 skipped");
@@ -108,7 +109,7 @@ pub fn run(args: &RunArgs) -> u8 {
     }
 }
 
-fn run_inner(args: &RunArgs) -> Result<bool, RunnerError> {
+fn run_inner(args: &RunArgs) -> Result<u8, RunnerError> {
     let known_failures = match &args.known_failures {
         Some(p) if args.update_known_failures && !p.exists() => Some(KnownFailures {
             path: p.display().to_string(),
@@ -191,14 +192,14 @@ fn read_run(args: &RunArgs, mut options: Options) -> Result<super::Report, Runne
     super::run_suite(reader, options)
 }
 
-/// Writes the report where asked, updates the known-failure file, prints; whether the run
-/// passed.
+/// Writes the report where asked, updates the known-failure file, prints; the run's exit
+/// status ([`super::Report::exit_code`]).
 fn finish(
     args: &RunArgs,
     kept: Option<&KnownFailures>,
     report: &super::Report,
     interactive: bool,
-) -> Result<bool, RunnerError> {
+) -> Result<u8, RunnerError> {
     if interactive {
         eprint!("\r\x1b[2K");
     }
@@ -234,7 +235,19 @@ fn finish(
         Format::Json => print!("{}", output::json(report)),
         Format::Junit => print!("{}", output::junit(report)),
     }
-    Ok(report.passed())
+    for (c, k) in report
+        .kit_faults()
+        .filter_map(|c| c.kit_fault().map(|k| (c, k)))
+    {
+        eprintln!(
+            "lance-conformance run: the kit failed on {}/{} at `{}`: {}",
+            c.area,
+            c.id,
+            k.name,
+            k.message.as_deref().unwrap_or_default()
+        );
+    }
+    Ok(report.exit_code())
 }
 
 /// Arguments of `report`.

@@ -15,7 +15,8 @@
 //! `open` accepted it. Refusing it is the case's MUST, and it counts only when the same reader
 //! read the twin correctly (otherwise the refusal is inconclusive); the refusal's class and
 //! code are checks of their own, at the levels the spec gives them. Once a reader breaks
-//! ([`Refusal::Broken`]) the rest of the case is not run.
+//! ([`Refusal::Broken`]) or the kit cannot judge a check (a corpus or runner problem, recorded
+//! as a [`KitFault`], never as the reader's failure) the rest of the case is not run.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use super::capability::{self, ERROR_CODES, EXCLUSION, LINEAGE_PLACEMENT, SCALAR_QUERY};
 use super::compare;
 use super::conformance_reader::{ConformanceReader, Refusal};
+use super::kit_fault::KitFault;
 use super::needs;
 use super::protocol::{
     Literal, Predicate, QueryRequest, ReadError, ScanRequest, ScanResult, VersionRef,
@@ -47,22 +49,32 @@ pub struct Expected {
 }
 
 /// Reads `expected/v<N>.json` (in version order), `expected/error.json` and
-/// `expected/undamaged.json`.
-pub fn load_expected(case_dir: &Path) -> Result<Expected, String> {
+/// `expected/undamaged.json`; a file that cannot be read or parsed is a kit fault.
+pub fn load_expected(case_dir: &Path) -> Result<Expected, KitFault> {
     let dir = case_dir.join("expected");
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let unreadable = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| KitFault::ExpectedUnreadable { path, source }
+    };
+    let malformed = |path: &Path| {
+        let path = path.to_path_buf();
+        move |e: serde_json::Error| KitFault::ExpectedMalformed {
+            path,
+            message: e.to_string(),
+        }
+    };
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(unreadable(p));
     let mut numbered: Vec<(u64, PathBuf)> = Vec::new();
     let mut error = None;
-    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(&dir).map_err(unreadable(&dir))?;
     for entry in entries {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        let path = entry.map_err(unreadable(&dir))?.path();
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         if name == "error.json" {
-            let parsed = expected::parse_error(&read(&path)?)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let parsed = expected::parse_error(&read(&path)?).map_err(malformed(&path))?;
             error = Some(parsed);
         } else if let Some(n) = name
             .strip_prefix('v')
@@ -75,25 +87,16 @@ pub fn load_expected(case_dir: &Path) -> Result<Expected, String> {
     numbered.sort();
     let mut versions = Vec::new();
     for (_, path) in numbered {
-        versions.push(
-            expected::parse_version(&read(&path)?)
-                .map_err(|e| format!("{}: {e}", path.display()))?,
-        );
+        versions.push(expected::parse_version(&read(&path)?).map_err(malformed(&path))?);
     }
     let twin = case_dir.join(UNDAMAGED_EXPECTED);
-    let undamaged = if twin.is_file() {
-        Some(
-            expected::parse_version(&read(&twin)?)
-                .map_err(|e| format!("{}: {e}", twin.display()))?,
-        )
+    let undamaged = if twin.exists() {
+        Some(expected::parse_version(&read(&twin)?).map_err(malformed(&twin))?)
     } else {
         None
     };
     if error.is_some() && undamaged.is_none() {
-        return Err(format!(
-            "{}: a negative case without its undamaged twin (regenerate the corpus)",
-            twin.display()
-        ));
+        return Err(KitFault::TwinMissing { path: twin });
     }
     Ok(Expected {
         versions,
@@ -131,12 +134,13 @@ fn weaker(a: Level, b: Level) -> Level {
     a.max(b)
 }
 
-/// Collects a case's checks; stops sending requests once the reader broke.
+/// Collects a case's checks; stops sending requests once the reader broke or the kit faulted.
 struct Checks<'a> {
     reader: &'a mut dyn ConformanceReader,
     declared: &'a BTreeSet<String>,
     level: Level,
     out: Vec<CheckResult>,
+    /// The reader broke, or the kit could not judge a check: nothing more is sent.
     broken: bool,
 }
 
@@ -163,6 +167,14 @@ impl Checks<'_> {
     ) {
         let level = self.level;
         self.add(name, verdict, level, kind, message);
+    }
+
+    /// Records a check the kit could not judge; the rest of the case is not run (what it
+    /// would judge rests on the same corpus or runner problem).
+    fn kit_fault(&mut self, name: String, fault: &KitFault) {
+        self.broken = true;
+        self.out
+            .push(CheckResult::kit_fault(name, self.level, fault));
     }
 
     /// Records a refusal of a readable version as a check verdict.
@@ -306,17 +318,19 @@ pub fn run_case(
     (checks.out, profile)
 }
 
-/// The data capabilities version `at` needs that the reader does not declare; `None` (and an
-/// error check) when the runner cannot tell.
+/// The data capabilities version `at` needs that the reader does not declare; `None` (and a
+/// kit fault) when the runner cannot tell.
 fn missing(checks: &mut Checks, at: &VersionRef, prefix: &str) -> Option<Vec<Capability>> {
     match needs::of_version(Path::new(&at.dataset), at.version) {
         Ok(n) => Some(needs::missing(&n, checks.declared)),
         Err(e) => {
-            checks.push(
+            checks.kit_fault(
                 format!("{prefix} needs"),
-                Verdict::Error,
-                Some(FailureKind::Crash),
-                Some(format!("runner: cannot tell what the version needs: {e}")),
+                &KitFault::Needs {
+                    dataset: PathBuf::from(&at.dataset),
+                    version: at.version,
+                    message: e.to_string(),
+                },
             );
             None
         }
@@ -735,7 +749,8 @@ fn plan_verdict(
 }
 
 /// The checks of one readable version (§4: open, scans, lineage, exclusion, queries) of the
-/// directory `dataset`, against `reader`, each at `level`; and whether the reader broke.
+/// directory `dataset`, against `reader`, each at `level`; and whether the reader broke
+/// or the kit faulted.
 pub fn version_checks(
     reader: &mut dyn ConformanceReader,
     declared: &BTreeSet<String>,
@@ -856,11 +871,11 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
             continue;
         }
         let Some(spec) = case.case.queries.iter().find(|s| s.name == q.name) else {
-            checks.push(
+            checks.kit_fault(
                 name,
-                Verdict::Error,
-                Some(FailureKind::Crash),
-                Some("the case declares no query of that name (corpus problem)".into()),
+                &KitFault::UndeclaredQuery {
+                    name: q.name.clone(),
+                },
             );
             continue;
         };
@@ -873,12 +888,14 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
         };
         let request = match request {
             Ok(r) => r,
-            Err(m) => {
-                checks.push(
+            Err(message) => {
+                checks.kit_fault(
                     name,
-                    Verdict::Error,
-                    Some(FailureKind::Crash),
-                    Some(format!("runner: {m}")),
+                    &KitFault::QueryRequest {
+                        name: q.name.clone(),
+                        version: n,
+                        message,
+                    },
                 );
                 continue;
             }

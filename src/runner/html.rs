@@ -107,6 +107,7 @@ details div { font-size: 12px; max-width: 38em; white-space: pre-wrap; word-brea
 .advisory { background: #d6e8fb; }
 .changed { background: #ff8a80; }
 .skipped { background: #eeeeee; color: #555; }
+.kit { background: #ffffff; border: 2px dashed #b00020; }
 .notrun { background: #fafafa; color: #999; }
 .tag { font-size: 11px; font-weight: normal; color: #333; }
 table.runs td, table.runs th { text-align: left; }
@@ -124,6 +125,7 @@ fn class_of(c: &CaseResult) -> &'static str {
         (Outcome::Failed, Verdict::Inconclusive) => "inconclusive",
         (Outcome::Failed, _) => "fail",
         (Outcome::Skipped, _) => "skipped",
+        (Outcome::KitFault, _) => "kit",
     }
 }
 
@@ -164,10 +166,7 @@ fn cell(out: &mut String, c: &CaseResult) {
             .unwrap_or_default();
         let message = match (&k.message, k.verdict) {
             (Some(m), v) if v != Verdict::Pass => {
-                let kept: Vec<&str> = m
-                    .lines()
-                    .take_while(|l| !l.starts_with("Traceback (most recent call last)"))
-                    .collect();
+                let kept: Vec<&str> = super::report::message_lines(m).collect();
                 format!(": {}", kept.join(" "))
             }
             _ => String::new(),
@@ -212,6 +211,9 @@ fn cell(out: &mut String, c: &CaseResult) {
         )
     };
     let kind = match (c.outcome, c.kind) {
+        (Outcome::KitFault, _) => {
+            " <span class=\"tag\">the kit failed, not the implementation</span>".to_string()
+        }
         (Outcome::Passed | Outcome::Skipped, _) | (_, None) => String::new(),
         (_, Some(k)) => format!(" <span class=\"tag\">{}</span>", e(k.describe())),
     };
@@ -249,17 +251,17 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
     );
     let _ = writeln!(
         out,
-        "<p class=\"legend\"><span class=\"pass\">PASS</span><span class=\"fail\">FAIL</span><span class=\"error\">ERROR (crash)</span><span class=\"inconclusive\">INCONC (twin not read)</span><span class=\"known\">XFAIL (known failure)</span><span class=\"advisory\">SHOULD (advisory)</span><span class=\"changed\">XCHG / XPASS (known-failure list out of date)</span><span class=\"skipped\">UNSUP / SKIP</span><span class=\"notrun\">not run</span></p>"
+        "<p class=\"legend\"><span class=\"pass\">PASS</span><span class=\"fail\">FAIL</span><span class=\"error\">ERROR (crash)</span><span class=\"inconclusive\">INCONC (twin not read)</span><span class=\"known\">XFAIL (known failure)</span><span class=\"advisory\">SHOULD (advisory)</span><span class=\"changed\">XCHG / XPASS (known-failure list out of date)</span><span class=\"skipped\">UNSUP / SKIP</span><span class=\"kit\">KIT (the kit could not judge: a corpus or runner fault)</span><span class=\"notrun\">not run</span></p>"
     );
     let _ = writeln!(
         out,
-        "<table class=\"runs\"><thead><tr><th>run</th><th>reader</th><th>capabilities</th><th>passed</th><th>failing the run</th><th>known failures</th><th>advisory</th><th>skipped</th></tr></thead><tbody>"
+        "<table class=\"runs\"><thead><tr><th>run</th><th>reader</th><th>capabilities</th><th>passed</th><th>failing the run</th><th>known failures</th><th>advisory</th><th>skipped</th><th>kit faults</th></tr></thead><tbody>"
     );
     for r in reports {
         let s = &r.summary;
         let _ = writeln!(
             out,
-            "<tr><th>{}</th><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><th>{}</th><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td></tr>",
             e(&r.title()),
             e(&r.implementation.name),
             e(&r.implementation.version),
@@ -268,7 +270,13 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
             s.failed,
             s.known_failures,
             s.advisory,
-            s.skipped
+            s.skipped,
+            if s.kit_faults > 0 {
+                " class=\"kit\""
+            } else {
+                ""
+            },
+            s.kit_faults
         );
     }
     let _ = writeln!(out, "</tbody></table>\n<p></p>");

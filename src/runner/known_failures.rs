@@ -204,7 +204,8 @@ pub fn rewrite(known: Option<&KnownFailures>, report: &Report) -> String {
                 }
                 None => {}
                 Some(c) => match c.outcome {
-                    Outcome::KnownFailure | Outcome::Skipped => {
+                    // A kit fault says nothing about the implementation: the entry is kept.
+                    Outcome::KnownFailure | Outcome::Skipped | Outcome::KitFault => {
                         out.push_str(&e.text);
                         out.push('\n');
                     }

@@ -5,7 +5,8 @@
 //! cases are judged and checked before any report is returned, [`crate::checksums`]), sends a
 //! reader only what it declared it can do ([`capability`]), compares every answer with the
 //! generated `expected/` files ([`compare`], [`execute`]), and turns verdicts into a run result
-//! by fixed rules ([`report`], [`known_failures`]). The same [`run_suite`] drives the built-in
+//! by fixed rules ([`report`], [`known_failures`]); what the kit itself cannot judge (a corpus
+//! or runner problem) is a kit fault ([`kit_fault`]), never the reader's failure. The same [`run_suite`] drives the built-in
 //! reference ([`mod@reference`]), any Rust reader implementing [`ConformanceReader`], and a testee
 //! process speaking the JSON-lines protocol ([`process`], specified in `spec/conformance.md`).
 //!
@@ -27,6 +28,7 @@
 //! | [`filter`] | selecting cases |
 //! | [`known_failures`] | known-failure files |
 //! | [`report`] | verdicts, outcomes, counts |
+//! | [`kit_fault`] | what stops the kit from judging a check (a corpus or runner problem) |
 //! | [`output`] | human, JSON and JUnit renderings |
 //! | [`html`] | several JSON reports as one static HTML page (`lance-conformance report`) |
 //! | [`walk`] | the spec's worked example walked in memory (reference self-check) |
@@ -43,6 +45,7 @@ pub mod execute;
 pub mod explain;
 pub mod filter;
 pub mod html;
+pub mod kit_fault;
 pub mod known_failures;
 pub mod needs;
 pub mod output;
@@ -69,6 +72,7 @@ pub use report::{CaseResult, CheckResult, FailureKind, Outcome, Report, Verdict}
 use crate::case::RequirementIndex;
 use crate::checksums;
 use crate::corpus::{self, CaseDir};
+use kit_fault::KitFault;
 
 /// A progress callback: (index, count, case id), called before each case.
 pub type Progress = Box<dyn FnMut(usize, usize, &str)>;
@@ -249,8 +253,18 @@ fn judge_selected(
             if let Some(progress) = progress.as_mut() {
                 progress(i, selected.len(), &c.case.id);
             }
-            let expected = expected.next(c).map_err(RunnerError::Input)?;
-            cases.push(judge(c, &expected, index, &description.capabilities));
+            // An `expected/` the kit cannot load is the case's kit fault; the run goes on.
+            match expected.next(c) {
+                Ok(expected) => cases.push(judge(c, &expected, index, &description.capabilities)),
+                Err(fault) => cases.push(CaseResult::of_case(
+                    c,
+                    vec![CheckResult::kit_fault(
+                        "expected".into(),
+                        c.case.level,
+                        &fault,
+                    )],
+                )),
+            }
         }
         Ok::<_, RunnerError>(())
     })?;
@@ -264,7 +278,7 @@ fn judge_selected(
 /// can be started.
 enum ExpectedAhead {
     /// Loaded by the second thread, in case order.
-    Loader(mpsc::Receiver<Result<execute::Expected, String>>),
+    Loader(mpsc::Receiver<Result<execute::Expected, KitFault>>),
     /// Loaded here, when asked.
     Inline,
 }
@@ -294,13 +308,12 @@ impl ExpectedAhead {
     }
 
     /// The `expected/` of `case`, the next selected case.
-    fn next(&mut self, case: &CaseDir) -> Result<execute::Expected, String> {
+    fn next(&mut self, case: &CaseDir) -> Result<execute::Expected, KitFault> {
         match self {
             ExpectedAhead::Loader(receive) => receive.recv().unwrap_or_else(|_| {
-                Err(format!(
-                    "{}: the expected results were not loaded",
-                    case.dir.display()
-                ))
+                Err(KitFault::ExpectedLost {
+                    path: case.dir.clone(),
+                })
             }),
             ExpectedAhead::Inline => execute::load_expected(&case.dir),
         }

@@ -8,7 +8,9 @@
 //! lists every check, and the JSON form holds everything. The JUnit form is well-formed XML
 //! (every text and attribute escaped, control characters dropped): one `<testcase>` per case,
 //! `failure` for what fails the run, `error` for error, `skipped` for unsupported, skip, known
-//! and advisory failures (with the reason).
+//! and advisory failures (with the reason). A kit fault is shown in every form as the kit's
+//! (`KIT` in the table, a line naming the cases before the summary, a JUnit `error` of type
+//! `kit_fault`), never as a failure of the implementation judged.
 
 use std::fmt::Write as _;
 
@@ -38,6 +40,7 @@ pub fn label(c: &CaseResult) -> &'static str {
         (Outcome::Failed, _) => "FAIL",
         (Outcome::Skipped, Verdict::Skip) => "SKIP",
         (Outcome::Skipped, _) => "UNSUP",
+        (Outcome::KitFault, _) => "KIT",
     }
 }
 
@@ -49,6 +52,7 @@ fn counts(c: &CaseResult) -> String {
         c.checks.len()
     )];
     for v in [
+        Verdict::KitFault,
         Verdict::Fail,
         Verdict::Error,
         Verdict::Inconclusive,
@@ -134,7 +138,7 @@ pub fn human(report: &Report, detail: Detail) -> String {
         let shown = match detail {
             Detail::Verbose => true,
             Detail::Normal => !matches!(c.outcome, Outcome::Passed | Outcome::Skipped),
-            Detail::Quiet => c.outcome.fails_run(),
+            Detail::Quiet => c.outcome.fails_run() || c.outcome == Outcome::KitFault,
         };
         if !shown {
             continue;
@@ -182,6 +186,7 @@ pub fn human(report: &Report, detail: Detail) -> String {
         for k in &c.checks {
             let show = detail == Detail::Verbose
                 || k.verdict.is_failure()
+                || k.verdict == Verdict::KitFault
                 || (k.verdict == Verdict::Unsupported && c.outcome == Outcome::Skipped);
             if show {
                 check_lines(&mut out, k);
@@ -256,7 +261,10 @@ pub fn junit(report: &Report) -> String {
     let errors = report
         .cases
         .iter()
-        .filter(|c| c.outcome == Outcome::Failed && c.verdict == Verdict::Error)
+        .filter(|c| {
+            (c.outcome == Outcome::Failed && c.verdict == Verdict::Error)
+                || c.outcome == Outcome::KitFault
+        })
         .count();
     let skipped = report
         .cases
@@ -311,6 +319,15 @@ pub fn junit(report: &Report) -> String {
         let first = c.first_problem().unwrap_or_default();
         match (c.outcome, c.verdict) {
             (Outcome::Passed, _) => {}
+            (Outcome::KitFault, _) => {
+                let _ = writeln!(
+                    out,
+                    "      <error message=\"the kit failed (not the {}'s failure): {}\" type=\"kit_fault\">{}</error>",
+                    report.role.as_str(),
+                    e(&first),
+                    e(&details)
+                );
+            }
             (Outcome::UnexpectedPass, _) => {
                 let _ = writeln!(
                     out,

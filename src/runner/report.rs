@@ -9,6 +9,11 @@
 //! that passes, an entry whose failure changed kind or check, and an entry naming no case fail
 //! the run. A case passes only when at least one of its checks ran and passed and none failed,
 //! errored or was inconclusive, so a reader that answers nothing never passes anything.
+//!
+//! A kit fault (a check the kit could not judge because of its own or the corpus's problem,
+//! [`super::kit_fault`]) is never counted against the reader: the case's outcome is
+//! [`Outcome::KitFault`] whatever its other checks say, no known-failure entry covers it or is
+//! dropped for it, and a run with one cannot pass ([`Report::exit_code`] is 2).
 
 use std::collections::BTreeSet;
 
@@ -35,6 +40,10 @@ pub enum Verdict {
     Unsupported,
     /// The reader chose not to answer.
     Skip,
+    /// The kit could not judge the check: a problem of the corpus or the runner (an
+    /// unreadable `expected/` file, a case that does not hold together, a scratch directory
+    /// that cannot be made), not of the reader.
+    KitFault,
 }
 
 impl Verdict {
@@ -47,19 +56,22 @@ impl Verdict {
             Verdict::Inconclusive => "inconclusive",
             Verdict::Unsupported => "unsupported",
             Verdict::Skip => "skip",
+            Verdict::KitFault => "kit_fault",
         }
     }
 
-    /// Whether the verdict is a failure of some kind (fail, error, inconclusive).
+    /// Whether the verdict is a failure of the reader of some kind (fail, error,
+    /// inconclusive); a kit fault is not.
     pub fn is_failure(self) -> bool {
         matches!(self, Verdict::Fail | Verdict::Error | Verdict::Inconclusive)
     }
 
-    /// The case verdict of its checks' verdicts: error, else fail, else inconclusive, else
-    /// pass, else skip, else unsupported.
+    /// The case verdict of its checks' verdicts: kit fault, else error, else fail, else
+    /// inconclusive, else pass, else skip, else unsupported.
     pub fn of_checks(checks: &[CheckResult]) -> Verdict {
         let any = |v: Verdict| checks.iter().any(|c| c.verdict == v);
         [
+            Verdict::KitFault,
             Verdict::Error,
             Verdict::Fail,
             Verdict::Inconclusive,
@@ -183,7 +195,8 @@ pub struct CheckResult {
 
 impl CheckResult {
     /// A check with its kind kept only where the verdict has one: an error is a crash unless
-    /// said otherwise, a failure or inconclusive keeps `kind`, any other verdict has none.
+    /// said otherwise, a failure or inconclusive keeps `kind`, any other verdict (a kit fault
+    /// included: it is no failure of the reader) has none.
     pub fn new(
         name: String,
         verdict: Verdict,
@@ -203,6 +216,21 @@ impl CheckResult {
             kind,
             message,
         }
+    }
+
+    /// A check the kit could not judge, and why ([`super::kit_fault`]).
+    pub fn kit_fault(
+        name: String,
+        level: Level,
+        fault: &super::kit_fault::KitFault,
+    ) -> CheckResult {
+        CheckResult::new(
+            name,
+            Verdict::KitFault,
+            level,
+            None,
+            Some(format!("kit fault [{}]: {fault}", fault.code())),
+        )
     }
 }
 
@@ -225,10 +253,14 @@ pub enum Outcome {
     UnexpectedPass,
     /// Unsupported or skipped.
     Skipped,
+    /// The kit could not judge the case (a check's verdict is `kit_fault`): not the reader's
+    /// failure, but the run cannot pass (exit 2).
+    KitFault,
 }
 
 impl Outcome {
-    /// Whether the outcome fails the run.
+    /// Whether the outcome fails the run as a failure of the reader (a kit fault ends the
+    /// run with exit 2 instead: [`Report::exit_code`]).
     pub fn fails_run(self) -> bool {
         matches!(
             self,
@@ -317,6 +349,11 @@ impl CaseResult {
         c
     }
 
+    /// The first check the kit could not judge.
+    pub fn kit_fault(&self) -> Option<&CheckResult> {
+        self.checks.iter().find(|k| k.verdict == Verdict::KitFault)
+    }
+
     /// The first failing MUST check, else the first failing check.
     pub fn primary_failure(&self) -> Option<&CheckResult> {
         let failing = || self.checks.iter().filter(|k| k.verdict.is_failure());
@@ -332,19 +369,21 @@ impl CaseResult {
         })
     }
 
-    /// `<verdict> <check>: <message>` of the first failure.
+    /// `<verdict> <check>: <message>` of the first kit fault, else of the first failure.
     pub fn first_problem(&self) -> Option<String> {
-        self.primary_failure().map(|c| {
-            format!(
-                "{} {}{}",
-                c.verdict.as_str(),
-                c.name,
-                c.message
-                    .as_ref()
-                    .map(|m| format!(": {m}"))
-                    .unwrap_or_default()
-            )
-        })
+        self.kit_fault()
+            .or_else(|| self.primary_failure())
+            .map(|c| {
+                format!(
+                    "{} {}{}",
+                    c.verdict.as_str(),
+                    c.name,
+                    c.message
+                        .as_ref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
+                )
+            })
     }
 }
 
@@ -373,6 +412,9 @@ pub struct Summary {
     pub changed_known_failures: usize,
     /// Of `failed`: known-failure entries naming no case.
     pub unmatched_entries: usize,
+    /// Cases the kit could not judge (not counted in `failed`; the run exits 2).
+    #[serde(default)]
+    pub kit_faults: usize,
 }
 
 /// Lines to change in the known-failure file.
@@ -442,6 +484,17 @@ impl Role {
     }
 }
 
+/// The lines of a check's message that say what went wrong: trimmed, blank ones dropped, and
+/// none from a testee's traceback on (the `detail` of an `errored`, which the process reader
+/// appends to the message; the JSON report keeps it whole).
+pub fn message_lines(message: &str) -> impl Iterator<Item = &str> {
+    message
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Traceback (most recent call last)"))
+        .filter(|l| !l.is_empty())
+}
+
 /// How an entry matches a failing case: as listed, or not.
 fn matches(entry: &Entry, c: &CaseResult) -> bool {
     let check = match &entry.check {
@@ -460,16 +513,8 @@ pub fn entry_line(c: &CaseResult, was: Option<&str>) -> String {
     let Some(check) = c.primary_failure() else {
         return line_for(&c.id, None, None, c.verdict.as_str());
     };
-    // The whole message, on one line; a testee's traceback (the detail of an `errored`) is
-    // left to the JSON report.
-    let mut reason = check
-        .message
-        .as_deref()
-        .unwrap_or(check.verdict.as_str())
-        .lines()
-        .map(str::trim)
-        .take_while(|l| !l.starts_with("Traceback (most recent call last)"))
-        .filter(|l| !l.is_empty())
+    // The whole message, on one line; a testee's traceback is left to the JSON report.
+    let mut reason = message_lines(check.message.as_deref().unwrap_or(check.verdict.as_str()))
         .collect::<Vec<_>>()
         .join(" / ");
     if let Some(old) = was {
@@ -498,6 +543,7 @@ impl Report {
             c.known_failure = entry.map(|e| e.reason.clone());
             let failing = c.verdict.is_failure();
             c.outcome = match (failing, c.verdict, entry) {
+                (_, Verdict::KitFault, _) => Outcome::KitFault,
                 (false, Verdict::Pass, Some(_)) => Outcome::UnexpectedPass,
                 (false, Verdict::Pass, None) => Outcome::Passed,
                 (false, _, _) => Outcome::Skipped,
@@ -532,6 +578,7 @@ impl Report {
                     }
                 }
                 Outcome::Skipped => summary.skipped += 1,
+                Outcome::KitFault => summary.kit_faults += 1,
             }
             if c.outcome.fails_run() {
                 summary.failed += 1;
@@ -557,9 +604,24 @@ impl Report {
         }
     }
 
-    /// Whether the run passes (nothing counts as failed).
+    /// Whether the run passes (nothing counts as failed, and the kit judged every case).
     pub fn passed(&self) -> bool {
-        self.summary.failed == 0
+        self.summary.failed == 0 && self.summary.kit_faults == 0
+    }
+
+    /// The exit status of the run: 2 when the kit could not judge some case (whatever else
+    /// failed), else 1 when something fails the run, else 0.
+    pub fn exit_code(&self) -> u8 {
+        if self.summary.kit_faults > 0 {
+            2
+        } else {
+            u8::from(self.summary.failed > 0)
+        }
+    }
+
+    /// The cases the kit could not judge.
+    pub fn kit_faults(&self) -> impl Iterator<Item = &CaseResult> {
+        self.cases.iter().filter(|c| c.outcome == Outcome::KitFault)
     }
 
     /// What the run is called: its label, else `<name> <version>`.
@@ -581,10 +643,24 @@ impl Report {
         )
     }
 
-    /// The lines before it: what `failed` is made of, and what does not fail the run.
-    pub fn detail_lines(&self) -> [String; 2] {
+    /// The lines before it: what `failed` is made of, and what does not fail the run; and,
+    /// first, when the kit could not judge some case, which ones (the run exits 2).
+    pub fn detail_lines(&self) -> Vec<String> {
         let s = &self.summary;
-        [
+        let mut lines = Vec::new();
+        if s.kit_faults > 0 {
+            let ids: Vec<String> = self
+                .kit_faults()
+                .map(|c| format!("{}/{}", c.area, c.id))
+                .collect();
+            lines.push(format!(
+                "the kit failed ({}): it could not judge {} (a kit or corpus problem, not the {}'s failure; exit 2)",
+                s.kit_faults,
+                ids.join(", "),
+                self.role.as_str()
+            ));
+        }
+        lines.extend([
             format!(
                 "failing the run ({}): {} failed, {} errored, {} inconclusive, {} known failures that passed, {} known failures that failed otherwise than listed, {} known-failure entries naming no case",
                 s.failed,
@@ -599,6 +675,7 @@ impl Report {
                 "not failing the run: {} known failures as listed, {} advisory (only SHOULD checks failed), {} skipped (unsupported or declined)",
                 s.known_failures, s.advisory, s.skipped
             ),
-        ]
+        ]);
+        lines
     }
 }

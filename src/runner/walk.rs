@@ -199,13 +199,14 @@ pub fn as_case() -> CaseResult {
                 message: (!c.ok).then(|| c.trail.join("\n")),
             })
             .collect(),
-        Err(e) => vec![CheckResult {
-            name: "walk".into(),
-            verdict: Verdict::Error,
-            level: Level::Must,
-            kind: Some(FailureKind::Crash),
-            message: Some(format!("{e:#}")),
-        }],
+        // The reference could not walk its own example: the kit's fault, not the reader's.
+        Err(e) => vec![CheckResult::kit_fault(
+            "walk".into(),
+            Level::Must,
+            &super::kit_fault::KitFault::Walk {
+                message: format!("{e:#}"),
+            },
+        )],
     };
     CaseResult::new(
         "worked-example-walk",

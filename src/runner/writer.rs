@@ -15,7 +15,9 @@
 //! `unsupported` as a whole, and so is a case the writer answers `unsupported` midway (a case
 //! half written is not judged). Steps after a `corrupt` are not the writer's, and `reencode`
 //! (an equivalent form some other writer chose) is left out: the version it re-encodes is
-//! judged as the writer wrote it.
+//! judged as the writer wrote it. What stops the kit from judging a step (a stored version it
+//! cannot read, a step it cannot put on the wire, a version without an expected result, a
+//! directory it cannot make) is a kit fault ([`super::kit_fault`]), never the writer's failure.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -27,6 +29,7 @@ use super::capability::{ERROR_CODES, REFERENCE_LINEAGE_ENCODING};
 use super::conformance_reader::{ConformanceReader, Refusal};
 use super::conformance_writer::ConformanceWriter;
 use super::execute::{self, Expected, shown};
+use super::kit_fault::KitFault;
 use super::protocol::{
     ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ScanRequest, ScanResult, VersionRef,
     WriteRequest,
@@ -282,7 +285,7 @@ struct Replay<'a> {
     error_codes: bool,
     level: Level,
     out: Vec<CheckResult>,
-    /// Set when the case cannot go on (a refusal, a crash, an unsupported step).
+    /// Set when the case cannot go on (a refusal, a crash, an unsupported step, a kit fault).
     stopped: bool,
     /// Set when the writer answered `unsupported` or `skipped`: the case is not judged.
     declined: Option<CheckResult>,
@@ -293,6 +296,13 @@ impl Replay<'_> {
         let message = (!msg.is_empty()).then_some(msg);
         self.out
             .push(CheckResult::new(name, verdict, self.level, kind, message));
+    }
+
+    /// Records a check the kit could not judge; the case stops there.
+    fn kit_fault(&mut self, name: String, fault: &KitFault) {
+        self.out
+            .push(CheckResult::kit_fault(name, self.level, fault));
+        self.stopped = true;
     }
 
     /// Version `version` of the stored case (its undamaged twin for a negative case's damaged
@@ -325,14 +335,8 @@ impl Replay<'_> {
                 read_version: newest(Path::new(&self.dir)),
                 step,
             }),
-            Err(m) => {
-                self.push(
-                    name.to_string(),
-                    Verdict::Error,
-                    Some(FailureKind::Crash),
-                    format!("runner: {m}"),
-                );
-                self.stopped = true;
+            Err(message) => {
+                self.kit_fault(name.to_string(), &KitFault::StoredCase { version, message });
                 None
             }
         }
@@ -426,13 +430,10 @@ impl Replay<'_> {
             Err(e) => self.push(name, Verdict::Error, None, format!("validate: {e}")),
         }
         let Some(expected) = self.expected.get(&version).copied() else {
-            self.push(
+            self.kit_fault(
                 format!("v{version} scan"),
-                Verdict::Error,
-                Some(FailureKind::Crash),
-                "the case has no expected result for this version (corpus problem)".into(),
+                &KitFault::NoExpectedVersion { version },
             );
-            self.stopped = true;
             return;
         };
         // Where the case's table spills, placement is exact only for a writer whose encoding
@@ -470,6 +471,10 @@ impl Replay<'_> {
                 c.message = c
                     .message
                     .map(|m| format!("the kit's reader refuses the written version: {m}"));
+            }
+            // A kit fault stopped the version's checks; it stops the case too.
+            if c.verdict == Verdict::KitFault {
+                self.stopped = true;
             }
             self.out.push(c);
         }
@@ -596,17 +601,16 @@ pub fn run_case(
     expected: &Expected,
     dir: &Path,
 ) -> Vec<CheckResult> {
-    // A case judged by one check of its own: not sent, or the runner could not set it up.
-    let only = |verdict: Verdict, message: String| {
+    // A case not sent is judged by one check of its own.
+    let unsupported = |message: String| {
         vec![CheckResult::new(
             "write".into(),
-            verdict,
+            Verdict::Unsupported,
             case.case.level,
             None,
             Some(message),
         )]
     };
-    let unsupported = |message| only(Verdict::Unsupported, message);
     let plan = match plan(&case.case) {
         Ok(p) => p,
         Err(why) => return unsupported(format!("not a writer case: {why}")),
@@ -620,14 +624,23 @@ pub fn run_case(
     if !lacking.is_empty() {
         return unsupported(format!("needs {}", lacking.join(", ")));
     }
-    let fail = |message| only(Verdict::Error, message);
+    let fault = |source| {
+        vec![CheckResult::kit_fault(
+            "write".into(),
+            case.case.level,
+            &KitFault::Scratch {
+                path: dir.to_path_buf(),
+                source,
+            },
+        )]
+    };
     if dir.exists() {
         if let Err(e) = std::fs::remove_dir_all(dir) {
-            return fail(format!("runner: cannot clear {}: {e}", dir.display()));
+            return fault(e);
         }
     }
     if let Err(e) = std::fs::create_dir_all(dir) {
-        return fail(format!("runner: cannot create {}: {e}", dir.display()));
+        return fault(e);
     }
     let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut by_version: BTreeMap<u64, &ExpectedVersion> =

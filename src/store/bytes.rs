@@ -401,17 +401,13 @@ fn malformed_sequence(
     let u16_array = |base: u64, offsets: Vec<u8>| pb::EncodedU64Array {
         array: Some(PbArray::U16Array(U16Array { base, offsets })),
     };
+    problem.fits(rows)?;
     let segment = match problem {
-        LineageProblem::BitmapPadding => {
-            if rows % 8 == 0 {
-                return Err("bitmap_padding needs physical_rows that is not a multiple of 8");
-            }
-            Segment::RangeWithBitmap(RangeWithBitmap {
-                start: 0,
-                end: rows,
-                bitmap: vec![0xff; rows.div_ceil(8) as usize],
-            })
-        }
+        LineageProblem::BitmapPadding => Segment::RangeWithBitmap(RangeWithBitmap {
+            start: 0,
+            end: rows,
+            bitmap: vec![0xff; rows.div_ceil(8) as usize],
+        }),
         LineageProblem::UnsortedHoles => Segment::RangeWithHoles(RangeWithHoles {
             start: 0,
             end: rows + 2,
@@ -431,9 +427,6 @@ fn malformed_sequence(
             Segment::Array(u16_array(0, vec![0; 2 * rows as usize + 1]))
         }
         LineageProblem::OffsetOverflow => {
-            if !(2..=1 << 16).contains(&rows) {
-                return Err("offset_overflow needs between 2 and 65536 rows");
-            }
             let offsets = (0..rows).flat_map(|i| (i as u16).to_le_bytes()).collect();
             Segment::Array(u16_array(u64::MAX, offsets))
         }

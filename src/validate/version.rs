@@ -13,7 +13,7 @@
 //! other than the tombstone ([OVL-TOMB-6]). No rule is written here a second
 //! time: each is the reference's own check.
 
-use lance_reference::flags::check_written_flags;
+use lance_reference::flags::{FlagWord, check_mixed_versions, check_written_flags};
 use lance_reference::model::{Snapshot, TOMBSTONE_FIELD_ID};
 use std::collections::BTreeMap;
 
@@ -113,7 +113,7 @@ pub fn check(dataset: &Dataset, version: u64) -> (Option<ReadVersion>, Vec<Findi
     let Ok((snapshot, layout)) = read else {
         return (None, findings);
     };
-    findings.extend(writer_rules(&snapshot, &file));
+    findings.extend(writer_rules(&snapshot, &layout, &file));
     let inline_lengths = inline_lengths(dataset, &file);
     (
         Some(ReadVersion {
@@ -162,7 +162,7 @@ pub fn manifest_file(dataset: &Dataset, version: u64) -> String {
 }
 
 /// The rules a writer keeps on one version that a reader does not check.
-fn writer_rules(snapshot: &Snapshot, file: &str) -> Vec<Finding> {
+fn writer_rules(snapshot: &Snapshot, layout: &Layout, file: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Err(e) = check_written_flags(snapshot) {
         let mut f = Finding::writer(
@@ -172,6 +172,16 @@ fn writer_rules(snapshot: &Snapshot, file: &str) -> Vec<Finding> {
             &["FLG-BITS-3", "FLG-WRITE-6", "FLG-CONS-2"],
         );
         f.field = "reader_feature_flags / writer_feature_flags".into();
+        out.push(f);
+    }
+    // The reader checked bit 256 in the reader word; a writer sets it in both.
+    let words = [
+        (FlagWord::Reader, snapshot.reader_flags),
+        (FlagWord::Writer, snapshot.writer_flags),
+    ];
+    if let Err(e) = check_mixed_versions(layout.mixed_versions().as_deref(), &words) {
+        let mut f = Finding::writer(snapshot.version, file, &e, &["FLG-WRITE-8"]);
+        f.field = "writer_feature_flags".into();
         out.push(f);
     }
     for (i, fragment) in snapshot.fragments.iter().enumerate() {
@@ -225,10 +235,49 @@ mod tests {
     fn flags_must_be_writable_and_match_content() {
         // covers: FLG-CONS-2
         let mut s = worked_example::version_1();
-        assert!(writer_rules(&s, "m").is_empty());
+        let layout = Layout::default();
+        assert!(writer_rules(&s, &layout, "m").is_empty());
         s.reader_flags |= 1; // deletion bit in the reader word only: readable, not writable
-        let found = writer_rules(&s, "m");
+        let found = writer_rules(&s, &layout, "m");
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].requirements.iter().any(|r| r == "FLG-CONS-2"));
+    }
+
+    #[test]
+    fn mixed_versions_need_bit_256_in_the_writer_word_too() {
+        // covers: FLG-WRITE-8
+        use lance_reference_io::layout::{DataFormat, FileLayout, FragmentLayout};
+        let file = |minor| FileLayout {
+            path: "data/f.lance".into(),
+            column_indices: vec![0],
+            file_major_version: 2,
+            file_minor_version: minor,
+            file_size_bytes: 0,
+        };
+        let mut layout = Layout {
+            data_format: Some(DataFormat {
+                file_format: "lance".into(),
+                version: "2.0".into(),
+            }),
+            fragments: vec![FragmentLayout {
+                files: vec![file(0)],
+                overlays: vec![file(2)],
+                deletion: None,
+            }],
+            ..Layout::default()
+        };
+        let mut s = worked_example::version_1();
+        s.reader_flags |= 256;
+        let found = writer_rules(&s, &layout, "m");
+        let mixed: Vec<_> = found
+            .iter()
+            .filter(|f| f.requirements.iter().any(|r| r == "FLG-WRITE-8"))
+            .collect();
+        assert_eq!(mixed.len(), 1, "{found:?}");
+        s.writer_flags |= 256;
+        assert!(writer_rules(&s, &layout, "m").is_empty());
+        // Not mixed: 256 is stale but allowed.
+        layout.fragments[0].overlays[0].file_minor_version = 0;
+        assert!(writer_rules(&s, &layout, "m").is_empty());
     }
 }

@@ -11,6 +11,10 @@
 //! | [`fuzz_checks`] | the body of every fuzz target, as `fn(&[u8])` |
 //! | [`bench_fixtures`] | seeded inputs of the criterion benches (no clock) |
 //! | [`dataset_scenarios`] | small fixed datasets written by the reference (interop, probes, tests) |
+//!
+//! The default feature `kit` adds the one check that needs the kit crate
+//! (`fuzz_checks::testee_response`). The reference crates' tests and the benches depend on this
+//! crate without it, so building them does not build the kit.
 // Test code: fixtures panic on a broken fixture, and their items are documented by module.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 

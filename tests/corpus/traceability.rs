@@ -15,21 +15,33 @@ use lance_conformance::{build, expected};
 /// enough for the corpus can exercise (each is covered by reference unit tests instead).
 const NOT_EXPRESSIBLE_AS_CASES: &[(&str, &str)] = &[
     (
+        "IDX-READ-9",
+        "the reference compactor uncovers an index instead of remapping it, so the corpus cannot \
+         build a remapped index; pinned by reference-io/tests/index_files.rs and the Lance-written \
+         compaction histories of tests/interop/validate_lance_written.py",
+    ),
+    (
         "DS-FILE-2",
         "a file over the reader's size limit would make the corpus gigabytes large",
     ),
-    (
-        "OVL-FLAG-4",
-        "the reference refuses overlays without bit 64 (OVL-FLAG-3), so the corpus holds no read \
-         of such a manifest to compare values with; a reader returning base values fails \
-         flags/overlays-without-flag as accepted damage",
-    ),
-    (
-        "FLG-CONS-3",
-        "the reference refuses a column arm without bit 2048 (FLG-CONS-1), so the corpus holds \
-         no read of such a manifest; a reader returning default lineage fails \
-         flags/column-arm-without-flag as accepted damage",
-    ),
+];
+
+/// Requirements of data files of v2.1 and later that wait for corpus cases until the kit's
+/// writer writes v2.2 (branch `writer22`). Until then each is pinned by unit tests over
+/// datasets pylance 14.0.2 wrote (`reference-io/tests/dataset_v2x.rs`) and by the reference's
+/// own tests; this list is to be emptied when the cases land, not grown.
+const AWAITING_V2_2_CASES: &[&str] = &[
+    "DS-LEAF-1",
+    "DS-LEAF-2",
+    "DS-LEAF-3",
+    "DS-LEAF-4",
+    "FLG-CONS-7",
+    "FLG-READ-5",
+    "FLG-WRITE-8",
+    "FLG-WRITE-9",
+    "LIN-COL-7",
+    "OVL-SHAPE-7",
+    "OVL-SHAPE-8",
 ];
 
 fn root() -> PathBuf {
@@ -245,7 +257,17 @@ fn requirement_coverage_by_cases() {
         .keys()
         .filter(|id| !covered.contains(*id))
         .filter(|id| !NOT_EXPRESSIBLE_AS_CASES.iter().any(|(x, _)| x == id))
+        .filter(|id| !AWAITING_V2_2_CASES.contains(&id.as_str()))
         .collect();
+    // A waiting id that a case now covers leaves the list.
+    let stale: Vec<&&str> = AWAITING_V2_2_CASES
+        .iter()
+        .filter(|id| covered.contains(**id) || !index.levels.contains_key(**id))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "remove from AWAITING_V2_2_CASES: {stale:?}"
+    );
     if !uncovered.is_empty() {
         eprintln!(
             "{} of {} requirement ids are covered by no case:",

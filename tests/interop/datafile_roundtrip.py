@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Interop evidence: the kit's Lance v2.0 data file writer and reader against pylance 14.0.2.
+"""Interop evidence: the kit's Lance data file writer (v2.0 and v2.2) and reader (v2.0) against
+pylance 14.0.2.
 
-  (1) files written by the kit (`datafile_dump write-sample`) are read by pylance's
-      `lance.file.LanceFileReader` with identical values, column by column;
+  (1) files written by the kit (`datafile_dump write-sample DIR 2.0|2.2`) are read by pylance's
+      `lance.file.LanceFileReader` with identical values, column by column; in 2.2 also a
+      6,000-row file (several mini-block chunks, 40 KB strings, a 64-wide vector), and every
+      kit column whose page layout is the one pylance's own `LanceFileWriter` picks for the same
+      values has byte-identical page buffers;
   (2) files written by pylance's `LanceFileWriter(..., version="2.0")` -- every supported type
       with NULLs, a low-cardinality utf8 column of 150 rows (dictionary encoded), a column split
       into several pages, structs -- are read by the kit's reader (`datafile_dump read`) with
-      identical values; a `version="2.1"` file is refused with `unsupported_file_version`.
+      identical values; a `version="2.1"` file is read with the values pylance wrote (the cell-for-cell
+      agreement on 2.1/2.2 files is `decode_agreement.py`).
 
 Run from anywhere (needs cargo, and pylance==14.0.2 + pyarrow in the running interpreter):
 
@@ -94,15 +99,50 @@ def compare(what, expected, got):
     check(what, e == g, f"expected {e}\n     got {g}")
 
 
-def kit_to_pylance(tmp):
-    docs = dump("write-sample", str(tmp))
+def page_bytes(path, column):
+    """The encoding and buffer bytes of each page of `column` in the file at `path`."""
+    data = Path(path).read_bytes()
+    pages = LanceFileReader(path).metadata().columns[column].pages
+    return [(p.encoding, [data[b.position:b.position + b.size] for b in p.buffers]) for p in pages]
+
+
+def same_layout_as_lance(path, table, tmp):
+    """Writes `table` with pylance's own 2.2 writer and compares the kit's file column by
+    column: where Lance chose the same page layout, the page buffers must be identical.
+    Returns (columns compared, columns whose layout Lance chose differently)."""
+    lance_path = str(tmp / (Path(path).stem + ".by-lance.lance"))
+    with LanceFileWriter(lance_path, schema=table.schema, version="2.2") as w:
+        w.write_batch(table)
+    ours = LanceFileReader(path).metadata().columns
+    compared, differs = 0, []
+    for k in range(len(ours)):
+        kit, lance_pages = page_bytes(path, k), page_bytes(lance_path, k)
+        if [e for e, _ in kit] != [e for e, _ in lance_pages]:
+            differs.append(k)
+            continue
+        compared += 1
+        check(f"kit 2.2 column {k} of {Path(path).name}: same layout as Lance's writer, "
+              f"same bytes", kit == lance_pages)
+    return compared, differs
+
+
+def kit_to_pylance(tmp, version):
+    out = tmp / f"kit-{version}"
+    out.mkdir()
+    docs = dump("write-sample", str(out), version)
+    footer = {"2.0": (0, 3), "2.2": (2, 2)}[version]
     for doc in docs:
         path = doc["path"]
-        name = Path(path).name
+        name = f"{version}/{Path(path).name}"
         md = LanceFileReader(path).metadata()
         check(f"pylance opens kit {name}: footer {md.major_version}.{md.minor_version}, "
-              f"{md.num_rows} rows", (md.major_version, md.minor_version) == (0, 3)
+              f"{md.num_rows} rows", (md.major_version, md.minor_version) == footer
               and md.num_rows == doc["num_rows"])
+        if version == "2.2":
+            leaves = [c for c in doc["columns"] if c["logical_type"] != "struct"]
+            check(f"kit {name}: one column per leaf field, none for a struct "
+                  f"({len(leaves)} of {len(doc['columns'])} fields)",
+                  len(md.columns) == len(leaves))
         lengths = {len(c["values"]) for c in doc["columns"]}
         if len(lengths) == 1:
             table = LanceFileReader(path).read_all().to_table()
@@ -112,6 +152,10 @@ def kit_to_pylance(tmp):
             for (col_name, values), c in zip(got, doc["columns"]):
                 compare(f"kit->pylance {name} {col_name} ({c['logical_type']}, id {c['id']})",
                         c["values"], values)
+            if version == "2.2":
+                compared, differs = same_layout_as_lance(path, table, tmp)
+                print(f"     {name}: {compared} column(s) laid out as Lance lays them out, "
+                      f"byte-identical; Lance chose another layout for column(s) {differs}")
         else:
             # Columns of different lengths must be read one at a time (Lance refuses to read
             # them together).
@@ -185,8 +229,9 @@ def pylance_to_kit(tmp):
     with LanceFileWriter(str(tmp / "v2_1.lance"), schema=t.schema, version="2.1") as w:
         w.write_batch(t)
     doc, = dump("read", str(tmp / "v2_1.lance"))
-    check("kit refuses a pylance version=\"2.1\" file as unsupported_file_version",
-          doc.get("code") == "unsupported_file_version", str(doc))
+    values = [c.get("values") for c in doc.get("columns", [])]
+    check("kit reads a pylance version=\"2.1\" file",
+          "code" not in doc and values == [[1, 2, 3]], str(doc))
 
 
 def main():
@@ -195,7 +240,8 @@ def main():
         sys.exit("pylance 14.0.2 is required")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        kit_to_pylance(tmp)
+        kit_to_pylance(tmp, "2.0")
+        kit_to_pylance(tmp, "2.2")
         pylance_to_kit(tmp)
     print(f"all {len(CHECKS)} checks passed")
 

@@ -217,7 +217,7 @@ impl ArrowReader for ReferenceInArrow {
     }
 }
 
-use crate::corpus;
+use super::corpus;
 
 #[test]
 fn the_reference_answering_in_arrow_passes_every_case() {

@@ -15,7 +15,7 @@ fn schema_dir() -> PathBuf {
 
 /// A validator for the JSON Schema keywords these schemas use; any other keyword is an error,
 /// so a schema cannot rely on a keyword this check ignores.
-struct Schemas {
+pub(crate) struct Schemas {
     files: BTreeMap<String, Value>,
 }
 
@@ -24,7 +24,7 @@ impl Schemas {
         Schemas::load_dir(&schema_dir())
     }
 
-    fn load_dir(dir: &std::path::Path) -> Schemas {
+    pub(crate) fn load_dir(dir: &std::path::Path) -> Schemas {
         let mut files = BTreeMap::new();
         for e in std::fs::read_dir(dir).unwrap() {
             let path = e.unwrap().path();
@@ -51,7 +51,7 @@ impl Schemas {
         (file.to_string(), node)
     }
 
-    fn check(&self, name: &str, value: &Value) -> Result<(), String> {
+    pub(crate) fn check(&self, name: &str, value: &Value) -> Result<(), String> {
         let schema = &self.files[name];
         self.at(name, schema, value, "")
     }

@@ -17,7 +17,7 @@ use lance_conformance::runner::{
     ReferenceReader, Refusal, Report, Verdict, run_suite,
 };
 
-use crate::corpus;
+use super::corpus;
 
 fn run(reader: &mut dyn ConformanceReader) -> Report {
     run_suite(reader, Options::new(corpus())).unwrap()

@@ -15,7 +15,7 @@ use lance_conformance::runner::{
     Answer, ConformanceWriter, Description, FailureKind, Options, Outcome, Refusal, Report,
 };
 
-use crate::corpus;
+use super::corpus;
 
 fn run(writer: &mut dyn ConformanceWriter) -> Report {
     let scratch = tempfile::tempdir().unwrap();

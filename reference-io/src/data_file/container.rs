@@ -30,6 +30,12 @@ impl FileVersion {
     pub fn is_v2_0(self) -> bool {
         matches!((self.major, self.minor), (0, 3) | (2, 0))
     }
+
+    /// True for the versions this reader decodes: v2.0 and the structural v2.1 `(2,1)` and
+    /// v2.2 `(2,2)`.
+    pub fn is_supported(self) -> bool {
+        self.is_v2_0() || matches!((self.major, self.minor), (2, 1) | (2, 2))
+    }
 }
 
 /// The footer's fields.
@@ -155,13 +161,13 @@ impl Container {
             major: le_u16(bytes, f + 32).ok_or_else(truncated)?,
             minor: le_u16(bytes, f + 34).ok_or_else(truncated)?,
         };
-        if !version.is_v2_0() {
+        if !version.is_supported() {
             let hint = match (version.major, version.minor) {
-                (2, _) => {
-                    ": format v2.1 and later use structural page layouts this reader does not decode"
+                (2, 3) => {
+                    ": format v2.3 is unstable in Lance 14 and not read (v2.0, v2.1 and v2.2 are)"
                 }
                 (0, 0..=2) => ": the legacy v1 format is not supported",
-                _ => ": only format v2.0, footer (0,3) or (2,0), is supported",
+                _ => ": only formats v2.0 (footer (0,3) or (2,0)), v2.1 and v2.2 are supported",
             };
             return Err(DataFileError::UnsupportedFileVersion {
                 file: file.to_string(),

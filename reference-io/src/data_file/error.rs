@@ -1,4 +1,4 @@
-//! Errors of reading and writing Lance v2.0 data files.
+//! Errors of reading and writing Lance data files (v2.0 read and write; v2.1 and v2.2 read).
 //!
 //! Invariant: every variant names the file (or, for the writer, the column) and the structure
 //! that is wrong, and maps to exactly one [`ErrorClass`] and one stable [`DataFileError::code`],
@@ -23,7 +23,8 @@ pub enum DataFileError {
         /// The four bytes found.
         found: [u8; 4],
     },
-    /// The footer names a version other than v2.0 (`(0,3)` or `(2,0)`).
+    /// The footer names a version this reader does not decode (it reads v2.0, footer `(0,3)` or
+    /// `(2,0)`, v2.1 `(2,1)` and v2.2 `(2,2)`).
     #[error("{file}: unsupported file version {major}.{minor}{hint}")]
     UnsupportedFileVersion {
         /// File path.
@@ -118,6 +119,33 @@ pub enum DataFileError {
         /// Columns in the file.
         num_columns: usize,
     },
+    /// A v2.1 or v2.2 page uses a form of the grammar its file version does not allow (a v2.1
+    /// page with the v2.2 mini-block chunk grammar, an inline constant in a v2.1 file, ...).
+    #[error("{file}: {structure}: format v{major}.{minor} does not allow {form}")]
+    VersionGrammar {
+        /// File path.
+        file: String,
+        /// Where the form appears.
+        structure: String,
+        /// Footer major version.
+        major: u16,
+        /// Footer minor version.
+        minor: u16,
+        /// The form that is not allowed, and what the version requires instead.
+        form: String,
+    },
+    /// A buffer compressed with LZ4 or zstd does not decompress to what it declares.
+    #[error("{file}: {structure}: {scheme} decompression failed: {problem}")]
+    Decompression {
+        /// File path.
+        file: String,
+        /// The compressed buffer.
+        structure: String,
+        /// `lz4` or `zstd`.
+        scheme: String,
+        /// What went wrong.
+        problem: String,
+    },
     /// Writer: a value does not fit its field's type.
     #[error("column {column} (field {field}): row {row} is {found}, expected {expected}")]
     ValueTypeMismatch {
@@ -170,7 +198,7 @@ pub enum DataFileError {
 lance_reference::error_codes! {DataFileError {
     DataFileError::TooShort { .. } => code("data_file_too_short", Malformed, "The file is shorter than the 40-byte footer"),
     DataFileError::BadMagic { .. } => code("data_file_bad_magic", Malformed, "The last four bytes are not `LANC`"),
-    DataFileError::UnsupportedFileVersion { .. } => code("unsupported_file_version", UnsupportedFeature, "The footer names a version other than v2.0 (`(0,3)` or `(2,0)`)"),
+    DataFileError::UnsupportedFileVersion { .. } => code("unsupported_file_version", UnsupportedFeature, "The footer names a version this reader does not decode (it reads v2.0, v2.1 and v2.2)"),
     DataFileError::OutOfBounds { .. } => code("data_file_out_of_bounds", Malformed, "A position, size or count points outside the region it must lie in"),
     DataFileError::MalformedProtobuf { .. } => code("data_file_malformed_protobuf", Malformed, "Bytes that should hold a protobuf message do not decode"),
     DataFileError::MissingField { .. } => code("data_file_missing_field", Malformed, "A message or oneof that must be present is absent"),
@@ -179,6 +207,8 @@ lance_reference::error_codes! {DataFileError {
     DataFileError::InvalidPageData { .. } => code("invalid_page_data", Invalid, "Page data decodes but breaks a rule of its encoding (offsets going backwards, a dictionary code past the dictionary, bytes that are not UTF-8)"),
     DataFileError::RowLimitExceeded { .. } => code("row_limit_exceeded", UnsupportedFeature, "A column or page claims more rows than this reader decodes (`MAX_DECODED_VALUES`)"),
     DataFileError::NoSuchColumn { .. } => code("no_such_column", Invalid, "The requested column index is not in the file"),
+    DataFileError::VersionGrammar { .. } => code("data_file_version_grammar", Invalid, "A v2.1 or v2.2 page uses a form of the grammar its file version does not allow"),
+    DataFileError::Decompression { .. } => code("data_file_decompression", Malformed, "A buffer compressed with LZ4 or zstd does not decompress to what it declares"),
     DataFileError::ValueTypeMismatch { .. } => code("value_type_mismatch", Invalid, "Writer: a value does not fit its field's type"),
     DataFileError::NullInNonNullable { .. } => code("null_in_non_nullable", Invalid, "Writer: a NULL in a field declared non-nullable"),
     DataFileError::NullStruct { .. } => code("null_struct_unsupported", UnsupportedFeature, "Writer: a NULL struct (format v2.0 stores no struct validity)"),

@@ -1,13 +1,21 @@
-//! Reading a Lance v2.0 data file: its container, schema buffer and column metadata up front,
-//! and any column's values on request.
+//! Reading a Lance data file of format v2.0, v2.1 or v2.2: its container, schema buffer and
+//! column metadata up front, and any column's values on request, through one API for all three.
 //!
 //! Invariant: [`read_data_file`] decodes and checks every structure except page contents: after
-//! it succeeds each page's buffers lie inside the data region, each page's encoding tree has
-//! been decoded from its `Any` envelope, and each column's row count is known, fits in `u64` and
-//! does not exceed the file's declared `length`. [`DataFileContents::column`] then decodes pages
-//! with [`super::page_decode`], which checks contents against these numbers. The file schema is
-//! reported but never used to decode: the caller's expected [`DataType`] (from the manifest)
+//! it succeeds each page's buffers lie inside the data region, each page's encoding (a v2.0
+//! `ArrayEncoding` tree or a v2.1+ `PageLayout`) has been decoded from its `Any` envelope and,
+//! for v2.1+, checked against the grammar of the file's version, and each column's row count is
+//! known, fits in `u64` and does not exceed the file's declared `length`.
+//! [`DataFileContents::column`] then decodes pages with [`super::page_decode`] (v2.0) or
+//! [`super::structural`] (v2.1+), which check contents against these numbers. The file schema
+//! is reported but never used to decode: the caller's expected [`DataType`] (from the manifest)
 //! decides, as in Lance.
+//!
+//! Columns and fields: in v2.0 every schema field has a column, in pre-order (a struct's
+//! column is a header). In v2.1+ only leaves have columns, in pre-order of the leaves, and a
+//! struct's validity lives in each leaf's definition levels.
+//! [`DataFileContents::column_field`] says which field a column holds and
+//! [`DataFileContents::struct_validity`] gives the validity of the structs around a leaf.
 
 use std::collections::BTreeMap;
 
@@ -18,9 +26,12 @@ use super::MAX_DECODED_VALUES;
 use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL, names_message};
 use super::container::{Container, Extent, FileVersion};
 use super::page_decode::{Kind, MAX_ENCODING_DEPTH, PageData, depth, describe};
+use super::structural::{Site, assemble, page_layout};
 use arrow_array::{Array, ArrayRef, new_empty_array};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 use lance_reference::model::{Column as StoredColumn, DataType, Value};
 use lance_reference::proto::lance::encodings as enc;
+use lance_reference::proto::lance::encodings21 as enc21;
 use lance_reference::proto::lance::file as pbf;
 use lance_reference::proto::lance::file::v2 as pb2;
 
@@ -39,12 +50,19 @@ pub struct FileField {
     pub nullable: bool,
 }
 
+/// The encoding of one page: a v2.0 encoding tree or a v2.1+ page layout.
+#[derive(Debug, Clone, PartialEq)]
+enum PageEncoding {
+    V2_0(enc::ArrayEncoding),
+    Structural(enc21::PageLayout),
+}
+
 /// One page of a column, as read from its metadata.
 #[derive(Debug, Clone, PartialEq)]
 struct Page {
     rows: u64,
     buffers: Vec<Extent>,
-    encoding: enc::ArrayEncoding,
+    encoding: PageEncoding,
 }
 
 /// One column: its pages in row order.
@@ -76,12 +94,126 @@ pub struct DataFileContents<'a> {
     schema_metadata: BTreeMap<String, Vec<u8>>,
     global_buffers: Vec<Extent>,
     columns: Vec<Column>,
+    /// For each column, the index in `schema` of the field it holds.
+    column_fields: Vec<usize>,
 }
 
 impl<'a> DataFileContents<'a> {
-    /// The footer version (`(0,3)` or `(2,0)`).
+    /// The footer version: `(0,3)` or `(2,0)` for v2.0, `(2,1)`, `(2,2)`.
     pub fn version(&self) -> FileVersion {
         self.version
+    }
+
+    /// True for v2.1 and later, where only leaf fields have columns.
+    pub fn is_structural(&self) -> bool {
+        !self.version.is_v2_0()
+    }
+
+    /// The file schema field that column `index` holds. In v2.0 that is `schema()[index]`; in
+    /// v2.1+ struct fields have no column, so columns are the leaf fields in pre-order.
+    pub fn column_field(&self, index: usize) -> Option<&FileField> {
+        self.column_fields
+            .get(index)
+            .and_then(|&f| self.schema.get(f))
+    }
+
+    /// The column that holds the schema field with id `field_id`, if any (none for a struct in
+    /// v2.1+).
+    pub fn field_column(&self, field_id: i32) -> Option<usize> {
+        self.column_fields
+            .iter()
+            .position(|&f| self.schema.get(f).is_some_and(|x| x.id == field_id))
+    }
+
+    /// The validity of each struct that encloses the field of column `index`, **outermost
+    /// first**, one entry per enclosing struct field (its parents in the schema); `None` when
+    /// every row of that struct is valid. A row of a struct is valid when it and every struct
+    /// around it are valid. v2.1+ files store this in the leaf's definition levels; a v2.0 file
+    /// stores no struct validity (its struct header columns have none), so every entry is
+    /// `None` there.
+    pub fn struct_validity(&self, index: usize) -> Result<Vec<Option<NullBuffer>>, DataFileError> {
+        let column = self.column_meta(index)?;
+        let depth = self.struct_depth(index);
+        if !self.is_structural() {
+            return Ok(vec![None; depth]);
+        }
+        let mut layers: Vec<Vec<BooleanBuffer>> = vec![Vec::new(); depth];
+        for (p, page) in column.pages.iter().enumerate() {
+            let PageEncoding::Structural(layout) = &page.encoding else {
+                continue;
+            };
+            let site = Site::new(&self.path, format!("ColumnMetadata[{index}].pages[{p}]"));
+            let (decoded, rows) = self.structural_page(layout, page, &site)?;
+            let struct_layers = assemble::struct_layers(&decoded, rows);
+            if struct_layers.len() != depth {
+                return Err(site.invalid(format!(
+                    "the page has {} struct layers but the column's field is inside {depth} structs",
+                    struct_layers.len()
+                )));
+            }
+            // Inner-most first in the page; outermost first in the answer.
+            for (k, b) in struct_layers.into_iter().rev().enumerate() {
+                layers[k].push(b);
+            }
+        }
+        Ok(layers
+            .into_iter()
+            .map(|parts| {
+                let mut all = arrow_buffer::BooleanBufferBuilder::new(column.rows as usize);
+                for b in &parts {
+                    all.append_buffer(b);
+                }
+                let nulls = NullBuffer::new(all.finish());
+                (nulls.null_count() > 0).then_some(nulls)
+            })
+            .collect())
+    }
+
+    /// How many struct fields enclose the field of column `index`.
+    fn struct_depth(&self, index: usize) -> usize {
+        let mut depth = 0;
+        let Some(mut field) = self.column_field(index) else {
+            return 0;
+        };
+        while field.parent_id >= 0 && depth <= self.schema.len() {
+            match self.schema.iter().find(|f| f.id == field.parent_id) {
+                Some(parent) => {
+                    depth += 1;
+                    field = parent;
+                }
+                None => break,
+            }
+        }
+        depth
+    }
+
+    fn column_meta(&self, index: usize) -> Result<&Column, DataFileError> {
+        self.columns
+            .get(index)
+            .ok_or_else(|| DataFileError::NoSuchColumn {
+                file: self.path.clone(),
+                column: index,
+                num_columns: self.columns.len(),
+            })
+    }
+
+    /// Decodes one v2.1+ page.
+    fn structural_page(
+        &self,
+        layout: &enc21::PageLayout,
+        page: &Page,
+        site: &Site,
+    ) -> Result<(super::structural::mini_block::PageValues, usize), DataFileError> {
+        let rows = site.check_count(page.rows)?;
+        let mut buffers = Vec::with_capacity(page.buffers.len());
+        for (b, e) in page.buffers.iter().enumerate() {
+            buffers.push(
+                e.slice(self.bytes)
+                    .ok_or_else(|| site.oob(format!("buffer {b} lies outside the file")))?,
+            );
+        }
+        let decoded = page_layout::decode(layout, &buffers, rows, &site.at("encoding"))?;
+        Ok((decoded, rows))
     }
 
     /// `FileDescriptor.length`: the declared row count (the longest column).
@@ -129,7 +261,10 @@ impl<'a> DataFileContents<'a> {
                 .map(|p| PageSummary {
                     rows: p.rows,
                     buffers: p.buffers.len(),
-                    encoding: describe(&p.encoding),
+                    encoding: match &p.encoding {
+                        PageEncoding::V2_0(e) => describe(e),
+                        PageEncoding::Structural(l) => page_layout::describe(l),
+                    },
                 })
                 .collect()
         })
@@ -148,14 +283,7 @@ impl<'a> DataFileContents<'a> {
         index: usize,
         data_type: &DataType,
     ) -> Result<ArrayRef, DataFileError> {
-        let column = self
-            .columns
-            .get(index)
-            .ok_or_else(|| DataFileError::NoSuchColumn {
-                file: self.path.clone(),
-                column: index,
-                num_columns: self.columns.len(),
-            })?;
+        let column = self.column_meta(index)?;
         if column.rows > MAX_DECODED_VALUES {
             return Err(DataFileError::RowLimitExceeded {
                 file: self.path.clone(),
@@ -168,12 +296,21 @@ impl<'a> DataFileContents<'a> {
         let mut pages: Vec<ArrayRef> = Vec::with_capacity(column.pages.len());
         for (p, page) in column.pages.iter().enumerate() {
             let path = format!("ColumnMetadata[{index}].pages[{p}].encoding");
-            let data = PageData {
-                file: &self.path,
-                bytes: self.bytes,
-                buffers: &page.buffers,
+            let values = match &page.encoding {
+                PageEncoding::V2_0(encoding) => {
+                    let data = PageData {
+                        file: &self.path,
+                        bytes: self.bytes,
+                        buffers: &page.buffers,
+                    };
+                    data.decode(encoding, kind, page.rows, &path)?
+                }
+                PageEncoding::Structural(layout) => {
+                    let site = Site::new(&self.path, format!("ColumnMetadata[{index}].pages[{p}]"));
+                    let (decoded, rows) = self.structural_page(layout, page, &site)?;
+                    assemble::page_array(&decoded, kind, rows, &site.at("encoding"))?
+                }
             };
-            let values = data.decode(&page.encoding, kind, page.rows, &path)?;
             if values.len() as u64 != page.rows {
                 return Err(DataFileError::InvalidPageData {
                     file: self.path.clone(),
@@ -263,8 +400,8 @@ impl Ctx<'_> {
     }
 }
 
-/// Parses the container, the schema buffer and every column's metadata of a v2.0 data file.
-/// `path_for_errors` names the file in every error.
+/// Parses the container, the schema buffer and every column's metadata of a v2.0, v2.1 or v2.2
+/// data file. `path_for_errors` names the file in every error.
 pub fn read_data_file<'a>(
     bytes: &'a [u8],
     path_for_errors: &str,
@@ -284,7 +421,7 @@ pub fn read_data_file<'a>(
     let schema = descriptor
         .schema
         .ok_or_else(|| ctx.missing("FileDescriptor.schema"))?;
-    let fields = schema
+    let fields: Vec<FileField> = schema
         .fields
         .into_iter()
         .map(|f| FileField {
@@ -295,6 +432,9 @@ pub fn read_data_file<'a>(
             nullable: f.nullable,
         })
         .collect();
+    let version = layout.footer.version;
+    let structural = !version.is_v2_0();
+    let column_fields = column_fields(&fields, structural, layout.columns.len(), &ctx)?;
     let data_end = layout.footer.column_meta_start;
     let mut columns = Vec::with_capacity(layout.columns.len());
     for (i, extent) in layout.columns.iter().enumerate() {
@@ -374,18 +514,29 @@ pub fn read_data_file<'a>(
                 buffers.push(e);
             }
             let es = format!("{ps}.encoding");
-            let payload = ctx.direct_payload(page.encoding.as_ref(), ARRAY_ENCODING_URL, &es)?;
-            let encoding = enc::ArrayEncoding::decode(payload.as_slice())
-                .map_err(|e| ctx.protobuf(&format!("{es} (ArrayEncoding)"), e))?;
-            let tree_depth = depth(&encoding);
-            if tree_depth > MAX_ENCODING_DEPTH {
-                return Err(ctx.unsupported(
-                    &es,
-                    format!(
-                        "an encoding tree {tree_depth} levels deep (limit {MAX_ENCODING_DEPTH})"
-                    ),
-                ));
-            }
+            let encoding = if structural {
+                let payload =
+                    ctx.direct_payload(page.encoding.as_ref(), page_layout::PAGE_LAYOUT_URL, &es)?;
+                let layout = enc21::PageLayout::decode(payload.as_slice())
+                    .map_err(|e| ctx.protobuf(&format!("{es} (PageLayout)"), e))?;
+                page_layout::check_grammar(&layout, version, &Site::new(ctx.file, es.clone()))?;
+                PageEncoding::Structural(layout)
+            } else {
+                let payload =
+                    ctx.direct_payload(page.encoding.as_ref(), ARRAY_ENCODING_URL, &es)?;
+                let encoding = enc::ArrayEncoding::decode(payload.as_slice())
+                    .map_err(|e| ctx.protobuf(&format!("{es} (ArrayEncoding)"), e))?;
+                let tree_depth = depth(&encoding);
+                if tree_depth > MAX_ENCODING_DEPTH {
+                    return Err(ctx.unsupported(
+                        &es,
+                        format!(
+                            "an encoding tree {tree_depth} levels deep (limit {MAX_ENCODING_DEPTH})"
+                        ),
+                    ));
+                }
+                PageEncoding::V2_0(encoding)
+            };
             rows = rows
                 .checked_add(page.length)
                 .ok_or_else(|| ctx.oob(&ps, "the column's page lengths overflow u64".into()))?;
@@ -415,5 +566,45 @@ pub fn read_data_file<'a>(
         schema_metadata: schema.metadata,
         global_buffers: layout.global_buffers.clone(),
         columns,
+        column_fields,
     })
+}
+
+/// The schema field of each column: every field in v2.0; the leaves (fields that are not
+/// structs) in v2.1+. Lists are not among the kit's types; a list field is refused in v2.1+,
+/// where its columns would not line up.
+fn column_fields(
+    fields: &[FileField],
+    structural: bool,
+    num_columns: usize,
+    ctx: &Ctx,
+) -> Result<Vec<usize>, DataFileError> {
+    if !structural {
+        return Ok((0..num_columns).collect());
+    }
+    let mut out = Vec::new();
+    for (i, f) in fields.iter().enumerate() {
+        let t = f.logical_type.as_str();
+        if t == "struct" {
+            continue;
+        }
+        if t == "list" || t == "large_list" || t.starts_with("list") || t.starts_with("large_list")
+        {
+            return Err(ctx.unsupported(
+                &format!("FileDescriptor.schema.fields[{i}]"),
+                format!("a {t} field in a v2.1+ file (the kit has no lists)"),
+            ));
+        }
+        out.push(i);
+    }
+    if out.len() != num_columns {
+        return Err(ctx.oob(
+            "FileDescriptor.schema",
+            format!(
+                "{} leaf fields but the file has {num_columns} columns",
+                out.len()
+            ),
+        ));
+    }
+    Ok(out)
 }

@@ -551,16 +551,30 @@ fn reads_pylance_multi_page_columns() {
 }
 
 #[test]
-fn refuses_pylance_v2_1_file() {
+fn reads_pylance_v2_1_file() {
     // covers: DS-FILE-3
     let bytes = golden("v2_1.lance");
-    let err = read_data_file(&bytes, "v2_1.lance").unwrap_err();
-    assert_eq!(err.code(), "unsupported_file_version");
-    assert_eq!(err.class(), ErrorClass::UnsupportedFeature);
-    assert!(
-        err.to_string().contains("v2_1.lance") && err.to_string().contains("2.1"),
-        "{err}"
+    let file = read_data_file(&bytes, "v2_1.lance").unwrap();
+    assert_eq!(file.version(), FileVersion { major: 2, minor: 1 });
+    assert_eq!(
+        file.column(0, &DataType::Int32).unwrap(),
+        i32s(&[Some(1), Some(2), Some(3)])
     );
+}
+
+#[test]
+fn refuses_v2_3_and_legacy_footers_by_name() {
+    // covers: DS-FILE-3
+    let mut bytes = golden("v2_1.lance");
+    let n = bytes.len();
+    for (major, minor, says) in [(2u16, 3u16, "2.3"), (0, 2, "legacy"), (3, 0, "3.0")] {
+        bytes[n - 8..n - 6].copy_from_slice(&major.to_le_bytes());
+        bytes[n - 6..n - 4].copy_from_slice(&minor.to_le_bytes());
+        let err = read_data_file(&bytes, "v.lance").unwrap_err();
+        assert_eq!(err.code(), "unsupported_file_version");
+        assert_eq!(err.class(), ErrorClass::UnsupportedFeature);
+        assert!(err.to_string().contains(says), "{err}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -726,7 +740,17 @@ fn huge_row_claims_are_errors_not_allocations() {
 fn refuses_later_footer_versions_and_bad_magic() {
     // covers: DS-FILE-3
     let ok = file_with_page(&7i32.to_le_bytes(), 1, flat_page(32));
-    for (major, minor) in [(2u16, 1u16), (2, 2), (0, 2), (3, 0)] {
+    for (major, minor) in [(2u16, 1u16), (2, 2)] {
+        let mut bytes = ok.clone();
+        let n = bytes.len();
+        bytes[n - 8..n - 6].copy_from_slice(&major.to_le_bytes());
+        bytes[n - 6..n - 4].copy_from_slice(&minor.to_le_bytes());
+        // This file's schema has no leaf field for its column, which v2.1+ requires.
+        let err = read_data_file(&bytes, "x.lance").unwrap_err();
+        assert_eq!(err.code(), "data_file_out_of_bounds", "{err}");
+        assert!(err.to_string().contains("leaf fields"), "{err}");
+    }
+    for (major, minor) in [(2u16, 3u16), (0, 2), (3, 0)] {
         let mut bytes = ok.clone();
         let n = bytes.len();
         bytes[n - 8..n - 6].copy_from_slice(&major.to_le_bytes());

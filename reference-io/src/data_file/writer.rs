@@ -1,23 +1,80 @@
-//! Writing a Lance v2.0 data file from columns of values.
+//! Writing a Lance data file, format v2.0 or v2.2, from columns of values.
 //!
 //! Invariant: the output is a file Lance 14.0.2 reads with the same values, laid out as its
-//! v2.0 writer lays it out: page buffers (each padded to 64 bytes with `0x48`), global buffer 0
+//! writer lays it out: page buffers (each padded to 64 bytes with `0x48`), global buffer 0
 //! (the `FileDescriptor`, unpadded), one `ColumnMetadata` per column, the column metadata offset
-//! table, the global buffer offset table and a footer with version `(0,3)`. One page per
-//! column; an empty non-struct column has no page. The same input always gives the same bytes
-//! (no clocks, no maps with unstable order). Values are checked against their fields before
-//! anything is written, so a file is never written that would not read back identically.
+//! table, the global buffer offset table and a footer with version `(0,3)` for v2.0 or `(2,2)`
+//! for v2.2. One page per column; an empty non-struct column has no page. In v2.0 every field
+//! has a column (a struct's holds its validity, [`super::page_encode`]); in v2.2 only leaves do
+//! (a struct field is in the schema but has no column, and its children's pages carry one
+//! definition layer for it, [`super::structural_encode`]), so the file has one column per
+//! non-struct field, in schema order. The same input always gives the same bytes (no clocks,
+//! no maps with unstable order). Values are checked against their fields before anything is
+//! written, so a file is never written that would not read back identically.
 
 use prost::Message;
 
 use super::DataFileError;
 use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL};
-use super::container::{Extent, FOOTER_LEN, Footer, WRITER_VERSION, offset_table_bytes};
+use super::container::{
+    Extent, FOOTER_LEN, FileVersion, Footer, WRITER_VERSION, offset_table_bytes,
+};
 use super::page_encode::encode_page;
+use super::structural_encode::{PAGE_LAYOUT_URL, encode_structural_page};
 use lance_reference::model::{DataType, Field, Value};
 use lance_reference::proto::lance::encodings as enc;
 use lance_reference::proto::lance::file as pbf;
 use lance_reference::proto::lance::file::v2 as pb2;
+
+/// The data file format version a file is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum DataFileVersion {
+    /// Format v2.0: `ArrayEncoding` pages, a column per field; footer `(0,3)`.
+    #[default]
+    V2_0,
+    /// Format v2.2 (Lance 14's default): `PageLayout` pages, a column per leaf field; footer
+    /// `(2,2)`.
+    V2_2,
+}
+
+impl DataFileVersion {
+    /// Every version the writer writes.
+    pub const ALL: [DataFileVersion; 2] = [DataFileVersion::V2_0, DataFileVersion::V2_2];
+
+    /// The `(file_major_version, file_minor_version)` a manifest's `DataFile` records.
+    pub fn manifest_numbers(self) -> (u32, u32) {
+        match self {
+            DataFileVersion::V2_0 => (2, 0),
+            DataFileVersion::V2_2 => (2, 2),
+        }
+    }
+
+    /// The `(major, minor)` the footer holds (Lance's standard v2.0 writer stores `(0,3)`).
+    pub fn footer(self) -> FileVersion {
+        match self {
+            DataFileVersion::V2_0 => WRITER_VERSION,
+            DataFileVersion::V2_2 => FileVersion { major: 2, minor: 2 },
+        }
+    }
+
+    /// The version's name as Lance spells it (`data_format.version`, `data_storage_version`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DataFileVersion::V2_0 => "2.0",
+            DataFileVersion::V2_2 => "2.2",
+        }
+    }
+
+    /// The version named `name` (`"2.0"` or `"2.2"`).
+    pub fn from_name(name: &str) -> Option<DataFileVersion> {
+        DataFileVersion::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// True when struct fields have a column of their own (v2.0 only).
+    pub fn struct_has_column(self) -> bool {
+        self == DataFileVersion::V2_0
+    }
+}
 
 /// Page buffers start at multiples of this many bytes.
 pub const PAGE_BUFFER_ALIGNMENT: usize = 64;
@@ -188,6 +245,80 @@ pub fn write_data_file_with(
     columns: &[ColumnData],
     extras: &FileExtras,
 ) -> Result<Vec<u8>, DataFileError> {
+    write_data_file_in(DataFileVersion::V2_0, columns, extras)
+}
+
+/// One encoded page of either version: its row count, `Any`-wrapped encoding and buffers.
+struct WrittenPage {
+    rows: u64,
+    encoding: pb2::Encoding,
+    buffers: Vec<Vec<u8>>,
+}
+
+/// The number of struct ancestors of column `column` (its parents were checked to be earlier
+/// struct columns by [`check_columns`]).
+fn struct_depth(columns: &[ColumnData], column: usize) -> usize {
+    let mut depth = 0;
+    let mut parent = columns.get(column).map_or(-1, |c| c.field.parent_id);
+    while parent != -1 && depth < columns.len() {
+        depth += 1;
+        parent = columns
+            .iter()
+            .find(|c| c.field.id == parent)
+            .map_or(-1, |c| c.field.parent_id);
+    }
+    depth
+}
+
+/// The page of column `column` in `version`, or `None` when the column has no page (an empty
+/// leaf) or, in v2.2, no column at all (a struct: see [`DataFileVersion::struct_has_column`]).
+fn written_page(
+    version: DataFileVersion,
+    columns: &[ColumnData],
+    column: usize,
+) -> Result<Option<WrittenPage>, DataFileError> {
+    let Some(c) = columns.get(column) else {
+        return Ok(None);
+    };
+    match version {
+        DataFileVersion::V2_0 => {
+            Ok(
+                encode_page(&c.field.data_type, &c.values).map(|page| WrittenPage {
+                    rows: page.rows,
+                    encoding: direct(ARRAY_ENCODING_URL, page.encoding.encode_to_vec()),
+                    buffers: page.buffers,
+                }),
+            )
+        }
+        DataFileVersion::V2_2 => {
+            let depth = struct_depth(columns, column);
+            let page = encode_structural_page(&c.field.data_type, &c.values, depth).map_err(
+                |too_large| DataFileError::BadFieldOrder {
+                    column,
+                    field: c.field.id,
+                    problem: format!(
+                        "a mini-block chunk of {} bytes does not fit the u32 chunk word",
+                        too_large.bytes
+                    ),
+                },
+            )?;
+            Ok(page.map(|page| WrittenPage {
+                rows: page.rows,
+                encoding: direct(PAGE_LAYOUT_URL, page.layout.encode_to_vec()),
+                buffers: page.buffers,
+            }))
+        }
+    }
+}
+
+/// [`write_data_file_with`] in a chosen format version. Columns are given in pre-order with
+/// struct columns in both versions; in v2.2 a struct column only contributes its schema entry
+/// (its values are not stored: the kit writes no NULL struct).
+pub fn write_data_file_in(
+    version: DataFileVersion,
+    columns: &[ColumnData],
+    extras: &FileExtras,
+) -> Result<Vec<u8>, DataFileError> {
     check_columns(columns)?;
     if let Some((column, c)) = columns
         .iter()
@@ -214,9 +345,12 @@ pub fn write_data_file_with(
         column_encoding: Some(enc::column_encoding::ColumnEncoding::Values(())),
     };
     let mut metadata = Vec::with_capacity(columns.len());
-    for c in columns {
+    for (column, c) in columns.iter().enumerate() {
+        if c.field.data_type == DataType::Struct && !version.struct_has_column() {
+            continue;
+        }
         let mut pages = Vec::new();
-        if let Some(page) = encode_page(&c.field.data_type, &c.values) {
+        if let Some(page) = written_page(version, columns, column)? {
             let mut buffer_offsets = Vec::with_capacity(page.buffers.len());
             let mut buffer_sizes = Vec::with_capacity(page.buffers.len());
             for b in &page.buffers {
@@ -229,7 +363,7 @@ pub fn write_data_file_with(
                 buffer_offsets,
                 buffer_sizes,
                 length: page.rows,
-                encoding: Some(direct(ARRAY_ENCODING_URL, page.encoding.encode_to_vec())),
+                encoding: Some(page.encoding),
                 priority: 0,
             });
         }
@@ -285,8 +419,8 @@ pub fn write_data_file_with(
         cmo_table_start,
         gbo_table_start,
         num_global_buffers: u32::try_from(global_extents.len()).unwrap_or(u32::MAX),
-        num_columns: u32::try_from(columns.len()).unwrap_or(u32::MAX),
-        version: WRITER_VERSION,
+        num_columns: u32::try_from(metadata.len()).unwrap_or(u32::MAX),
+        version: version.footer(),
     };
     out.reserve(FOOTER_LEN);
     out.extend_from_slice(&footer.to_bytes());

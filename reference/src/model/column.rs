@@ -9,7 +9,10 @@
 //!
 //! A struct field stores only its validity, so its stored type is a struct with no children
 //! and a present element reads as `Value::Struct(vec![])`; a resolved struct column (with its
-//! children) reads as the children's values in schema order.
+//! children) reads as the children's values in schema order. That is format v2.0, where a
+//! struct has a column of its own. From v2.1 on a struct has none: each leaf's column carries
+//! the validity of every struct above it ([`StructLayer`], outermost first, one bit per value),
+//! and a leaf value under a NULL layer is NULL (spec DS-LEAF-1, DS-LEAF-4).
 
 use std::sync::Arc;
 
@@ -75,22 +78,63 @@ impl Misfit {
 
 /// One field's values in one data file (see the module docs).
 #[derive(Clone)]
-pub struct Column(ArrayRef);
+pub struct Column {
+    array: ArrayRef,
+    struct_layers: Vec<StructLayer>,
+}
 
-/// A column prints as its values, the way a list of [`Value`]s prints: two columns that are
-/// equal print alike whatever their Arrow types.
-impl std::fmt::Debug for Column {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.values()).finish()
+/// The validity of one struct above a leaf, as a data file of format v2.1 or later stores it
+/// in the leaf's column (a layer of its definition levels): one bit per value of the column.
+/// Format v2.0 stores a struct's validity in a column of the struct's own, so its columns
+/// carry no layers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StructLayer {
+    /// The struct field whose validity this is.
+    pub field: FieldId,
+    /// Where it is present; `None` when it is present at every position.
+    pub validity: Option<NullBuffer>,
+}
+
+impl StructLayer {
+    /// The layer of struct `field` with `validity`, an all-valid buffer held as `None`, so that
+    /// two layers saying the same thing compare equal.
+    pub fn new(field: FieldId, validity: Option<NullBuffer>) -> StructLayer {
+        StructLayer {
+            field,
+            validity: validity.filter(|v| v.null_count() > 0),
+        }
+    }
+
+    /// Whether the struct is present at position `index`.
+    pub fn is_present(&self, index: usize) -> bool {
+        self.validity.as_ref().is_none_or(|v| v.is_valid(index))
     }
 }
 
-/// Two columns are equal when they hold the same values ([`value_at`], floats bit for bit):
-/// columns of different types are equal only when both hold NULLs alone, as many.
+/// A column prints as its values, the way a list of [`Value`]s prints: two columns that are
+/// equal print alike whatever their Arrow types. Struct layers, when it has any, follow.
+impl std::fmt::Debug for Column {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.struct_layers.is_empty() {
+            return f.debug_list().entries(self.values()).finish();
+        }
+        f.debug_struct("Column")
+            .field("values", &self.values())
+            .field("struct_layers", &self.struct_layers)
+            .finish()
+    }
+}
+
+/// Two columns are equal when they hold the same values ([`value_at`], floats bit for bit)
+/// and the same struct layers: columns of different types are equal only when both hold NULLs
+/// alone, as many.
 impl PartialEq for Column {
     fn eq(&self, other: &Column) -> bool {
-        if self.0.data_type() == other.0.data_type() {
-            return self.0.as_ref() == other.0.as_ref();
+        if self.struct_layers != other.struct_layers {
+            return false;
+        }
+        if self.array.data_type() == other.array.data_type() {
+            return self.array.as_ref() == other.array.as_ref();
         }
         self.len() == other.len() && self.only_nulls() && other.only_nulls()
     }
@@ -99,29 +143,50 @@ impl PartialEq for Column {
 impl Column {
     /// The column holding `array`.
     pub fn new(array: ArrayRef) -> Column {
-        Column(array)
+        Column {
+            array,
+            struct_layers: Vec::new(),
+        }
+    }
+
+    /// The same column carrying `layers`: the validity of the structs above its field, outermost
+    /// first, as a v2.1+ data file stores them with a leaf ([`StructLayer`]). Each layer has one
+    /// bit per value.
+    pub fn with_struct_layers(mut self, layers: Vec<StructLayer>) -> Column {
+        self.struct_layers = layers;
+        self
+    }
+
+    /// The struct layers this column carries, outermost first (none for a v2.0 column).
+    pub fn struct_layers(&self) -> &[StructLayer] {
+        &self.struct_layers
+    }
+
+    /// The layer of struct `field`, when this column carries one.
+    pub fn struct_layer(&self, field: FieldId) -> Option<&StructLayer> {
+        self.struct_layers.iter().find(|l| l.field == field)
     }
 
     /// A column with no values (a position nobody reads: a tombstone, a dropped field).
     pub fn empty() -> Column {
-        Column(Arc::new(NullArray::new(0)))
+        Column::new(Arc::new(NullArray::new(0)))
     }
 
     /// A column of `rows` NULLs, of no stored type.
     pub fn nulls(rows: usize) -> Column {
-        Column(Arc::new(NullArray::new(rows)))
+        Column::new(Arc::new(NullArray::new(rows)))
     }
 
     /// A `uint64` column with no NULLs (a hidden lineage column).
     pub fn uint64(values: Vec<u64>) -> Column {
-        Column(Arc::new(UInt64Array::from(values)))
+        Column::new(Arc::new(UInt64Array::from(values)))
     }
 
     /// The column of `data_type` holding `values`; a value of another type is a [`Misfit`].
     /// A vector dimension past `i32` cannot be stored: its first value is the misfit.
     pub fn of(data_type: &DataType, values: &[Value]) -> Result<Column, Misfit> {
         match stored_type(data_type) {
-            Some(arrow) => build(&arrow, values).map(Column),
+            Some(arrow) => build(&arrow, values).map(Column::new),
             None => Err(Misfit {
                 index: 0,
                 found: values.first().map_or("fixed_size_list", Value::kind),
@@ -173,31 +238,37 @@ impl Column {
     /// A column of this column's type holding `values` (typed by them when this one holds
     /// only NULLs).
     pub fn with_values(&self, values: &[Value]) -> Result<Column, Misfit> {
-        match self.0.data_type() {
+        let column = match self.array.data_type() {
             ArrowType::Null => Column::infer(values),
-            arrow => build(arrow, values).map(Column),
-        }
+            arrow => build(arrow, values).map(Column::new),
+        }?;
+        // The structs above the field keep their validity when the values keep their count.
+        Ok(if values.len() == self.len() {
+            column.with_struct_layers(self.struct_layers.clone())
+        } else {
+            column
+        })
     }
 
     /// The array.
     pub fn array(&self) -> &ArrayRef {
-        &self.0
+        &self.array
     }
 
     /// Number of values.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.array.len()
     }
 
     /// True when the column holds no value.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.array.is_empty()
     }
 
     /// Whether every value may be stored in a field of `data_type` (a column of NULLs only
     /// fits every type).
     pub fn fits(&self, data_type: &DataType) -> bool {
-        let arrow = self.0.data_type();
+        let arrow = self.array.data_type();
         *arrow == ArrowType::Null || stored_type(data_type).as_ref() == Some(arrow)
     }
 
@@ -207,7 +278,7 @@ impl Column {
         if self.fits(data_type) {
             return Ok(());
         }
-        let first_value = match self.0.logical_nulls() {
+        let first_value = match self.array.logical_nulls() {
             Some(nulls) => nulls.valid_indices().next().unwrap_or(0),
             None => 0,
         };
@@ -219,18 +290,18 @@ impl Column {
 
     /// True when every value is NULL (an empty column included).
     pub fn only_nulls(&self) -> bool {
-        self.0.logical_null_count() == self.0.len()
+        self.array.logical_null_count() == self.array.len()
     }
 
     /// The index of the first NULL, if any.
     pub fn first_null(&self) -> Option<usize> {
-        let nulls = self.0.logical_nulls().filter(|n| n.null_count() > 0)?;
+        let nulls = self.array.logical_nulls().filter(|n| n.null_count() > 0)?;
         (0..nulls.len()).find(|&i| nulls.is_null(i))
     }
 
     /// The short name of the column's element kind, as [`Value::kind`] names values.
     pub fn kind(&self) -> &'static str {
-        match self.0.data_type() {
+        match self.array.data_type() {
             ArrowType::Null => "null",
             ArrowType::Boolean => "bool",
             ArrowType::Int32 => "int32",
@@ -247,14 +318,14 @@ impl Column {
 
     /// The value at `index`; `None` past the end.
     pub fn value(&self, index: usize) -> Option<Value> {
-        value_at(self.0.as_ref(), index)
+        value_at(self.array.as_ref(), index)
     }
 
     /// Every value, in order.
     pub fn values(&self) -> Vec<Value> {
         use arrow_array::cast::AsArray;
         use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
-        let a = self.0.as_ref();
+        let a = self.array.as_ref();
         macro_rules! each {
             ($array:expr, $arm:expr) => {
                 $array.iter().map(|v| v.map_or(Value::Null, $arm)).collect()
@@ -286,7 +357,15 @@ impl Column {
 
     /// The first `len` values (all of them when the column is shorter).
     pub fn truncated(&self, len: usize) -> Column {
-        Column(self.0.slice(0, len.min(self.len())))
+        let len = len.min(self.len());
+        Column {
+            array: self.array.slice(0, len),
+            struct_layers: self
+                .struct_layers
+                .iter()
+                .map(|l| StructLayer::new(l.field, l.validity.as_ref().map(|v| v.slice(0, len))))
+                .collect(),
+        }
     }
 }
 

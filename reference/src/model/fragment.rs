@@ -3,12 +3,15 @@
 //! Invariant: after [`Fragment::validate`] succeeds, every lookup the resolver makes is in
 //! bounds: each base column holds `physical_rows` values, each overlay coverage offset is below
 //! `physical_rows`, each live overlay value column holds exactly one value per covered offset
-//! (in rank order), each live field has at most one base column, and every value fits its
-//! field's type. Tombstoned (`-2`) and other negative ids keep their positions (so per-field
-//! bitmaps stay aligned) but are never read as user data.
+//! (in rank order), each live field has at most one base column, every value fits its field's
+//! type, and every base source of a struct's validity (its v2.0 column, its layer in v2.1+ leaf
+//! columns) has one bit per row and agrees with the others. Tombstoned (`-2`) and other
+//! negative ids keep their positions (so per-field bitmaps stay aligned) but are never read as
+//! user data.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
+use arrow_buffer::NullBuffer;
 use roaring::RoaringBitmap;
 
 use super::column::{Column, Misfit};
@@ -338,6 +341,70 @@ impl Fragment {
         }
         for overlay in &self.overlays {
             self.validate_overlay(schema, version, overlay, data)?;
+        }
+        for field in schema.fields().iter().filter(|_| data) {
+            if field.data_type == DataType::Struct {
+                self.validate_struct_validity(field.id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every base source of struct `field`'s validity (a v2.0 column of its own, the struct's
+    /// layer in a v2.1+ leaf column) has one bit per physical row, and all of them agree.
+    fn validate_struct_validity(&self, field: FieldId) -> Result<()> {
+        let mut sources: Vec<(String, Option<NullBuffer>)> = Vec::new();
+        for file in &self.files {
+            for (&id, column) in file.fields.iter().zip(&file.columns) {
+                let validity = if id == field {
+                    column.array().logical_nulls()
+                } else if let Some(layer) = column.struct_layer(field).filter(|_| id >= 0) {
+                    let bits = layer
+                        .validity
+                        .as_ref()
+                        .map_or(column.len(), NullBuffer::len);
+                    if bits as u64 != self.physical_rows {
+                        return Err(Error::BaseLengthMismatch {
+                            fragment: self.id,
+                            file: format!(
+                                "{} (struct layer in the column of field {id})",
+                                file.path
+                            ),
+                            field,
+                            values: bits as u64,
+                            physical_rows: self.physical_rows,
+                        });
+                    }
+                    layer.validity.clone()
+                } else {
+                    continue;
+                };
+                sources.push((format!("{} column of field {id}", file.path), validity));
+            }
+        }
+        let Some((first, first_validity)) = sources.first() else {
+            return Ok(());
+        };
+        let present = |v: &Option<NullBuffer>, i: usize| v.as_ref().is_none_or(|n| n.is_valid(i));
+        let rows = usize::try_from(self.physical_rows).unwrap_or(usize::MAX);
+        for (second, validity) in &sources[1..] {
+            let differs = (0..rows).find(|&i| {
+                // A v2.0 column shorter than physical_rows was refused above.
+                let in_range = |v: &Option<NullBuffer>| v.as_ref().is_none_or(|n| i < n.len());
+                in_range(first_validity)
+                    && in_range(validity)
+                    && present(first_validity, i) != present(validity, i)
+            });
+            if let Some(offset) = differs {
+                return Err(Error::StructValidityMismatch {
+                    fragment: self.id,
+                    field,
+                    first: first.clone(),
+                    second: second.clone(),
+                    offset: offset as u64,
+                    present_in_first: present(first_validity, offset),
+                });
+            }
         }
         Ok(())
     }

@@ -28,7 +28,7 @@ mod value;
 
 #[cfg(test)]
 pub(crate) use column::test_columns as cols;
-pub use column::{Column, Misfit, stored_type, value_at, vector_item};
+pub use column::{Column, Misfit, StructLayer, stored_type, value_at, vector_item};
 pub use fragment::{
     CREATED_AT_FIELD_ID, Coverage, DataFile, Fragment, LAST_UPDATED_AT_FIELD_ID, Lineage,
     LineageSequence, Overlay, ROW_ID_FIELD_ID, TOMBSTONE_FIELD_ID,

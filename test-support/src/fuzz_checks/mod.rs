@@ -27,6 +27,7 @@ pub mod lineage_sequence;
 pub mod lineage_values;
 pub mod manifest;
 pub mod resolve_differential;
+#[cfg(feature = "kit")]
 pub mod testee_response;
 
 /// A target's check: returns when the input is refused or every property holds, panics
@@ -44,6 +45,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("lineage_values", lineage_values::check),
     ("resolve_differential", resolve_differential::check),
     ("history", history::check),
+    #[cfg(feature = "kit")]
     ("testee_response", testee_response::check),
 ];
 

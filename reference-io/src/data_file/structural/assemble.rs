@@ -1,0 +1,142 @@
+//! A decoded v2.1+ page ([`PageValues`]) → one Arrow array of the caller's type, of the same
+//! shape the v2.0 decoder gives ([`Kind::arrow_type`]), and the validity of the struct layers
+//! around a leaf.
+//!
+//! Invariant: the array has exactly the page's rows; its nulls are the item layer's validity
+//! (a row is NULL when its definition level is not 0, so a leaf is NULL wherever an enclosing
+//! struct is); a vector row's items carry nulls only when a valid row has a NULL item; a block
+//! whose shape does not fit the type is an [`DataFileError::EncodingTypeMismatch`], never a
+//! reinterpretation.
+
+use std::sync::Arc;
+
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
+use arrow_array::{
+    ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeListArray, PrimitiveArray, StringArray,
+    new_null_array,
+};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use lance_reference::model::vector_item;
+
+use super::Site;
+use super::block::{Block, bit};
+use super::mini_block::PageValues;
+use crate::data_file::DataFileError;
+use crate::data_file::page_decode::Kind;
+
+/// The Arrow array of `kind` for a page of `rows` rows.
+pub fn page_array(
+    page: &PageValues,
+    kind: Kind,
+    rows: usize,
+    site: &Site,
+) -> Result<ArrayRef, DataFileError> {
+    if let Some(d) = &page.def {
+        if d.len() != rows {
+            return Err(site.invalid(format!("{} definition levels for {rows} rows", d.len())));
+        }
+    }
+    if matches!(kind, Kind::Struct | Kind::Code) {
+        return Err(site.mismatch(
+            kind_name(kind),
+            "a leaf column (v2.1+ files store no struct columns)",
+        ));
+    }
+    let nulls = page.layers.validity(0, page.def.as_deref());
+    let Some(values) = &page.values else {
+        return Ok(new_null_array(&kind.arrow_type(), rows));
+    };
+    if values.len() != rows {
+        return Err(site.invalid(format!("{} values decoded for {rows} rows", values.len())));
+    }
+    let mismatch = || site.mismatch(kind_name(kind), values.shape());
+    Ok(match (kind, values) {
+        (Kind::Int32, Block::Fixed { bits: 32, data, .. }) => primitive::<Int32Type>(data, nulls),
+        (Kind::Float32, Block::Fixed { bits: 32, data, .. }) => {
+            primitive::<Float32Type>(data, nulls)
+        }
+        (Kind::Int64, Block::Fixed { bits: 64, data, .. }) => primitive::<Int64Type>(data, nulls),
+        (Kind::UInt64, Block::Fixed { bits: 64, data, .. }) => primitive::<UInt64Type>(data, nulls),
+        (Kind::Float64, Block::Fixed { bits: 64, data, .. }) => {
+            primitive::<Float64Type>(data, nulls)
+        }
+        (Kind::Bool, Block::Fixed { bits: 1, data, .. }) => Arc::new(BooleanArray::new(
+            BooleanBuffer::new(Buffer::from(data.as_slice()), 0, rows),
+            nulls,
+        )),
+        (Kind::Utf8, Block::Variable { offsets, data }) => {
+            let end = offsets.last().copied().unwrap_or(0);
+            if end > i32::MAX as u64 {
+                return Err(site.invalid(format!("{end} bytes of strings exceed i32 offsets")));
+            }
+            let offsets: Vec<i32> = offsets.iter().map(|o| *o as i32).collect();
+            let array = StringArray::try_new(
+                OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                Buffer::from(data.as_slice()),
+                nulls,
+            )
+            .map_err(|e| site.invalid(format!("not a valid UTF-8 string array: {e}")))?;
+            Arc::new(array)
+        }
+        (
+            Kind::Vector(n),
+            Block::List {
+                dimension,
+                item_validity,
+                items,
+                ..
+            },
+        ) if *dimension as u64 == u64::from(n) => {
+            let Block::Fixed {
+                bits: 32,
+                data,
+                len,
+            } = items.as_ref()
+            else {
+                return Err(mismatch());
+            };
+            let d = *dimension;
+            // Items of NULL rows count as valid, as the v2.0 decoder gives them.
+            let item_nulls = item_validity.as_ref().and_then(|v| {
+                let valid = BooleanBuffer::collect_bool(*len, |i| {
+                    bit(v, i) || nulls.as_ref().is_some_and(|n| n.is_null(i / d))
+                });
+                let nb = NullBuffer::new(valid);
+                (nb.null_count() > 0).then_some(nb)
+            });
+            let items = primitive::<Float32Type>(data, item_nulls);
+            let size = i32::try_from(n).map_err(|_| site.invalid(format!("dimension {n}")))?;
+            Arc::new(
+                FixedSizeListArray::try_new(vector_item(), size, items, nulls)
+                    .map_err(|e| site.invalid(e.to_string()))?,
+            )
+        }
+        _ => return Err(mismatch()),
+    })
+}
+
+/// The validity of each struct layer around the leaf of `page` (layers 1.., inner-most first),
+/// as one boolean per row (true = the struct slot and every enclosing struct slot is valid).
+pub fn struct_layers(page: &PageValues, rows: usize) -> Vec<BooleanBuffer> {
+    (1..page.layers.0.len())
+        .map(|k| match page.layers.validity(k, page.def.as_deref()) {
+            Some(n) => n.inner().clone(),
+            None => BooleanBuffer::new_set(rows),
+        })
+        .collect()
+}
+
+fn kind_name(kind: Kind) -> String {
+    match kind {
+        Kind::Struct => "a struct column".into(),
+        Kind::Code => "unsigned integer codes".into(),
+        other => format!("{:?}", other.arrow_type()),
+    }
+}
+
+fn primitive<T: ArrowPrimitiveType>(data: &[u8], nulls: Option<NullBuffer>) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(
+        ScalarBuffer::from(Buffer::from(data)),
+        nulls,
+    ))
+}

@@ -1,8 +1,0 @@
-//! The corpus's integration tests, in one binary (one link per library change): cases build as
-//! their files say (`generate`), each case renders as its reviewed insta snapshot
-//! (`snapshots`), and every case traces to requirements and capabilities (`traceability`).
-
-mod generate;
-mod refusals;
-mod snapshots;
-mod traceability;

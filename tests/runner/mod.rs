@@ -1,0 +1,18 @@
+//! The runner's integration tests (a module of `tests/main.rs`): the protocol over a real
+//! process (`process`), every message checked against the JSON Schemas (`protocol_schemas`),
+//! and the in-process suite against the reference and against readers with injected
+//! misbehaviour (`suite`), and the writer run against the reference writer and misbehaving
+//! writers (`writer`), a reader answering in Arrow record batches (`arrow`), and corpus and
+//! runner faults blamed on the kit (`kit_faults`).
+
+mod arrow;
+mod kit_faults;
+mod process;
+mod protocol_schemas;
+mod suite;
+mod writer;
+
+/// The stored corpus, which every module here judges against.
+fn corpus() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-cases")
+}
