@@ -189,6 +189,12 @@ pub struct ExpectErrorSpec {
     /// implement it and refuses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unless_implemented: Option<String>,
+    /// Refusing is only recommended (a SHOULD case): a reader may read the damaged version
+    /// instead, and then must return exactly what the undamaged twin returns. The refusal is
+    /// judged at the case's level; what such a read returns is judged at MUST, so a reader
+    /// that reads the damage wrongly (stale base values, default lineage) fails the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub may_read: bool,
 }
 
 /// One case, as written in `case.toml`.

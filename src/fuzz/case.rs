@@ -254,6 +254,7 @@ pub fn to_case(
             class: String::new(),
             code: None,
             unless_implemented: None,
+            may_read: false,
         }),
         queries: queries(built),
         data_file_version: Default::default(),
@@ -344,6 +345,7 @@ impl Trial {
                 class,
                 code: Some(code),
                 unless_implemented: None,
+                may_read: false,
             });
             execution = Some(run);
         }

@@ -509,11 +509,9 @@ fn negative(
     };
     let got = match read {
         Ok((scanned, queried)) => {
-            let implemented = case
-                .case
-                .expect_error
-                .as_ref()
-                .and_then(|e| e.unless_implemented.as_deref());
+            let spec = case.case.expect_error.as_ref();
+            let implemented = spec.and_then(|e| e.unless_implemented.as_deref());
+            let may_read = spec.is_some_and(|e| e.may_read);
             match (implemented, &twin) {
                 (Some(feature), Twin::Read) => {
                     let all: Vec<usize> = (0..undamaged.columns.len()).collect();
@@ -532,6 +530,36 @@ fn negative(
                             Some(FailureKind::WrongValue),
                             Some(format!(
                                 "read it (a reader implementing {feature} may), but not as its undamaged twin reads: {m}"
+                            )),
+                        ),
+                    }
+                }
+                (None, Twin::Read) if may_read => {
+                    // Refusing is recommended (the case's level); reading is allowed, and what
+                    // the read returns is judged at MUST.
+                    checks.push(
+                        name,
+                        Verdict::Fail,
+                        Some(FailureKind::AcceptedDamage),
+                        Some("read the damaged version; refusing it is recommended".into()),
+                    );
+                    let read_name = format!("v{n} read as its twin");
+                    let all: Vec<usize> = (0..undamaged.columns.len()).collect();
+                    match compare::scan(&undamaged.columns, &undamaged.rows, &all, &scanned) {
+                        Ok(()) => checks.add(
+                            read_name,
+                            Verdict::Pass,
+                            Level::Must,
+                            None,
+                            Some("read it as its undamaged twin reads".into()),
+                        ),
+                        Err(m) => checks.add(
+                            read_name,
+                            Verdict::Fail,
+                            Level::Must,
+                            Some(FailureKind::WrongValue),
+                            Some(format!(
+                                "read it (a reader may), but not as its undamaged twin reads: {m}"
                             )),
                         ),
                     }

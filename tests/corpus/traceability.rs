@@ -24,18 +24,6 @@ const NOT_EXPRESSIBLE_AS_CASES: &[(&str, &str)] = &[
         "DS-FILE-2",
         "a file over the reader's size limit would make the corpus gigabytes large",
     ),
-    (
-        "OVL-FLAG-4",
-        "the reference refuses overlays without bit 64 (OVL-FLAG-3), so the corpus holds no read \
-         of such a manifest to compare values with; a reader returning base values fails \
-         flags/overlays-without-flag as accepted damage",
-    ),
-    (
-        "FLG-CONS-3",
-        "the reference refuses a column arm without bit 2048 (FLG-CONS-1), so the corpus holds \
-         no read of such a manifest; a reader returning default lineage fails \
-         flags/column-arm-without-flag as accepted damage",
-    ),
 ];
 
 /// Requirements of data files of v2.1 and later that wait for corpus cases. Each needs a v2.2
