@@ -133,7 +133,11 @@ fn land(dir: &Path, snapshot: &Snapshot, version: DataFileVersion) -> Answer<Wri
         data_file_version: version,
         ..WriteOptions::default()
     };
-    write_version(dir, snapshot, &options)
+    land_with(dir, snapshot, &options)
+}
+
+fn land_with(dir: &Path, snapshot: &Snapshot, options: &WriteOptions) -> Answer<WriteResult> {
+    write_version(dir, snapshot, options)
         .map_err(|e| refused(e.class().as_str(), Some(e.code()), format!("writing: {e}")))?;
     Ok(WriteResult {
         version: snapshot.version,
@@ -400,7 +404,44 @@ impl ConformanceWriter for ReferenceWriter {
             ));
         };
         let next = prepared_version(dir, prev, &request.transaction)?;
-        // the commit's own files are the kit's; whatever else lands is written in the default
-        land(dir, &next, WriteOptions::default().data_file_version)
+        // The manifest records every file in the version it is in: the files already listed
+        // as the previous version lists them, the kit's files as the transaction states, and
+        // anything new in the dataset's version (`data_format`).
+        let prev_layout = Dataset::open(dir)
+            .and_then(|d| d.read_manifest_level(request.read_version))
+            .ok()
+            .map(|(_, layout)| layout);
+        let named =
+            |major: u32, minor: u32| DataFileVersion::from_name(&format!("{major}.{minor}"));
+        let mut options = WriteOptions::default();
+        if let Some(layout) = &prev_layout {
+            if let Some(v) = layout
+                .data_format
+                .as_ref()
+                .and_then(|f| DataFileVersion::from_name(&f.version))
+            {
+                options.data_file_version = v;
+            }
+            for f in layout
+                .fragments
+                .iter()
+                .flat_map(|f| f.files.iter().chain(&f.overlays))
+            {
+                if let Some(v) = named(f.file_major_version, f.file_minor_version) {
+                    options.file_versions.insert(f.path.clone(), v);
+                }
+            }
+        }
+        for o in request
+            .transaction
+            .fragments
+            .iter()
+            .flat_map(|f| &f.overlays)
+        {
+            if let Some(v) = named(o.file.file_major_version, o.file.file_minor_version) {
+                options.file_versions.insert(o.file.path.clone(), v);
+            }
+        }
+        land_with(dir, &next, &options)
     }
 }

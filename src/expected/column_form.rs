@@ -504,10 +504,13 @@ mod tests {
         assert!(encode(&columns(), &short).is_none());
     }
 
+    /// A damage applied to a good column form, named by the error text it must produce.
+    type Damage = (&'static str, Box<dyn Fn(&mut ColumnForm)>);
+
     #[test]
     fn malformed_column_forms_are_errors_not_panics() {
         let good = encode(&columns(), &rows(5)).unwrap();
-        let cases: Vec<(&str, Box<dyn Fn(&mut ColumnForm)>)> = vec![
+        let cases: Vec<Damage> = vec![
             ("more than", Box::new(|f| f.offset = vec!["0..6".into()])),
             ("cover 4 rows", Box::new(|f| f.offset = vec!["0..4".into()])),
             ("not a run", Box::new(|f| f.offset = vec!["5..5".into()])),

@@ -235,11 +235,14 @@ impl CommitterCase {
     }
 
     /// Copies the value files `side` adds into `dir` (the writer's dataset), replacing any file
-    /// of the same name; a file the stored side lacks (the damage removed it) is not copied.
+    /// of the same name; a file the stored side lacks (the damage removed it) is not copied,
+    /// and neither is one whose path leaves the dataset (the damage of a path case: the kit
+    /// never writes outside the writer's directory, and the committer is handed the path alone).
     pub fn place_files(side: &Side, dir: &Path) -> Result<(), String> {
         for o in side.added.iter().flat_map(|(_, l)| l) {
-            let rel = data_file_path(&o.file.path, "manifest", "data_file.path")
-                .map_err(|e| e.to_string())?;
+            let Ok(rel) = data_file_path(&o.file.path, "manifest", "data_file.path") else {
+                continue;
+            };
             let from = side.root.join(&rel);
             if !from.is_file() {
                 continue;

@@ -304,6 +304,9 @@ struct Replay<'a> {
     /// The data file version the run asks for (`run --data-file-version`): sent with every
     /// write and prepare, and checked in every data file of every version written.
     data_file_version: Option<String>,
+    /// `DataFile.path`s of the files the kit placed for a prepared commit: they are in the
+    /// stored case's version, not the writer's, so the version check leaves them out.
+    kit_files: BTreeSet<String>,
 }
 
 impl Replay<'_> {
@@ -433,6 +436,10 @@ impl Replay<'_> {
             .fragments
             .iter()
             .flat_map(|f| f.files.iter().chain(&f.overlays))
+            .filter(|file| {
+                let listed = file.path.strip_prefix("data/").unwrap_or(&file.path);
+                !self.kit_files.contains(listed) && !self.kit_files.contains(&file.path)
+            })
             .filter_map(|file| {
                 let found = format!("{}.{}", file.file_major_version, file.file_minor_version);
                 (found != asked).then(|| format!("{}: {found}", file.path))
@@ -671,6 +678,10 @@ impl Replay<'_> {
                 CommitterCase::place_files(side, Path::new(&self.dir))?;
                 Ok(transaction)
             });
+        if let Ok(transaction) = &built {
+            let placed = transaction.fragments.iter().flat_map(|f| &f.overlays);
+            self.kit_files.extend(placed.map(|o| o.file.path.clone()));
+        }
         match built {
             Ok(transaction) => Some(CommitPreparedRequest {
                 dataset: self.dir.clone(),
@@ -825,6 +836,7 @@ pub fn run_case(
         stopped: false,
         declined: None,
         data_file_version: data_file_version.map(str::to_string),
+        kit_files: BTreeSet::new(),
     };
     for action in &plan.actions {
         if replay.stopped {

@@ -24,20 +24,17 @@ fn run(reader: &mut dyn ConformanceReader) -> Report {
 }
 
 fn negative_ids() -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for area in std::fs::read_dir(corpus()).unwrap() {
-        let area = area.unwrap().path();
-        if !area.is_dir() {
-            continue;
-        }
-        for case in std::fs::read_dir(&area).unwrap() {
-            let case = case.unwrap().path();
-            if case.join("expected/error.json").is_file() {
-                out.insert(case.file_name().unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
-    out
+    // a twin is negative when the case it is a twin of is (it shares that case's `expected/`)
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let index =
+        lance_conformance::case::RequirementIndex::load(&root.join("spec/requirements.toml"))
+            .unwrap();
+    lance_conformance::corpus::load(&corpus(), &index)
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.expected_dir().join("expected/error.json").is_file())
+        .map(|c| c.case.id.clone())
+        .collect()
 }
 
 /// This is all an implementer writes: their reader, the corpus path, and an assertion.

@@ -209,6 +209,7 @@ impl ConformanceWriter for Misbehaving {
                     dataset: request.dataset.clone(),
                     read_version: request.read_version,
                     step: serde_json::json!({"op": "set_config", "set": {"k": "v"}}),
+                    data_file_version: None,
                 }),
                 other => other,
             },
@@ -242,7 +243,12 @@ fn the_reference_committer_refuses_each_malformed_commit_and_commits_its_twin() 
     let report = run(&mut ReferenceWriter::new());
     let found = committer_cases(&report);
     let listed: BTreeSet<String> = COMMITTER_CASES.iter().map(|s| s.to_string()).collect();
-    assert_eq!(found, listed);
+    // the named cases at least; 2.2 twins of them and later cases of the same shape join them
+    assert!(
+        listed.is_subset(&found),
+        "missing: {:?}",
+        listed.difference(&found).collect::<Vec<_>>()
+    );
     for id in COMMITTER_CASES {
         let c = case(&report, id);
         assert_eq!(
@@ -506,7 +512,7 @@ fn a_writer_asked_for_2_2_that_writes_2_0_fails_the_file_version_check() {
         .iter()
         .filter(|c| {
             c.checks.iter().any(|k| {
-                k.name == "v1 data file version"
+                k.name.ends_with(" data file version")
                     && k.kind == Some(FailureKind::BrokeRule)
                     && k.message.as_deref().is_some_and(|m| m.contains(": 2.0"))
             })
@@ -519,5 +525,11 @@ fn a_writer_asked_for_2_2_that_writes_2_0_fails_the_file_version_check() {
         .filter(|c| c.outcome != Outcome::Skipped)
         .count();
     assert!(sent >= 5, "only {sent} overlay cases were sent");
-    assert_eq!(caught.len(), sent, "caught only {caught:?}");
+    let missed: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| c.outcome != Outcome::Skipped && !caught.contains(&c.id.as_str()))
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(caught.len(), sent, "not caught: {missed:?}");
 }
