@@ -1,10 +1,10 @@
 //! The [`ConformanceWriter`] trait: what the runner asks of a writer under test.
 //!
 //! Invariant: a writer is asked only to commit steps of the case vocabulary to a dataset
-//! directory it alone writes, and answers with the version it created or a [`Refusal`](super::conformance_reader::Refusal) that
+//! directory it alone writes, and answers with the version it created or a [`Refusal`] that
 //! says whose failure it is, exactly as a reader does ([`super::conformance_reader`]): the
-//! writer declines the operation ([`Refusal::Error`](super::conformance_reader::Refusal::Error), which the case may require), cannot do it
-//! ([`Refusal::Unsupported`](super::conformance_reader::Refusal::Unsupported)), or broke ([`Refusal::Broken`](super::conformance_reader::Refusal::Broken)). The runner never trusts the
+//! writer declines the operation ([`Refusal::Error`], which the case may require), cannot do it
+//! ([`Refusal::Unsupported`]), or broke ([`Refusal::Broken`]). The runner never trusts the
 //! answer alone: what a commit left on disk is judged by the kit's reader and `validate`
 //! ([`super::writer`]).
 
@@ -23,7 +23,7 @@ use super::protocol::{CommitPreparedRequest, PrepareResult, WriteRequest, WriteR
 ///   version of `request.dataset`, 0 for `create` into an empty directory) as exactly one new
 ///   version, and returns that version. A step the writer declines because the spec forbids
 ///   it (a non-contiguous merge, a fold that would leave an index stale) is
-///   [`Refusal::Error`](super::conformance_reader::Refusal::Error) with class `refused`, and must leave no new version behind.
+///   [`Refusal::Error`] with class `refused`, and must leave no new version behind.
 /// - [`prepare`](Self::prepare) does the work of a write without committing (it reads
 ///   `read_version` and writes whatever files the commit needs) and returns a token;
 ///   [`commit`](Self::commit) then commits it on the version that is newest *now*, which
@@ -31,9 +31,9 @@ use super::protocol::{CommitPreparedRequest, PrepareResult, WriteRequest, WriteR
 /// - [`commit_prepared`](Self::commit_prepared) commits files the kit wrote itself, as the
 ///   transaction names them, on `read_version` (only for a writer declaring
 ///   `write:prepared-commit`; the default answers `unsupported`). A committer refuses a
-///   transaction whose result would break a rule ([`Refusal::Error`](super::conformance_reader::Refusal::Error), class `refused`, the
+///   transaction whose result would break a rule ([`Refusal::Error`], class `refused`, the
 ///   reference's code where it has one) and then leaves no new version behind.
-/// - Nothing may panic for the runner's sake: return [`Refusal::Broken`](super::conformance_reader::Refusal::Broken) instead.
+/// - Nothing may panic for the runner's sake: return [`Refusal::Broken`] instead.
 pub trait ConformanceWriter {
     /// Who the writer is and what it can do.
     fn describe(&mut self) -> Answer<Description>;
