@@ -150,14 +150,18 @@ fn step_of(request: &WriteRequest) -> Answer<Step> {
 
 /// The history of `request.dataset`, checked to be at `request.read_version`.
 fn at_read_version(request: &WriteRequest) -> Answer<Vec<Snapshot>> {
-    let versions = history(Path::new(&request.dataset))?;
-    if versions.len() as u64 != request.read_version {
+    history_at(Path::new(&request.dataset), request.read_version)
+}
+
+/// The history of `dir`, checked to end at `read_version` (the version a request builds on).
+fn history_at(dir: &Path, read_version: u64) -> Answer<Vec<Snapshot>> {
+    let versions = history(dir)?;
+    if versions.len() as u64 != read_version {
         return Err(refused(
             "refused",
             None,
             format!(
-                "asked to build on version {}, but the newest version is {}",
-                request.read_version,
+                "asked to build on version {read_version}, but the newest version is {}",
                 versions.len()
             ),
         ));
@@ -384,18 +388,7 @@ impl ConformanceWriter for ReferenceWriter {
 
     fn commit_prepared(&mut self, request: &CommitPreparedRequest) -> Answer<WriteResult> {
         let dir = Path::new(&request.dataset);
-        let versions = history(dir)?;
-        if versions.len() as u64 != request.read_version {
-            return Err(refused(
-                "refused",
-                None,
-                format!(
-                    "asked to build on version {}, but the newest version is {}",
-                    request.read_version,
-                    versions.len()
-                ),
-            ));
-        }
+        let versions = history_at(dir, request.read_version)?;
         let Some(prev) = versions.last() else {
             return Err(refused(
                 "refused",

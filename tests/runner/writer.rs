@@ -293,15 +293,19 @@ fn the_reference_committer_refuses_each_malformed_commit_and_commits_its_twin() 
 fn a_committer_accepting_every_prepared_commit_fails_every_committer_case() {
     let report = misbehaving(How::AcceptEveryPrepared);
     for id in COMMITTER_CASES {
-        let c = case(&report, id);
-        // Failed, or advisory where the case is a SHOULD.
-        assert!(
-            matches!(c.outcome, Outcome::Failed | Outcome::Advisory),
-            "{id}: {:?}",
-            c.outcome
-        );
-        assert_eq!(c.kind, Some(FailureKind::CommittedRefused), "{id}");
+        fails_as(case(&report, id), FailureKind::CommittedRefused);
     }
+}
+
+/// `c` failed (or is advisory, where the case is a SHOULD) as `kind`.
+fn fails_as(c: &lance_conformance::runner::CaseResult, kind: FailureKind) {
+    assert!(
+        matches!(c.outcome, Outcome::Failed | Outcome::Advisory),
+        "{}: {:?}",
+        c.id,
+        c.outcome
+    );
+    assert_eq!(c.kind, Some(kind), "{}", c.id);
 }
 
 #[test]
@@ -309,12 +313,7 @@ fn a_committer_refusing_every_prepared_commit_fails_every_committer_case() {
     let report = misbehaving(How::RefuseEveryPrepared);
     for id in COMMITTER_CASES {
         let c = case(&report, id);
-        assert!(
-            matches!(c.outcome, Outcome::Failed | Outcome::Advisory),
-            "{id}: {:?}",
-            c.outcome
-        );
-        assert_eq!(c.kind, Some(FailureKind::RefusedWrite), "{id}");
+        fails_as(c, FailureKind::RefusedWrite);
         // The malformed commit's refusal passed: the twin is what a refuse-all fails.
         assert!(c.checks.iter().any(|k| k.name.contains("refuses prepared")
             && k.verdict == lance_conformance::runner::Verdict::Pass));

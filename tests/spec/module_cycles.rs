@@ -233,7 +233,7 @@ fn use_paths(code: &str) -> Vec<(String, String, bool)> {
     let mut rest = code;
     while let Some(at) = find_word(rest, "use") {
         let before = rest[..at].trim_end();
-        let reexport = before.ends_with("pub") || before.ends_with(')') && before.contains("pub(");
+        let reexport = is_reexport(before);
         let stmt = &rest[at + 3..];
         let end = stmt.find(';').unwrap_or(stmt.len());
         for (path, name) in expand_use(&stmt[..end].replace(" as ", "@")) {
@@ -280,13 +280,23 @@ fn named_paths(files: &BTreeMap<String, String>, file: &str, code: &str) -> Vec<
     out
 }
 
+/// Whether a `use` preceded by `before` (trimmed) is a re-export: `pub use`, `pub(crate) use`.
+fn is_reexport(before: &str) -> bool {
+    // `pub(...)` must be the visibility of this statement, not text further back
+    let restricted = before.ends_with(')')
+        && before
+            .rfind("pub(")
+            .is_some_and(|at| !before[at..].contains([';', '{', '}']));
+    before.ends_with("pub") || restricted
+}
+
 /// `code` without its `pub use ...;` statements.
 fn without_reexports(code: &str) -> String {
     let mut out = String::with_capacity(code.len());
     let mut rest = code;
     while let Some(at) = find_word(rest, "use") {
         let before = rest[..at].trim_end();
-        let reexport = before.ends_with("pub") || before.ends_with(')') && before.contains("pub(");
+        let reexport = is_reexport(before);
         let end = rest[at..].find(';').map_or(rest.len(), |e| at + e + 1);
         if reexport {
             let vis = before.rfind("pub").unwrap_or(at);
