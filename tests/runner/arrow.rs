@@ -223,12 +223,7 @@ use super::corpus;
 fn the_reference_answering_in_arrow_passes_every_case() {
     let mut reader = Arrow(ReferenceInArrow(ReferenceReader::new()));
     let report = run_suite(&mut reader, Options::new(corpus())).unwrap();
-    let failing: Vec<String> = report
-        .cases
-        .iter()
-        .filter(|c| c.outcome.fails_run())
-        .map(|c| format!("{}: {:?}", c.id, c.primary_failure()))
-        .collect();
+    let failing = super::failing(&report);
     assert!(failing.is_empty(), "{failing:#?}");
     assert!(report.summary.passed >= 170, "{:?}", report.summary);
 }

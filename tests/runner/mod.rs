@@ -16,3 +16,13 @@ mod writer;
 fn corpus() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-cases")
 }
+
+/// The cases of `report` that fail the run, each with its first failing check (for a message).
+fn failing(report: &lance_conformance::runner::Report) -> Vec<String> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.outcome.fails_run())
+        .map(|c| format!("{}: {:?}", c.id, c.primary_failure()))
+        .collect()
+}

@@ -44,12 +44,7 @@ fn outcomes(report: &Report, outcome: Outcome) -> BTreeSet<String> {
 #[test]
 fn the_reference_writer_passes_every_writer_case() {
     let report = run(&mut ReferenceWriter::new());
-    let failing: Vec<String> = report
-        .cases
-        .iter()
-        .filter(|c| c.outcome.fails_run())
-        .map(|c| format!("{}: {:?}", c.id, c.primary_failure()))
-        .collect();
+    let failing = super::failing(&report);
     assert!(failing.is_empty(), "{failing:#?}");
     let passed = outcomes(&report, Outcome::Passed);
     // Most of the corpus is a writer case; the rest is named with its reason.
@@ -478,12 +473,7 @@ fn a_writer_with_an_encoding_of_its_own_is_judged_on_placement_where_bytes_decid
 #[test]
 fn the_reference_writer_asked_for_2_2_writes_2_2_and_passes() {
     let report = run_overlays_in(&mut ReferenceWriter::new(), "2.2");
-    let failing: Vec<String> = report
-        .cases
-        .iter()
-        .filter(|c| c.outcome.fails_run())
-        .map(|c| format!("{}: {:?}", c.id, c.primary_failure()))
-        .collect();
+    let failing = super::failing(&report);
     assert!(failing.is_empty(), "{failing:#?}");
     let checked = report
         .cases
