@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 os.environ.setdefault("LANCE_ENABLE_UNSTABLE_DATA_OVERLAY_FILES", "1")
 os.environ.setdefault("LANCE_LOG", "error")  # no deprecation chatter from vector searches
@@ -193,6 +194,13 @@ def ident(name):
     return ".".join(f"`{p}`" for p in name.split("."))
 
 
+def expected_dir(area_dir, case):
+    """A case's `expected/`; a twin (`twin_of` in its case.toml) has none and shares its source's."""
+    with open(os.path.join(area_dir, case, "case.toml"), "rb") as f:
+        twin_of = tomllib.load(f).get("twin_of")
+    return os.path.join(area_dir, twin_of or case, "expected")
+
+
 def check_reference_written(cases_root):
     for area in sorted(os.listdir(cases_root)):
         area_dir = os.path.join(cases_root, area)
@@ -200,7 +208,7 @@ def check_reference_written(cases_root):
             continue
         for case in sorted(os.listdir(area_dir)):
             dataset = os.path.join(area_dir, case, "dataset")
-            expected = os.path.join(area_dir, case, "expected")
+            expected = expected_dir(area_dir, case)
             if not os.path.isdir(os.path.join(dataset, "_indices")):
                 continue
             versions = sorted(
