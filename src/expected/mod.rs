@@ -147,6 +147,11 @@ pub struct QueryResult {
     /// The answer (scalar: sorted by row; vector: rank order).
     #[serde(rename = "final")]
     pub final_rows: Vec<Hit>,
+    /// Vector only: the rows past place k at the k-th row's distance, in row order. A reader
+    /// may return any of them, or of the tied rows in `final_rows`, at the last places
+    /// ([OVL-QRY-5]). Left out of the file when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tied_past_k: Vec<Hit>,
 }
 
 /// `expected/v<N>.json`. Its `rows` are written in the row form (an array of [`Row`]) up to
@@ -479,6 +484,7 @@ pub fn answer_scalar(
         reevaluated: r.reevaluated.iter().map(hit).collect(),
         rematched: r.rematched.iter().map(hit).collect(),
         final_rows: r.final_rows.iter().map(hit).collect(),
+        tied_past_k: Vec::new(),
     })
 }
 
@@ -502,6 +508,8 @@ pub fn answer_vector(
         .and_then(|i| i.fields.first().copied())
         .ok_or_else(|| fail("no such index".into()))?;
     let flat = query::flat_top_k(snapshot, key, vector, k).map_err(|e| fail(e.to_string()))?;
+    let tied =
+        query::flat_tied_past_k(snapshot, key, vector, k).map_err(|e| fail(e.to_string()))?;
     let rows = |v: &[Scored]| v.iter().map(|s| s.row).collect::<Vec<_>>();
     if rows(&r.final_rows) != rows(&flat) {
         return Err(fail(format!(
@@ -519,5 +527,6 @@ pub fn answer_vector(
         reevaluated: r.reevaluated.iter().map(hit).collect(),
         rematched: r.rescored.iter().map(scored).collect(),
         final_rows: r.final_rows.iter().map(scored).collect(),
+        tied_past_k: tied.iter().map(scored).collect(),
     })
 }

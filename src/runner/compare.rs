@@ -5,14 +5,18 @@
 //! compared by bit pattern after parsing (so `"0.10000000149011612"` is the float32 `0.1`,
 //! and NaN equals NaN), a struct child left out reads as NULL, and 64-bit integers are
 //! compared as integers. Sets (exclusion sets) are compared after sorting; lists whose order
-//! the spec fixes (rows, query answers) are compared in order. Vector distances are the one
+//! the spec fixes (rows, scalar answers, reconciliation lists) are compared in order. A vector
+//! top k is compared by its groups of tied rows, which the spec lets a reader order as it likes
+//! and cut at place k anywhere in the last one ([OVL-QRY-5]). Vector distances are the one
 //! tolerance: a relative 1e-5, because the order of a float sum is not normative.
 
 use serde_json::Value as Json;
 
 use super::protocol::{QueryAnswer, ScanResult};
 use crate::expected::tagged::{Tagged, untag};
-use crate::expected::{ExclusionSet, ExpectedCell, FragmentLineage, Hit, QueryResult, Rows};
+use crate::expected::{
+    ExclusionSet, ExpectedCell, FragmentLineage, Hit, QueryKind, QueryResult, Rows,
+};
 
 /// The relative tolerance on vector distances.
 pub const DISTANCE_TOLERANCE: f32 = 1e-5;
@@ -248,13 +252,6 @@ pub fn exclusion(expected: &[ExclusionSet], got: &[ExclusionSet]) -> Result<(), 
 fn hits(list: &str, expected: &[Hit], got: &[Hit]) -> Result<(), String> {
     let rows = |v: &[Hit]| v.iter().map(|h| (h.fragment, h.offset)).collect::<Vec<_>>();
     if rows(expected) != rows(got) {
-        let text = |v: &[Hit]| {
-            let parts: Vec<String> = v
-                .iter()
-                .map(|h| format!("{}:{}", h.fragment, h.offset))
-                .collect();
-            format!("[{}]", parts.join(", "))
-        };
         return Err(format!(
             "{list}: expected {}, got {}",
             text(expected),
@@ -262,30 +259,98 @@ fn hits(list: &str, expected: &[Hit], got: &[Hit]) -> Result<(), String> {
         ));
     }
     for (w, g) in expected.iter().zip(got) {
-        match (&w.distance, &g.distance) {
-            (None, _) => {}
-            (Some(_), None) => {
-                return Err(format!(
-                    "{list}: {}:{} has no distance",
-                    g.fragment, g.offset
-                ));
-            }
-            (Some(a), Some(b)) => {
-                let (x, y) = (float(a), float(b));
-                let close = match (x, y) {
-                    (Some(x), Some(y)) => (x - y).abs() <= DISTANCE_TOLERANCE * x.abs().max(1.0),
-                    _ => false,
-                };
-                if !close {
-                    return Err(format!(
-                        "{list}: {}:{} distance: expected {}, got {}",
-                        g.fragment, g.offset, a.value, b.value
-                    ));
-                }
+        distance(list, w, g)?;
+    }
+    Ok(())
+}
+
+/// `g`'s distance against `w`'s (none expected: nothing to check).
+fn distance(list: &str, w: &Hit, g: &Hit) -> Result<(), String> {
+    match (&w.distance, &g.distance) {
+        (None, _) => Ok(()),
+        (Some(_), None) => Err(format!(
+            "{list}: {}:{} has no distance",
+            g.fragment, g.offset
+        )),
+        (Some(a), Some(b)) => {
+            let close = match (float(a), float(b)) {
+                (Some(x), Some(y)) => (x - y).abs() <= DISTANCE_TOLERANCE * x.abs().max(1.0),
+                _ => false,
+            };
+            if close {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{list}: {}:{} distance: expected {}, got {}",
+                    g.fragment, g.offset, a.value, b.value
+                ))
             }
         }
     }
+}
+
+/// A vector answer against the expected top k, ties as [OVL-QRY-5] allows: the expected rows
+/// fall into groups of equal distance; a reader's answer holds each group at the same places,
+/// in any order within it, and at the last group's places any rows of that group or of
+/// `tied_past_k`. Every distance is checked against its group's, with the usual tolerance.
+fn top_k(expected: &QueryResult, got: &[Hit]) -> Result<(), String> {
+    let want = &expected.final_rows;
+    if want.len() != got.len() {
+        return Err(format!(
+            "final: expected {} rows, got {} ({})",
+            want.len(),
+            got.len(),
+            text(got)
+        ));
+    }
+    let row = |h: &Hit| (h.fragment, h.offset);
+    let same = |a: &Hit, b: &Hit| match (&a.distance, &b.distance) {
+        (Some(x), Some(y)) => float(x).is_some() && float(x) == float(y),
+        _ => false,
+    };
+    let mut start = 0;
+    while start < want.len() {
+        let end = start
+            + want[start..]
+                .iter()
+                .take_while(|h| same(h, &want[start]))
+                .count()
+                .max(1);
+        let last = end == want.len();
+        let mut allowed: Vec<(u64, u64)> = want[start..end].iter().map(row).collect();
+        if last {
+            allowed.extend(expected.tied_past_k.iter().map(row));
+        }
+        let mut seen = Vec::new();
+        for g in &got[start..end] {
+            if !allowed.contains(&row(g)) || seen.contains(&row(g)) {
+                return Err(format!(
+                    "final: expected {} (places {}..{} tie at one distance{}), got {}",
+                    text(want),
+                    start + 1,
+                    end,
+                    if last && !expected.tied_past_k.is_empty() {
+                        format!("; also allowed there: {}", text(&expected.tied_past_k))
+                    } else {
+                        String::new()
+                    },
+                    text(got)
+                ));
+            }
+            seen.push(row(g));
+            distance("final", &want[start], g)?;
+        }
+        start = end;
+    }
     Ok(())
+}
+
+fn text(v: &[Hit]) -> String {
+    let parts: Vec<String> = v
+        .iter()
+        .map(|h| format!("{}:{}", h.fragment, h.offset))
+        .collect();
+    format!("[{}]", parts.join(", "))
 }
 
 fn float(t: &Tagged) -> Option<f32> {
@@ -304,7 +369,10 @@ pub fn query(expected: &QueryResult, got: &QueryAnswer, with_lists: bool) -> Res
             expected.kind, got.kind
         ));
     }
-    hits("final", &expected.final_rows, &got.final_rows)?;
+    match expected.kind {
+        QueryKind::Scalar => hits("final", &expected.final_rows, &got.final_rows)?,
+        QueryKind::Vector => top_k(expected, &got.final_rows)?,
+    }
     match (&got.reconciliation, with_lists) {
         (None, true) => Err("no reconciliation lists (the reader declares `exclusion`)".into()),
         (None, false) => Ok(()),
@@ -362,6 +430,67 @@ mod tests {
             &s(json!({"city": city})),
             &s(json!({"zip": none}))
         ));
+    }
+
+    fn vector(final_rows: &[(u64, &str)], tied_past_k: &[(u64, &str)]) -> QueryResult {
+        let hits = |v: &[(u64, &str)]| {
+            v.iter()
+                .map(|&(offset, d)| Hit {
+                    fragment: 0,
+                    offset,
+                    distance: Some(t("float32", json!(d))),
+                })
+                .collect()
+        };
+        QueryResult {
+            name: "q".into(),
+            index: "v_idx".into(),
+            kind: QueryKind::Vector,
+            candidates: Vec::new(),
+            excluded: Vec::new(),
+            reevaluated: Vec::new(),
+            rematched: Vec::new(),
+            final_rows: hits(final_rows),
+            tied_past_k: hits(tied_past_k),
+        }
+    }
+
+    #[test]
+    fn a_vector_top_k_is_judged_by_its_tie_groups() {
+        // Expected: 2 at 0.5, then 0 and 1 tied at 4.25, and 3 tied with them past k = 3.
+        let want = vector(&[(2, "0.5"), (0, "4.25"), (1, "4.25")], &[(3, "4.25")]);
+        let got = |v: &[(u64, &str)]| vector(v, &[]).final_rows;
+        let ok = |v: &[(u64, &str)]| top_k(&want, &got(v));
+        assert!(ok(&[(2, "0.5"), (0, "4.25"), (1, "4.25")]).is_ok());
+        assert!(
+            ok(&[(2, "0.5"), (1, "4.25"), (0, "4.25")]).is_ok(),
+            "any order within a tie"
+        );
+        assert!(
+            ok(&[(2, "0.5"), (3, "4.25"), (1, "4.25")]).is_ok(),
+            "any tied row at the last places"
+        );
+        assert!(
+            ok(&[(0, "4.25"), (2, "0.5"), (1, "4.25")]).is_err(),
+            "groups keep their places"
+        );
+        assert!(
+            ok(&[(2, "0.5"), (0, "4.25"), (0, "4.25")]).is_err(),
+            "a row twice"
+        );
+        assert!(
+            ok(&[(2, "0.5"), (0, "4.25"), (4, "4.25")]).is_err(),
+            "a row that is not tied"
+        );
+        assert!(
+            ok(&[(2, "0.5"), (0, "4.25"), (1, "4.3")]).is_err(),
+            "a wrong distance"
+        );
+        assert!(ok(&[(2, "0.5"), (0, "4.25")]).is_err(), "too few rows");
+        // Past k only at the last group: an earlier tie cannot reach past k.
+        let early = vector(&[(0, "1.0"), (1, "1.0"), (2, "2.0")], &[]);
+        assert!(top_k(&early, &got(&[(1, "1.0"), (0, "1.0"), (2, "2.0")])).is_ok());
+        assert!(top_k(&early, &got(&[(0, "1.0"), (3, "1.0"), (2, "2.0")])).is_err());
     }
 
     #[test]

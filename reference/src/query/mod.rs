@@ -53,7 +53,9 @@
 //! the exclusion sets and of uncovered fragments, re-scored on their current vectors
 //! (`rescored`); `final_rows` the k best of `candidates ∪ rescored`. Ranking is by distance,
 //! ties by ascending row address `(fragment << 32) | offset`, which is the (fragment, offset)
-//! order of [`RowRef`], on both paths. A NULL vector, a vector with a NULL item, or a NaN
+//! order of [`RowRef`], on both paths. That tie order is the reference's choice, one answer of
+//! several: [OVL-QRY-5] lets a reader order tied rows as it likes and keep any of the rows tied
+//! at the k-th distance ([`flat_tied_past_k`] lists the ones this order leaves out). A NULL vector, a vector with a NULL item, or a NaN
 //! distance has no distance and never ranks. The query itself must have the field's dimension
 //! and finite items, and `k = 0` is refused ([`QueryError::ZeroK`]) rather than answered with
 //! nothing, since it is almost always a caller's mistake.
@@ -502,6 +504,32 @@ pub fn flat_top_k(
     k: usize,
 ) -> Result<Vec<Scored>> {
     check_vector_query(&snapshot.schema, field, query, k)?;
+    Ok(top_k(flat_ranked(snapshot, field, query)?, k))
+}
+
+/// The rows that tie with the k-th row of [`flat_top_k`] but fall past place `k` (in row
+/// order): the other rows a reader may return at the last places ([OVL-QRY-5] fixes no tie
+/// order). Empty when fewer than `k` rows have a distance.
+pub fn flat_tied_past_k(
+    snapshot: &Snapshot,
+    field: FieldId,
+    query: &[f32],
+    k: usize,
+) -> Result<Vec<Scored>> {
+    check_vector_query(&snapshot.schema, field, query, k)?;
+    let ranked = flat_ranked(snapshot, field, query)?;
+    let Some(kth) = ranked.get(k - 1).map(|s| s.distance) else {
+        return Ok(Vec::new());
+    };
+    Ok(ranked[k..]
+        .iter()
+        .take_while(|s| s.distance == kth)
+        .copied()
+        .collect())
+}
+
+/// Every live row of `snapshot` with a distance to `query`, in rank order.
+fn flat_ranked(snapshot: &Snapshot, field: FieldId, query: &[f32]) -> Result<Vec<Scored>> {
     let mut scored = Vec::new();
     for fragment in &snapshot.fragments {
         let column = resolve_column(&snapshot.schema, fragment, field)?;
@@ -518,7 +546,8 @@ pub fn flat_top_k(
             }
         }
     }
-    Ok(top_k(scored, k))
+    scored.sort_by(rank);
+    Ok(scored)
 }
 
 /// The index `name` of the wanted kind, and its key field.
