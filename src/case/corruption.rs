@@ -315,6 +315,32 @@ pub enum Corruption {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         overlay: Option<usize>,
     },
+    /// Rewrite the v2.2 file holding `field` (the base file, or with `overlay` that overlay's
+    /// value file) as `<name>-damaged.lance`, every column re-encoded by the kit's v2.2 writer
+    /// and the field's page damaged as `damage` says.
+    DamagePage {
+        /// Fragment id.
+        fragment: u64,
+        /// Field name (a leaf: in v2.1+ only leaves have pages).
+        field: String,
+        /// Overlay position; absent for the base file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        overlay: Option<usize>,
+        /// What is wrong with the page.
+        damage: PageDamage,
+    },
+    /// List struct field `field` in a v2.1+ overlay's `data_file.fields`, just before its first
+    /// child there, as a v2.0 overlay lists it: `column_indices` gets the first child's column
+    /// for it (a struct has no column of its own in v2.1+), and a sparse overlay's
+    /// `offset_bitmaps` a copy of the first child's bitmap.
+    ListStructInOverlay {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+        /// The struct field's name.
+        field: String,
+    },
     /// Point an overlay's `data_file.path` at a file that does not exist
     /// (`<name>-missing.lance`).
     MissingOverlayFile {
@@ -394,6 +420,21 @@ pub enum IndexFileDamage {
         /// The stated page size.
         stated: u64,
     },
+}
+
+/// How [`Corruption::DamagePage`] damages a v2.2 page (a mini-block page: the column must hold
+/// a value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PageDamage {
+    /// The layout's `num_items` is one more than the page's rows (`ColumnMetadata` page
+    /// `length`); the chunks hold the page's rows.
+    ItemCount,
+    /// The page is written dictionary-encoded (a fixed-width column: `int32`, `int64`,
+    /// `uint64`, `float32`, `float64`), and the dictionary then loses its last item: the stored
+    /// items and `num_dictionary_items` end one early, so the rows holding the last distinct
+    /// value carry an index one past the dictionary.
+    DictionaryIndex,
 }
 
 /// How [`Corruption::DamageLineageColumn`] damages a hidden column.
@@ -519,6 +560,7 @@ impl Corruption {
             | Corruption::SetNumDeletedRows { .. }
             | Corruption::BadIndexSectionLength
             | Corruption::SetCoveringFields { .. }
+            | Corruption::ListStructInOverlay { .. }
             | Corruption::MissingOverlayFile { .. } => ManifestBytes,
             Corruption::TruncateOverlayFile { .. }
             | Corruption::MixedManifestNames
@@ -528,6 +570,7 @@ impl Corruption {
             | Corruption::DuplicateDeletionOffset { .. }
             | Corruption::SignedDeletionOffsets { .. }
             | Corruption::WrongColumnType { .. }
+            | Corruption::DamagePage { .. }
             | Corruption::SetExternalLineage { .. }
             | Corruption::DamageIndexFiles { .. } => FileBytes,
         }

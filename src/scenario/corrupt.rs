@@ -238,6 +238,8 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         | Corruption::DuplicateDeletionOffset { .. }
         | Corruption::SignedDeletionOffsets { .. }
         | Corruption::WrongColumnType { .. }
+        | Corruption::DamagePage { .. }
+        | Corruption::ListStructInOverlay { .. }
         | Corruption::MissingOverlayFile { .. }
         | Corruption::SetExternalLineage { .. }
         | Corruption::DamageIndexFiles { .. } => {

@@ -9,8 +9,12 @@
 use std::path::Path;
 
 use lance_reference::model::{DataType, Field, FieldId, Value};
+use lance_reference::proto::lance::encodings21::page_layout::Layout;
 use lance_reference::proto::lance::table as pb;
-use lance_reference_io::data_file::{ColumnData, read_data_file, write_data_file};
+use lance_reference_io::data_file::structural_encode::{StructuralPage, encode_dictionary_page};
+use lance_reference_io::data_file::{
+    ColumnData, DataFileVersion, FileExtras, PageEdit, read_data_file, write_data_file_edited,
+};
 use lance_reference_io::deletion::{DeletionFile, write_arrow_int32_offsets, write_arrow_offsets};
 use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
 use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
@@ -27,7 +31,7 @@ use super::{StoreError, write};
 use crate::case::Corruption;
 #[cfg(test)]
 use crate::case::DamageKind;
-use crate::case::corruption::{LineageColumnDamage, LineageProblem};
+use crate::case::corruption::{LineageColumnDamage, LineageProblem, PageDamage};
 use crate::case::step::SequenceSpec;
 use crate::scenario::corrupt::CorruptError;
 
@@ -274,36 +278,108 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
             field,
             overlay,
         } => {
+            damaged_copy(
+                root,
+                version,
+                m,
+                *fragment,
+                field,
+                *overlay,
+                &|good, path, id| {
+                    rewrite_column(
+                        good,
+                        path,
+                        id,
+                        &|data_type, values, _| {
+                            retype(data_type, values);
+                        },
+                        &keep_page,
+                    )
+                },
+            )?;
+        }
+        Corruption::DamagePage {
+            fragment,
+            field,
+            overlay,
+            damage,
+        } => {
+            damaged_copy(
+                root,
+                version,
+                m,
+                *fragment,
+                field,
+                *overlay,
+                &|good, path, id| {
+                    let applied = std::cell::Cell::new(false);
+                    let edit = |_: usize, c: &ColumnData, depth: usize, page: StructuralPage| {
+                        if c.field.id != id {
+                            return Ok(Some(page));
+                        }
+                        applied.set(true);
+                        damage_page(*damage, c, depth, page).map(Some)
+                    };
+                    let bytes = rewrite_column(good, path, id, &|_, _, _| {}, &edit)?;
+                    if !applied.get() {
+                        return Err(StoreError::Corrupt(CorruptError::Target {
+                            what: "damage_page".to_string(),
+                            problem: format!("{path} is not a v2.2 file with a page of that field"),
+                        }));
+                    }
+                    Ok(bytes)
+                },
+            )?;
+        }
+        Corruption::ListStructInOverlay {
+            fragment,
+            overlay,
+            field,
+        } => {
+            use pb::data_overlay_file::Coverage;
             let (snapshot, _) = Dataset::open(root)?.read_version(version)?;
-            let id = crate::case::names::field_id(&snapshot.schema, field)
-                .ok_or_else(|| missing(format!("no field {field:?}")))?;
+            let schema = &snapshot.schema;
+            let id = crate::case::names::field_id(schema, field)
+                .filter(|id| {
+                    schema
+                        .field(*id)
+                        .is_some_and(|f| f.data_type == DataType::Struct)
+                })
+                .ok_or_else(|| missing(format!("no struct field {field:?}")))?;
             let position = fragment_position(m, *fragment)?;
-            let f = &mut m.fragments[position];
-            let df = match overlay {
-                Some(k) => f
-                    .overlays
-                    .get_mut(*k)
-                    .and_then(|o| o.data_file.as_mut())
-                    .ok_or_else(|| missing(format!("no overlay data file at position {k}")))?,
-                None => f
-                    .files
-                    .iter_mut()
-                    .find(|df| df.fields.contains(&id))
-                    .ok_or_else(|| missing(format!("no base file holds {field:?}")))?,
-            };
-            let old = format!("data/{}", df.path);
-            let good = std::fs::read(root.join(&old)).map_err(|e| missing(e.to_string()))?;
-            let bytes = rewrite_column(&good, &old, id, &|data_type, values, _| {
-                retype(data_type, values);
-            })?;
-            let stem = df
-                .path
-                .strip_suffix(".lance")
-                .unwrap_or(&df.path)
-                .to_string();
-            df.path = format!("{stem}-damaged.lance");
-            df.file_size_bytes = bytes.len() as u64;
-            write(root, &format!("data/{}", df.path), &bytes)?;
+            let o = m.fragments[position]
+                .overlays
+                .get_mut(*overlay)
+                .ok_or_else(|| missing(format!("no overlay at position {overlay}")))?;
+            let df = o
+                .data_file
+                .as_mut()
+                .ok_or_else(|| missing(format!("no overlay data file at position {overlay}")))?;
+            if (df.file_major_version, df.file_minor_version) < (2, 1) {
+                return Err(missing(
+                    "the overlay's value file is not v2.1 or later".into(),
+                ));
+            }
+            let p = df
+                .fields
+                .iter()
+                .position(|f| *f != id && schema.ancestry(*f).contains(&id))
+                .ok_or_else(|| missing(format!("the overlay lists no field inside {field:?}")))?;
+            let column = df
+                .column_indices
+                .get(p)
+                .copied()
+                .ok_or_else(|| missing(format!("no column index for fields[{p}]")))?;
+            df.fields.insert(p, id);
+            df.column_indices.insert(p, column);
+            if let Some(Coverage::FieldCoverage(c)) = &mut o.coverage {
+                let first = c
+                    .offset_bitmaps
+                    .get(p)
+                    .cloned()
+                    .ok_or_else(|| missing(format!("no bitmap for fields[{p}]")))?;
+                c.offset_bitmaps.insert(p, first);
+            }
         }
         Corruption::DamageLineageColumn {
             fragment,
@@ -319,9 +395,15 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
                 .ok_or_else(|| missing(format!("no file holds field {id}")))?;
             let old = format!("data/{}", df.path);
             let good = std::fs::read(root.join(&old)).map_err(|e| missing(e.to_string()))?;
-            let bytes = rewrite_column(&good, &old, id, &|data_type, values, nullable| {
-                damage_lineage(*damage, data_type, values, nullable);
-            })?;
+            let bytes = rewrite_column(
+                &good,
+                &old,
+                id,
+                &|data_type, values, nullable| {
+                    damage_lineage(*damage, data_type, values, nullable);
+                },
+                &keep_page,
+            )?;
             let stem = df
                 .path
                 .strip_suffix(".lance")
@@ -565,13 +647,115 @@ fn retype(data_type: &mut DataType, values: &mut [Value]) {
     }
 }
 
-/// `good` (the data file `path`) rewritten with the column of field `id` changed by `change`
-/// (its type, values and nullability); every other column is copied as stored.
+/// The page edit that changes nothing.
+fn keep_page(
+    _: usize,
+    _: &ColumnData,
+    _: usize,
+    page: StructuralPage,
+) -> Result<Option<StructuralPage>, String> {
+    Ok(Some(page))
+}
+
+/// `page`, the v2.2 page of column `c` (inside `depth` structs), damaged as `damage` says.
+fn damage_page(
+    damage: PageDamage,
+    c: &ColumnData,
+    depth: usize,
+    page: StructuralPage,
+) -> Result<StructuralPage, String> {
+    let mut page = match damage {
+        PageDamage::ItemCount => page,
+        PageDamage::DictionaryIndex => encode_dictionary_page(&c.field.data_type, &c.values, depth)
+            .map_err(|e| format!("a chunk of {} bytes", e.bytes))?
+            .ok_or_else(|| {
+                format!(
+                    "no dictionary page for a {} column with these values",
+                    c.field.data_type.logical_type()
+                )
+            })?,
+    };
+    let Some(Layout::MiniBlockLayout(layout)) = &mut page.layout.layout else {
+        return Err("the page is not a mini-block page (a column of NULLs only?)".into());
+    };
+    match damage {
+        PageDamage::ItemCount => layout.num_items += 1,
+        PageDamage::DictionaryIndex => {
+            let items = layout.num_dictionary_items;
+            let dictionary = page
+                .buffers
+                .get_mut(2)
+                .filter(|_| items >= 2)
+                .ok_or("a dictionary needs two distinct values")?;
+            let width = dictionary.len() / items as usize;
+            dictionary.truncate(dictionary.len() - width);
+            layout.num_dictionary_items = items - 1;
+        }
+    }
+    Ok(page)
+}
+
+/// Writes a damaged copy of the file holding `field` in fragment `fragment` (the base file, or
+/// the value file of overlay `overlay`) as `<name>-damaged.lance`, made by `rewrite` from the
+/// good bytes, its path and the field's id, and points the manifest `m` at it.
+#[allow(clippy::too_many_arguments)]
+fn damaged_copy(
+    root: &Path,
+    version: u64,
+    m: &mut pb::Manifest,
+    fragment: u64,
+    field: &str,
+    overlay: Option<usize>,
+    rewrite: &dyn Fn(&[u8], &str, FieldId) -> Result<Vec<u8>, StoreError>,
+) -> Result<(), StoreError> {
+    let missing = |problem: String| {
+        StoreError::Corrupt(CorruptError::Target {
+            what: "a damaged copy of a data file".to_string(),
+            problem,
+        })
+    };
+    let (snapshot, _) = Dataset::open(root)?.read_version(version)?;
+    let id = crate::case::names::field_id(&snapshot.schema, field)
+        .ok_or_else(|| missing(format!("no field {field:?}")))?;
+    let f = m
+        .fragments
+        .iter_mut()
+        .find(|f| f.id == fragment)
+        .ok_or_else(|| missing(format!("no fragment {fragment}")))?;
+    let df = match overlay {
+        Some(k) => f
+            .overlays
+            .get_mut(k)
+            .and_then(|o| o.data_file.as_mut())
+            .ok_or_else(|| missing(format!("no overlay data file at position {k}")))?,
+        None => f
+            .files
+            .iter_mut()
+            .find(|df| df.fields.contains(&id))
+            .ok_or_else(|| missing(format!("no base file holds {field:?}")))?,
+    };
+    let old = format!("data/{}", df.path);
+    let good = std::fs::read(root.join(&old)).map_err(|e| missing(e.to_string()))?;
+    let bytes = rewrite(&good, &old, id)?;
+    let stem = df
+        .path
+        .strip_suffix(".lance")
+        .unwrap_or(&df.path)
+        .to_string();
+    df.path = format!("{stem}-damaged.lance");
+    df.file_size_bytes = bytes.len() as u64;
+    write(root, &format!("data/{}", df.path), &bytes)
+}
+
+/// `good` (the data file `path`) rewritten in its own format version (v2.0 or v2.2) with the
+/// column of field `id` changed by `change` (its type, values and nullability) and each v2.2
+/// page passed through `edit`; every other column is re-encoded with the values it holds.
 fn rewrite_column(
     good: &[u8],
     path: &str,
     id: FieldId,
     change: &dyn Fn(&mut DataType, &mut Vec<Value>, &mut bool),
+    edit: &PageEdit<'_>,
 ) -> Result<Vec<u8>, StoreError> {
     let data_err = |error| {
         StoreError::from(DatasetError::DataFile {
@@ -579,16 +763,43 @@ fn rewrite_column(
             error: Box::new(error),
         })
     };
+    let target = |problem: String| {
+        StoreError::Corrupt(CorruptError::Target {
+            what: "rewrite a column".to_string(),
+            problem,
+        })
+    };
     let contents = read_data_file(good, path).map_err(data_err)?;
+    let structural = contents.is_structural();
+    let version = if !structural {
+        DataFileVersion::V2_0
+    } else if contents.version() == DataFileVersion::V2_2.footer() {
+        DataFileVersion::V2_2
+    } else {
+        return Err(target(format!(
+            "{path}: the kit writes v2.0 and v2.2 files, not v{:?}",
+            contents.version()
+        )));
+    };
     let mut columns = Vec::new();
     for (k, ff) in contents.schema().iter().enumerate() {
-        let mut data_type = DataType::from_logical_type(&ff.logical_type).ok_or_else(|| {
-            StoreError::Corrupt(CorruptError::Target {
-                what: "rewrite a column".to_string(),
-                problem: format!("{path}: unknown file type {:?}", ff.logical_type),
-            })
-        })?;
-        let mut values = contents.column(k, &data_type).map_err(data_err)?;
+        let mut data_type = DataType::from_logical_type(&ff.logical_type)
+            .ok_or_else(|| target(format!("{path}: unknown file type {:?}", ff.logical_type)))?;
+        let mut values = if structural && data_type == DataType::Struct {
+            // A v2.2 struct has no column: the writer takes only its row count (all valid).
+            let rows = usize::try_from(contents.num_rows())
+                .map_err(|_| target(format!("{path}: too many rows")))?;
+            vec![Value::Struct(Vec::new()); rows]
+        } else {
+            let column = if structural {
+                contents
+                    .field_column(ff.id)
+                    .ok_or_else(|| target(format!("{path}: no column holds field {}", ff.id)))?
+            } else {
+                k
+            };
+            contents.column(column, &data_type).map_err(data_err)?
+        };
         let mut nullable = ff.nullable;
         if ff.id == id {
             change(&mut data_type, &mut values, &mut nullable);
@@ -602,7 +813,7 @@ fn rewrite_column(
         };
         columns.push(ColumnData::new(field, values));
     }
-    write_data_file(&columns).map_err(data_err)
+    write_data_file_edited(version, &columns, &FileExtras::default(), edit).map_err(data_err)
 }
 
 /// Applies one byte-level corruption ([`DamageKind::ManifestBytes`] or
@@ -736,6 +947,8 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
         | Corruption::SetCoveringFields { .. }
         | Corruption::SignedDeletionOffsets { .. }
         | Corruption::WrongColumnType { .. }
+        | Corruption::DamagePage { .. }
+        | Corruption::ListStructInOverlay { .. }
         | Corruption::MissingOverlayFile { .. }
         | Corruption::SetExternalLineage { .. } => edit_manifest(root, version, c),
         Corruption::ClearFlag { .. }

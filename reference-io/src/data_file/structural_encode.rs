@@ -98,24 +98,7 @@ pub fn encode_structural_page(
         }));
     }
     let kind = ValueKind::of(data_type, values);
-    let sizes = chunk_sizes(values, |v| kind.value_bytes(v));
-    let mut words = Vec::with_capacity(sizes.len() * 4);
-    let mut chunks = Vec::new();
-    let mut start = 0usize;
-    for (k, &n) in sizes.iter().enumerate() {
-        let chunk_values = values.get(start..start + n).unwrap_or_default();
-        start += n;
-        let chunk_start = chunks.len();
-        write_chunk(&mut chunks, &kind, chunk_values, any_null);
-        let bytes = chunks.len() - chunk_start;
-        let last = k + 1 == sizes.len();
-        let log = if last { 0 } else { n.trailing_zeros() };
-        let word = u32::try_from(bytes / CHUNK_ALIGNMENT - 1)
-            .ok()
-            .filter(|w| *w < (1 << 28))
-            .ok_or(ChunkTooLarge { bytes })?;
-        words.extend_from_slice(&((word << 4) | log).to_le_bytes());
-    }
+    let (words, chunks) = mini_block_chunks(kind, values, any_null)?;
     let def_compression = any_null.then(|| flat(16));
     let layout = pb::PageLayout {
         layout: Some(pb::page_layout::Layout::MiniBlockLayout(
@@ -137,6 +120,86 @@ pub fn encode_structural_page(
         rows,
         layout,
         buffers: vec![words, chunks],
+    }))
+}
+
+/// The chunk metadata words and the chunks of a mini-block page holding `values` as `kind`.
+fn mini_block_chunks(
+    kind: ValueKind,
+    values: &[Value],
+    any_null: bool,
+) -> Result<(Vec<u8>, Vec<u8>), ChunkTooLarge> {
+    let sizes = chunk_sizes(values, |v| kind.value_bytes(v));
+    let mut words = Vec::with_capacity(sizes.len() * 4);
+    let mut chunks = Vec::new();
+    let mut start = 0usize;
+    for (k, &n) in sizes.iter().enumerate() {
+        let chunk_values = values.get(start..start + n).unwrap_or_default();
+        start += n;
+        let chunk_start = chunks.len();
+        write_chunk(&mut chunks, &kind, chunk_values, any_null);
+        let bytes = chunks.len() - chunk_start;
+        let last = k + 1 == sizes.len();
+        let log = if last { 0 } else { n.trailing_zeros() };
+        let word = u32::try_from(bytes / CHUNK_ALIGNMENT - 1)
+            .ok()
+            .filter(|w| *w < (1 << 28))
+            .ok_or(ChunkTooLarge { bytes })?;
+        words.extend_from_slice(&((word << 4) | log).to_le_bytes());
+    }
+    Ok((words, chunks))
+}
+
+/// A dictionary-encoded mini-block page of a fixed-width column (`int32`, `int64`, `uint64`,
+/// `float32`, `float64`), as Lance 14 writes dictionaries: page buffer 2 holds the distinct
+/// values (`Flat`, in order of first occurrence, compared bit for bit), and the chunks hold
+/// one `Flat(32)` index per row (0 for a NULL row, whose definition level says it is NULL).
+/// `None` for another type, or for a column with no value (which [`encode_structural_page`]
+/// writes as a constant page, with no dictionary). The kit writes such pages only to build damaged files.
+pub fn encode_dictionary_page(
+    data_type: &DataType,
+    values: &[Value],
+    struct_depth: usize,
+) -> Result<Option<StructuralPage>, ChunkTooLarge> {
+    let ValueKind::Flat(bits @ (32 | 64)) = ValueKind::of(data_type, values) else {
+        return Ok(None);
+    };
+    let Some(page) = encode_structural_page(data_type, values, struct_depth)? else {
+        return Ok(None);
+    };
+    let any_null = values.iter().any(Value::is_null);
+    let mut items: Vec<Value> = Vec::new();
+    let mut item_bytes: Vec<Vec<u8>> = Vec::new();
+    let mut indices = Vec::with_capacity(values.len());
+    for v in values {
+        if v.is_null() {
+            indices.push(Value::Null);
+            continue;
+        }
+        let bytes = flat_bytes(std::slice::from_ref(v), bits);
+        let index = match item_bytes.iter().position(|b| *b == bytes) {
+            Some(i) => i,
+            None => {
+                item_bytes.push(bytes);
+                items.push(v.clone());
+                item_bytes.len() - 1
+            }
+        };
+        indices.push(Value::Int32(i32::try_from(index).unwrap_or(i32::MAX)));
+    }
+    let (words, chunks) = mini_block_chunks(ValueKind::Flat(32), &indices, any_null)?;
+    let Some(pb::page_layout::Layout::MiniBlockLayout(mut layout)) = page.layout.layout else {
+        return Ok(None);
+    };
+    layout.value_compression = Some(flat(32));
+    layout.dictionary = Some(flat(bits));
+    layout.num_dictionary_items = items.len() as u64;
+    Ok(Some(StructuralPage {
+        rows: page.rows,
+        layout: pb::PageLayout {
+            layout: Some(pb::page_layout::Layout::MiniBlockLayout(layout)),
+        },
+        buffers: vec![words, chunks, flat_bytes(&items, bits)],
     }))
 }
 
@@ -591,6 +654,70 @@ mod tests {
         assert_eq!(
             page(DataType::Utf8, values.clone(), 1),
             page(DataType::Utf8, values, 1)
+        );
+    }
+
+    #[test]
+    fn dictionary_pages_read_back_as_their_values() {
+        use crate::data_file::{
+            ColumnData, DataFileVersion, FileExtras, read_data_file, write_data_file_edited,
+        };
+        use lance_reference::model::Field;
+        // 5,000 rows (two chunks), NULLs, three distinct values per type.
+        let cases: Vec<(DataType, Box<dyn Fn(usize) -> Value>)> = vec![
+            (
+                DataType::Int32,
+                Box::new(|i| Value::Int32([7, -9, 7][i % 3])),
+            ),
+            (
+                DataType::Int64,
+                Box::new(|i| Value::Int64([7, i64::MIN, 5][i % 3])),
+            ),
+            (
+                DataType::UInt64,
+                Box::new(|i| Value::UInt64([u64::MAX, 0, 3][i % 3])),
+            ),
+            (
+                DataType::Float32,
+                Box::new(|i| Value::Float32([0.0, -0.0, 1.5][i % 3])),
+            ),
+            (
+                DataType::Float64,
+                Box::new(|i| Value::Float64([f64::NAN, -0.0, 2.5][i % 3])),
+            ),
+        ];
+        for (data_type, v) in cases {
+            let values: Vec<Value> = (0..5000)
+                .map(|i| if i % 11 == 4 { Value::Null } else { v(i) })
+                .collect();
+            let column = ColumnData::new(Field::new(0, "v", data_type.clone()), values.clone());
+            let bytes = write_data_file_edited(
+                DataFileVersion::V2_2,
+                std::slice::from_ref(&column),
+                &FileExtras::default(),
+                &|_, c, depth, _| {
+                    encode_dictionary_page(&c.field.data_type, &c.values, depth)
+                        .map_err(|e| e.bytes.to_string())
+                },
+            )
+            .unwrap();
+            let file = read_data_file(&bytes, "dict.lance").unwrap();
+            let summary = format!("{:?}", file.page_summaries(0).unwrap());
+            assert!(summary.contains("dictionary"), "{data_type:?}: {summary}");
+            let back = file.column(0, &data_type).unwrap();
+            assert_eq!(back.len(), values.len());
+            for (row, (a, b)) in values.iter().zip(&back).enumerate() {
+                assert!(a.identical(b), "{data_type:?} row {row}: {a:?} -> {b:?}");
+            }
+        }
+        // No dictionary for a type it does not cover, or for a column of NULLs only.
+        assert_eq!(
+            encode_dictionary_page(&DataType::Utf8, &[Value::Utf8("a".into())], 0),
+            Ok(None)
+        );
+        assert_eq!(
+            encode_dictionary_page(&DataType::Int32, &[Value::Null], 0),
+            Ok(None)
         );
     }
 }

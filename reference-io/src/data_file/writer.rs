@@ -20,7 +20,7 @@ use super::container::{
     Extent, FOOTER_LEN, FileVersion, Footer, WRITER_VERSION, offset_table_bytes,
 };
 use super::page_encode::encode_page;
-use super::structural_encode::{PAGE_LAYOUT_URL, encode_structural_page};
+use super::structural_encode::{PAGE_LAYOUT_URL, StructuralPage, encode_structural_page};
 use lance_reference::model::{DataType, Field, Value};
 use lance_reference::proto::lance::encodings as enc;
 use lance_reference::proto::lance::file as pbf;
@@ -276,6 +276,7 @@ fn written_page(
     version: DataFileVersion,
     columns: &[ColumnData],
     column: usize,
+    edit: &PageEdit<'_>,
 ) -> Result<Option<WrittenPage>, DataFileError> {
     let Some(c) = columns.get(column) else {
         return Ok(None);
@@ -302,6 +303,16 @@ fn written_page(
                     ),
                 },
             )?;
+            let page = match page {
+                Some(page) => edit(column, c, depth, page).map_err(|problem| {
+                    DataFileError::BadFieldOrder {
+                        column,
+                        field: c.field.id,
+                        problem,
+                    }
+                })?,
+                None => None,
+            };
             Ok(page.map(|page| WrittenPage {
                 rows: page.rows,
                 encoding: direct(PAGE_LAYOUT_URL, page.layout.encode_to_vec()),
@@ -318,6 +329,24 @@ pub fn write_data_file_in(
     version: DataFileVersion,
     columns: &[ColumnData],
     extras: &FileExtras,
+) -> Result<Vec<u8>, DataFileError> {
+    write_data_file_edited(version, columns, extras, &|_, _, _, page| Ok(Some(page)))
+}
+
+/// Replaces a v2.2 page before it is written: called with the column's index, its data, the
+/// number of structs around it and the page [`encode_structural_page`] made; returns the page
+/// to write (`None`: none), or why it cannot.
+pub type PageEdit<'a> = dyn Fn(usize, &ColumnData, usize, StructuralPage) -> Result<Option<StructuralPage>, String>
+    + 'a;
+
+/// [`write_data_file_in`] with each v2.2 page passed through `edit` first. The corpus uses it
+/// to write damaged files (a page whose layout breaks a rule of the format), so what `edit`
+/// returns is written as it is, unchecked; v2.0 pages are written unchanged.
+pub fn write_data_file_edited(
+    version: DataFileVersion,
+    columns: &[ColumnData],
+    extras: &FileExtras,
+    edit: &PageEdit<'_>,
 ) -> Result<Vec<u8>, DataFileError> {
     check_columns(columns)?;
     if let Some((column, c)) = columns
@@ -350,7 +379,7 @@ pub fn write_data_file_in(
             continue;
         }
         let mut pages = Vec::new();
-        if let Some(page) = written_page(version, columns, column)? {
+        if let Some(page) = written_page(version, columns, column, edit)? {
             let mut buffer_offsets = Vec::with_capacity(page.buffers.len());
             let mut buffer_sizes = Vec::with_capacity(page.buffers.len());
             for b in &page.buffers {

@@ -5,6 +5,14 @@
 //! decoder that allocates for a count the file has not backed is a crash); a decoded column
 //! holds exactly `column_rows` values; a column that decodes is written back by
 //! `write_data_file` and reads back to identical values.
+//!
+//! Columns and fields are paired through `column_field` / `field_column`, never by position in
+//! the schema: in v2.1+ a struct parent has no column (only leaves do), so column `i` is not
+//! `schema()[i]` there. For each column the check also decodes the type its own field declares
+//! (what a manifest would give it), asks for its struct validity (one entry per enclosing
+//! struct, each of the column's length), and, in v2.1+, requires that a struct field has no
+//! column, that no column decodes as a struct, and that `field_column` finds the column of each
+//! leaf whose id is unique.
 
 use lance_reference::model::{DataType, Field, Value};
 use lance_reference_io::data_file::{ColumnData, read_data_file, write_data_file};
@@ -38,13 +46,69 @@ pub fn check(data: &[u8]) {
             }
         }
     }
+    let structural = file.is_structural();
+    if structural {
+        for field in file.schema() {
+            if field.logical_type == "struct" {
+                assert_eq!(
+                    file.field_column(field.id),
+                    None,
+                    "v2.1+ struct field {} has a column",
+                    field.id
+                );
+            }
+        }
+    }
     for index in 0..file.num_columns().min(MAX_COLUMNS) {
         let rows = file
             .column_rows(index)
             .expect("column index below num_columns");
         assert!(file.page_summaries(index).is_some());
-        for data_type in &types {
-            let Ok(values) = file.column(index, data_type) else {
+        let own = file.column_field(index).map(|field| {
+            let unique = file.schema().iter().filter(|f| f.id == field.id).count() == 1;
+            if unique {
+                assert_eq!(
+                    file.field_column(field.id),
+                    Some(index),
+                    "column {index} holds field {} but field_column names another",
+                    field.id
+                );
+            }
+            if structural {
+                assert_ne!(
+                    field.logical_type, "struct",
+                    "v2.1+ column {index} is a struct"
+                );
+            }
+            DataType::from_logical_type(&field.logical_type)
+        });
+        if structural {
+            assert!(
+                file.column_field(index).is_some(),
+                "v2.1+ column {index} has no field"
+            );
+            if let Ok(layers) = file.struct_validity(index) {
+                for nulls in layers.iter().flatten() {
+                    assert_eq!(
+                        nulls.len() as u64,
+                        rows,
+                        "column {index}: struct validity of another length"
+                    );
+                }
+            }
+        }
+        let mut tried = types.clone();
+        if let Some(Some(t)) = own {
+            if !tried.contains(&t) {
+                tried.push(t);
+            }
+        }
+        for data_type in &tried {
+            let decoded = file.column(index, data_type);
+            if structural && *data_type == DataType::Struct {
+                assert!(decoded.is_err(), "v2.1+ column {index} decoded as a struct");
+            }
+            let Ok(values) = decoded else {
                 continue;
             };
             assert_eq!(
