@@ -985,6 +985,12 @@ fn checked_entries(
     } else {
         (BTreeMap::new(), BTreeMap::new())
     };
+    // Every row id the version read holds, when row ids were assigned after the build.
+    let held_now = if by_ids && now.next_row_id > at_build.next_row_id {
+        rows_by_row_id(now.fragments.iter())?
+    } else {
+        BTreeMap::new()
+    };
     let mut rows: BTreeMap<(u64, u32), Option<Value>> = BTreeMap::new();
     let mut remapped_rows: BTreeMap<(u64, u32), Option<Value>> = BTreeMap::new();
     for (id, value) in stored {
@@ -999,6 +1005,15 @@ fn checked_entries(
                 .or_else(|| then.get(&id).copied())
             {
                 Some(row) => row,
+                // Assigned after the build and held by no fragment now: a row deleted since
+                // (row ids are never reused), whose entry is ignored ([IDX-READ-9]). Lance
+                // keeps such entries when a compaction drops the deleted rows of a fragment
+                // an incremental update had covered.
+                None if (at_build.next_row_id..now.next_row_id).contains(&id)
+                    && !held_now.contains_key(&id) =>
+                {
+                    continue;
+                }
                 None => {
                     return Err(unknown(
                         id,

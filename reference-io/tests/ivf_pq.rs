@@ -330,3 +330,49 @@ fn truncated_or_flipped_pq_files_get_typed_errors() {
         }
     }
 }
+
+#[test]
+fn entries_of_rows_deleted_and_compacted_away_since_the_build_are_ignored() {
+    // covers: IDX-READ-9, IDX-READ-10
+    // Stable row ids: optimize_indices took the appended fragment in (row ids 600..700), a
+    // delete removed every seventh row, and the compaction dropped them; the index keeps its
+    // row ids, so it names rows no fragment holds. Row ids are never reused, so such an id,
+    // assigned after the build, names a row deleted since.
+    let name = "ivf-pq-stable-compacted";
+    let root = fixture(name);
+    let read = Dataset::open(&root).unwrap().read_all().unwrap();
+    let (last, layout) = read.last().unwrap();
+    assert_eq!(last.version, 7);
+    // The index of v7 (optimize_indices wrote it under a new uuid, beside the build's).
+    let current = lance_reference_io::index_file::index_dir(&layout.indices[0].uuid);
+    let files: BTreeMap<String, Vec<u8>> = [IVF_INDEX, IVF_STORAGE]
+        .iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                std::fs::read(root.join(&current).join(n)).unwrap(),
+            )
+        })
+        .collect();
+    let stored = read_ivf_pq(&files, 4).unwrap();
+    let deleted_appended: Vec<u64> = (600..700).filter(|id| id % 7 == 0).collect();
+    assert!(deleted_appended.iter().all(|id| stored.contains(id)));
+    let index = &last.indices[0];
+    // The compaction rewrote every fragment, so the whole table is covered after the build:
+    // one entry per live row with a whole vector, holding that vector ([IDX-READ-9]).
+    assert_eq!(index.entries, entries(last, index).unwrap(), "{name}");
+    assert!(index.entries.len() < stored.len());
+    // An id assigned after the build that names no row is still refused once it is beyond
+    // every id the table assigned.
+    let dir = copy(name);
+    let path = dir.path().join(&current).join(IVF_STORAGE);
+    let mut bytes = std::fs::read(&path).unwrap();
+    replace_once(&mut bytes, &le(&[602]), &le(&[100_000]));
+    std::fs::write(&path, bytes).unwrap();
+    let err = Dataset::open(dir.path())
+        .unwrap()
+        .read_version(7)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(index_code(&err), "index_entry_unknown_row", "{err}");
+}

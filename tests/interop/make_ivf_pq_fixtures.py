@@ -9,7 +9,12 @@ dataset).
   8-bit codes), v3 a delete of ids 0..9;
 - ivf-pq-4bit-stable: 800 rows of fixed_size_list<float32, 8> with stable row ids in the default
   data file version (2.2), v2 an IVF_PQ index of 4-bit codes (3 partitions, 4 sub-vectors), v3
-  an append of 20 rows.
+  an append of 20 rows;
+- ivf-pq-stable-compacted: 600 rows of fixed_size_list<float32, 4> with stable row ids (2.0),
+  v2 an IVF_PQ index, v3 an append of 100 rows, v4 optimize_indices (the index takes the
+  appended fragment in, with entries), v5 a delete of every id divisible by 7, v6-v7 a
+  compaction: the index keeps its row ids, among them those of deleted appended rows, which
+  no fragment holds any more.
 
 (Lance gives each partition at least 256 training rows, hence the row counts.) lance.json holds,
 per dataset, the index's PQ parameters and the row ids of each partition as pylance's own file
@@ -82,6 +87,15 @@ def main(out):
     ds.create_index("v", index_type="IVF_PQ", num_partitions=3, num_sub_vectors=4, num_bits=4)
     lance.write_dataset(table(20, 8, 800), p, mode="append")
     report["ivf-pq-4bit-stable"] = describe(p)
+
+    p = os.path.join(out, "ivf-pq-stable-compacted")
+    ds = lance.write_dataset(table(600, 4), p, max_rows_per_file=300, enable_stable_row_ids=True, data_storage_version="2.0")
+    ds.create_index("v", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=2)
+    lance.write_dataset(table(100, 4, 600), p, mode="append", data_storage_version="2.0")
+    lance.dataset(p).optimize.optimize_indices()
+    lance.dataset(p).delete("id % 7 = 0")
+    lance.dataset(p).optimize.compact_files(target_rows_per_fragment=10000)
+    report["ivf-pq-stable-compacted"] = describe(p)
 
     with open(os.path.join(out, "lance.json"), "w") as f:
         json.dump(report, f, sort_keys=True)
