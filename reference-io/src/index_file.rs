@@ -1,18 +1,22 @@
 //! The files of an index (`_indices/<uuid>/`): a BTree scalar index and an IVF_FLAT vector
 //! index, written as Lance 14.0.2 writes them (the kit's writer uses one partition) and read
 //! back, with any partition count, with every check a reader needs before it answers a query
-//! from them. Other vector index types (IVF_PQ, IVF_SQ, HNSW variants: quantized or graph
-//! storage the kit does not decode) are refused by name as unsupported.
+//! from them; and Lance's IVF_PQ vector index, read (never written): its row ids, partition
+//! table, PQ parameters and codebook, not its codes ([`read_ivf_pq`] says why). Other vector
+//! index types (IVF_SQ, HNSW variants: quantized or graph storage the kit does not read) are
+//! refused by name as unsupported.
 //!
 //! Invariant: [`btree_files`] and [`ivf_files`] are deterministic (sorted metadata, no clock,
-//! a fixed centroid) and write exactly the layouts below; [`read_btree`] and [`read_ivf`]
-//! accept those layouts, and Lance 14's own files for the same content (whose metadata comes in
-//! any order and may carry a training loss), and refuse anything else with an
-//! [`IndexFileError`] naming the file. The readers return the stored `(id, value)` pairs; what
-//! an id means (row address or row id) and whether the pairs agree with the table is decided
-//! by [`crate::read`], which knows the manifest and the version the index claims.
+//! a fixed centroid) and write exactly the layouts below; [`read_btree`], [`read_ivf`] and
+//! [`read_ivf_pq`] accept those layouts, and Lance 14's own files for the same content (whose
+//! metadata comes in any order and may carry a training loss), and refuse anything else with an
+//! [`IndexFileError`] naming the file. The readers return what the files store per id
+//! ([`StoredEntries`]: the value, or nothing but the id for a PQ code); what an id means (row
+//! address or row id) and whether the entries agree with the table is decided by
+//! [`crate::read`], which knows the manifest and the version the index claims.
 //!
-//! Every file is a Lance v2.0 file ([`crate::data_file`]):
+//! The layouts (the kit writes BTree and IVF files as Lance v2.0 files ([`crate::data_file`]) and
+//! only reads IVF_PQ files):
 //!
 //! ```text
 //! BTree   page_data.lance    values: <key type>, nullable   ids: uint64 (row addresses)
@@ -32,7 +36,20 @@
 //!          auxiliary.idx holds partition i at rows offsets[i] .. offsets[i] + lengths[i])
 //!                            metadata distance_type = "l2", lance:ivf = "1",
 //!                            storage_metadata = ["{\"dim\":N}"]
+//! IVF_PQ  index.idx          as IVF_FLAT, lance:index = {"type":"IVF_PQ","distance_type":"l2"}
+//!         auxiliary.idx      _rowid: uint64 (row ids)
+//!                            __pq_code: fixed_size_list<uint8, B> (B = M, or M / 2 for
+//!                            4-bit codes), partitions as IVF_FLAT
+//!                            global buffer 1: IVF {offsets, lengths}
+//!                            global buffer C: codebook Tensor FLOAT32 [2^nbits, N]
+//!                            metadata distance_type = "l2", lance:ivf = "1",
+//!                            storage_metadata = ["{\"codebook_position\":C,\"nbits\":4|8,
+//!                              \"num_sub_vectors\":M,\"dimension\":N,
+//!                              \"codebook_tensor\":[],\"transposed\":true}"]
 //! ```
+//!
+//! Lance writes these files in the dataset's data file version (v2.0, or v2.2 by default); the
+//! readers take any version [`crate::data_file`] reads.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -730,14 +747,45 @@ fn json(name: &str, key: &str, text: &str) -> Result<serde_json::Value, IndexFil
     serde_json::from_str(text).map_err(|e| layout_error(name, format!("{key} is not JSON: {e}")))
 }
 
-/// Reads an IVF_FLAT index's files (by name) for vectors of `dimension` items: the stored
-/// `(row id, vector)` pairs, in storage order, after checking both files' layouts, the
-/// partition table against the stored rows, the centroid table's shape, and the uniqueness of
-/// row ids.
-pub fn read_ivf(
+/// The vector index types whose files [`read_vector_index`] reads (`lance:index` `type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VectorIndexType {
+    /// `IVF_FLAT`: `auxiliary.idx` stores each entry's vector.
+    IvfFlat,
+    /// `IVF_PQ`: `auxiliary.idx` stores each entry's product-quantized code.
+    IvfPq,
+}
+
+/// What an index's files store for its entries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoredEntries {
+    /// `(id, value)` pairs: a BTree's keys, an IVF_FLAT index's vectors.
+    Values(Vec<(u64, Value)>),
+    /// Ids only: an IVF_PQ index stores for each id a product-quantized code, which stands for
+    /// the row's vector without being it (see [`read_ivf_pq`]).
+    Quantized(Vec<u64>),
+}
+
+impl StoredEntries {
+    /// Each stored id with its value, `None` for a quantized code, in storage order.
+    pub fn into_pairs(self) -> Vec<(u64, Option<Value>)> {
+        match self {
+            StoredEntries::Values(pairs) => {
+                pairs.into_iter().map(|(id, v)| (id, Some(v))).collect()
+            }
+            StoredEntries::Quantized(ids) => ids.into_iter().map(|id| (id, None)).collect(),
+        }
+    }
+}
+
+/// Reads `index.idx` of an IVF index over vectors of `dimension` items: the index type it
+/// names and its partition count, after checking its column, `lance:index` (IVF_FLAT or IVF_PQ,
+/// distance l2), the centroid table `[partitions, dimension]` FLOAT32 and `lance:flat` (one
+/// entry per partition).
+fn read_ivf_index_file(
     files: &BTreeMap<String, Vec<u8>>,
     dimension: u32,
-) -> Result<Vec<(u64, Value)>, IndexFileError> {
+) -> Result<(VectorIndexType, usize), IndexFileError> {
     let index = parse(IVF_INDEX, file(files, IVF_INDEX)?)?;
     check_columns(IVF_INDEX, &index, &[("__flat_marker", "uint64".into())])?;
     let meta = json(
@@ -745,14 +793,21 @@ pub fn read_ivf(
         "lance:index",
         metadata(IVF_INDEX, &index, "lance:index")?,
     )?;
-    let kind = meta.get("type").and_then(|t| t.as_str());
+    let kind = match meta.get("type").and_then(|t| t.as_str()) {
+        Some("IVF_FLAT") => Some(VectorIndexType::IvfFlat),
+        Some("IVF_PQ") => Some(VectorIndexType::IvfPq),
+        _ => None,
+    };
     let distance = meta.get("distance_type").and_then(|t| t.as_str());
-    if kind != Some("IVF_FLAT") || distance.map(str::to_ascii_lowercase).as_deref() != Some("l2") {
-        return Err(IndexFileError::Unsupported {
-            file: IVF_INDEX.into(),
-            feature: format!("lance:index {meta} (only IVF_FLAT with l2 is read)"),
-        });
-    }
+    let kind = match kind {
+        Some(kind) if distance.map(str::to_ascii_lowercase).as_deref() == Some("l2") => kind,
+        _ => {
+            return Err(IndexFileError::Unsupported {
+                file: IVF_INDEX.into(),
+                feature: format!("lance:index {meta} (only IVF_FLAT and IVF_PQ with l2 are read)"),
+            });
+        }
+    };
     let centroids = ivf_buffer(IVF_INDEX, &index)?;
     let partitions = centroids.lengths.len();
     let tensor = centroids
@@ -761,7 +816,7 @@ pub fn read_ivf(
         .ok_or_else(|| layout_error(IVF_INDEX, "the IVF message has no centroids"))?;
     let shape_ok = tensor.data_type == ipb::tensor::DataType::Float32 as i32
         && tensor.shape == [partitions as u32, dimension]
-        && tensor.data.len() == 4 * partitions * dimension as usize;
+        && tensor.data.len() as u64 == 4 * partitions as u64 * u64::from(dimension);
     if !shape_ok {
         return Err(layout_error(
             IVF_INDEX,
@@ -784,18 +839,13 @@ pub fn read_ivf(
             format!("lance:flat {flat} does not list {partitions} partitions"),
         ));
     }
+    Ok((kind, partitions))
+}
 
-    let storage = parse(IVF_STORAGE, file(files, IVF_STORAGE)?)?;
-    let vector_type = DataType::FixedSizeList { dimension };
-    check_columns(
-        IVF_STORAGE,
-        &storage,
-        &[
-            ("_rowid", "uint64".into()),
-            ("flat", vector_type.logical_type()),
-        ],
-    )?;
-    let distance = metadata(IVF_STORAGE, &storage, "distance_type")?;
+/// The first `storage_metadata` entry of `auxiliary.idx`, parsed (a JSON list of JSON texts;
+/// Lance writes one), after checking `distance_type` (l2).
+fn storage_metadata(storage: &DataFileContents<'_>) -> Result<serde_json::Value, IndexFileError> {
+    let distance = metadata(IVF_STORAGE, storage, "distance_type")?;
     if !distance.eq_ignore_ascii_case("l2") {
         return Err(IndexFileError::Unsupported {
             file: IVF_STORAGE.into(),
@@ -805,21 +855,26 @@ pub fn read_ivf(
     let stored = json(
         IVF_STORAGE,
         "storage_metadata",
-        metadata(IVF_STORAGE, &storage, "storage_metadata")?,
+        metadata(IVF_STORAGE, storage, "storage_metadata")?,
     )?;
-    let dim = stored
-        .as_array()
-        .and_then(|a| a.first())
-        .and_then(|s| s.as_str())
-        .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
-        .and_then(|m| m.get("dim").and_then(|d| d.as_u64()));
-    if dim != Some(u64::from(dimension)) {
-        return Err(layout_error(
+    match stored.as_array().map(Vec::as_slice) {
+        Some([serde_json::Value::String(text), ..]) => {
+            json(IVF_STORAGE, "storage_metadata[0]", text)
+        }
+        _ => Err(layout_error(
             IVF_STORAGE,
-            format!("storage_metadata {stored} does not give dim {dimension}"),
-        ));
+            format!("storage_metadata {stored} is not a list of JSON texts"),
+        )),
     }
-    let parts = ivf_buffer(IVF_STORAGE, &storage)?;
+}
+
+/// Checks that `auxiliary.idx`'s partition table has `partitions` partitions that follow one
+/// another and cover its rows exactly.
+fn check_storage_partitions(
+    storage: &DataFileContents<'_>,
+    partitions: usize,
+) -> Result<(), IndexFileError> {
+    let parts = ivf_buffer(IVF_STORAGE, storage)?;
     let rows = storage.num_rows();
     let mut at = 0u64;
     for (p, length) in parts.lengths.iter().enumerate() {
@@ -842,6 +897,54 @@ pub fn read_ivf(
             ),
         ));
     }
+    Ok(())
+}
+
+/// Reads a vector index's files (by name) for vectors of `dimension` items, IVF_FLAT
+/// ([`read_ivf`]) or IVF_PQ ([`read_ivf_pq`]) as `index.idx` says.
+pub fn read_vector_index(
+    files: &BTreeMap<String, Vec<u8>>,
+    dimension: u32,
+) -> Result<StoredEntries, IndexFileError> {
+    match read_ivf_index_file(files, dimension)?.0 {
+        VectorIndexType::IvfFlat => read_ivf(files, dimension).map(StoredEntries::Values),
+        VectorIndexType::IvfPq => read_ivf_pq(files, dimension).map(StoredEntries::Quantized),
+    }
+}
+
+/// Reads an IVF_FLAT index's files (by name) for vectors of `dimension` items: the stored
+/// `(row id, vector)` pairs, in storage order, after checking both files' layouts, the
+/// partition table against the stored rows, the centroid table's shape, and the uniqueness of
+/// row ids.
+pub fn read_ivf(
+    files: &BTreeMap<String, Vec<u8>>,
+    dimension: u32,
+) -> Result<Vec<(u64, Value)>, IndexFileError> {
+    let (kind, partitions) = read_ivf_index_file(files, dimension)?;
+    if kind != VectorIndexType::IvfFlat {
+        return Err(layout_error(
+            IVF_INDEX,
+            format!("an {kind:?} index read as IVF_FLAT"),
+        ));
+    }
+    let storage = parse(IVF_STORAGE, file(files, IVF_STORAGE)?)?;
+    let vector_type = DataType::FixedSizeList { dimension };
+    check_columns(
+        IVF_STORAGE,
+        &storage,
+        &[
+            ("_rowid", "uint64".into()),
+            ("flat", vector_type.logical_type()),
+        ],
+    )?;
+    let stored = storage_metadata(&storage)?;
+    if stored.get("dim").and_then(|d| d.as_u64()) != Some(u64::from(dimension)) {
+        return Err(layout_error(
+            IVF_STORAGE,
+            format!("storage_metadata {stored} does not give dim {dimension}"),
+        ));
+    }
+    check_storage_partitions(&storage, partitions)?;
     let row_ids = ids(
         IVF_STORAGE,
         column(IVF_STORAGE, &storage, 0, &DataType::UInt64)?,
@@ -853,6 +956,187 @@ pub fn read_ivf(
         }
     }
     Ok(row_ids.into_iter().zip(vectors).collect())
+}
+
+/// The PQ parameters of an IVF_PQ storage file's `storage_metadata`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PqParameters {
+    /// Bits per sub-vector code: 4 or 8.
+    nbits: u32,
+    /// Sub-vectors per vector (a divisor of the dimension).
+    num_sub_vectors: u32,
+    /// The global buffer holding the codebook.
+    codebook_position: usize,
+}
+
+impl PqParameters {
+    /// Bytes of one entry's code: two 4-bit codes share a byte.
+    fn code_bytes(self) -> u32 {
+        if self.nbits == 4 {
+            self.num_sub_vectors / 2
+        } else {
+            self.num_sub_vectors
+        }
+    }
+}
+
+/// Parses and checks the PQ parameters of `storage_metadata` for vectors of `dimension` items.
+fn pq_parameters(
+    stored: &serde_json::Value,
+    dimension: u32,
+) -> Result<PqParameters, IndexFileError> {
+    let number = |key: &str| {
+        stored
+            .get(key)
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| {
+                layout_error(
+                    IVF_STORAGE,
+                    format!("storage_metadata {stored} has no whole number {key:?}"),
+                )
+            })
+    };
+    let inline = stored.get("codebook_tensor").and_then(|t| t.as_array());
+    if !inline.is_some_and(Vec::is_empty) {
+        return Err(IndexFileError::Unsupported {
+            file: IVF_STORAGE.into(),
+            feature: "a PQ codebook inline in storage_metadata (codebook_tensor not [])".into(),
+        });
+    }
+    if !stored
+        .get("transposed")
+        .is_some_and(serde_json::Value::is_boolean)
+    {
+        return Err(layout_error(
+            IVF_STORAGE,
+            format!("storage_metadata {stored} has no boolean \"transposed\""),
+        ));
+    }
+    if number("dimension")? != u64::from(dimension) {
+        return Err(layout_error(
+            IVF_STORAGE,
+            format!("storage_metadata {stored} does not give dimension {dimension}"),
+        ));
+    }
+    let nbits = number("nbits")?;
+    let num_sub_vectors = number("num_sub_vectors")?;
+    if nbits != 4 && nbits != 8 {
+        return Err(IndexFileError::Unsupported {
+            file: IVF_STORAGE.into(),
+            feature: format!("PQ codes of {nbits} bits (4 and 8 are read)"),
+        });
+    }
+    let divides = num_sub_vectors >= 1
+        && u64::from(dimension) % num_sub_vectors == 0
+        && (nbits == 8 || num_sub_vectors % 2 == 0);
+    if !divides {
+        return Err(layout_error(
+            IVF_STORAGE,
+            format!(
+                "num_sub_vectors {num_sub_vectors} does not split dimension {dimension} into sub-vectors of {nbits}-bit codes filling whole bytes"
+            ),
+        ));
+    }
+    let codebook_position = usize::try_from(number("codebook_position")?).unwrap_or(usize::MAX);
+    if codebook_position == 0 {
+        return Err(layout_error(
+            IVF_STORAGE,
+            "codebook_position names global buffer 0 (the schema)",
+        ));
+    }
+    Ok(PqParameters {
+        nbits: nbits as u32,
+        num_sub_vectors: num_sub_vectors as u32,
+        codebook_position,
+    })
+}
+
+/// Reads an IVF_PQ index's files (by name) for vectors of `dimension` items: the stored row
+/// ids, in storage order, after checking both files' layouts (as for IVF_FLAT), the PQ
+/// parameters (4- or 8-bit codes, sub-vectors dividing the dimension), the codebook
+/// (`[2^nbits, dimension]` FLOAT32 in the global buffer `codebook_position` names), the code
+/// column's width and row count, the partition table against the stored rows, and the
+/// uniqueness of row ids.
+///
+/// The codes themselves are not decoded: every byte string of the code width is a valid code
+/// (each 4- or 8-bit code names one of the codebook's `2^nbits` centroids), so no code can be
+/// out of range, and no rule compares a code with the row's vector. Lance codes the residual
+/// of the vector from its partition's centroid, choosing the nearest centroid and the nearest
+/// codeword in float arithmetic; a reader repeating that choice differs from Lance at every
+/// near tie, so a comparison would report sound indices. What the entries are judged by is
+/// which rows they name ([`crate::read`]).
+pub fn read_ivf_pq(
+    files: &BTreeMap<String, Vec<u8>>,
+    dimension: u32,
+) -> Result<Vec<u64>, IndexFileError> {
+    let (kind, partitions) = read_ivf_index_file(files, dimension)?;
+    if kind != VectorIndexType::IvfPq {
+        return Err(layout_error(
+            IVF_INDEX,
+            format!("an {kind:?} index read as IVF_PQ"),
+        ));
+    }
+    let storage = parse(IVF_STORAGE, file(files, IVF_STORAGE)?)?;
+    let pq = pq_parameters(&storage_metadata(&storage)?, dimension)?;
+    check_columns(
+        IVF_STORAGE,
+        &storage,
+        &[
+            ("_rowid", "uint64".into()),
+            (
+                "__pq_code",
+                format!("fixed_size_list:uint8:{}", pq.code_bytes()),
+            ),
+        ],
+    )?;
+    let codebook = storage.global_buffer(pq.codebook_position).ok_or_else(|| {
+        layout_error(
+            IVF_STORAGE,
+            format!(
+                "codebook_position names global buffer {}, which the file lacks",
+                pq.codebook_position
+            ),
+        )
+    })?;
+    let codebook = ipb::Tensor::decode(codebook).map_err(|e| {
+        layout_error(
+            IVF_STORAGE,
+            format!(
+                "global buffer {} is no codebook tensor: {e}",
+                pq.codebook_position
+            ),
+        )
+    })?;
+    let centroids = 1u32 << pq.nbits;
+    let shape_ok = codebook.data_type == ipb::tensor::DataType::Float32 as i32
+        && codebook.shape == [centroids, dimension]
+        && codebook.data.len() as u64 == 4 * u64::from(centroids) * u64::from(dimension);
+    if !shape_ok {
+        return Err(layout_error(
+            IVF_STORAGE,
+            format!(
+                "codebook of type {} and shape {:?} with {} bytes, expected FLOAT32 [{centroids}, {dimension}]",
+                codebook.data_type,
+                codebook.shape,
+                codebook.data.len()
+            ),
+        ));
+    }
+    if storage.column_rows(1) != Some(storage.num_rows()) {
+        return Err(layout_error(
+            IVF_STORAGE,
+            format!(
+                "__pq_code holds {:?} rows, the file {}",
+                storage.column_rows(1),
+                storage.num_rows()
+            ),
+        ));
+    }
+    check_storage_partitions(&storage, partitions)?;
+    ids(
+        IVF_STORAGE,
+        column(IVF_STORAGE, &storage, 0, &DataType::UInt64)?,
+    )
 }
 
 #[cfg(test)]

@@ -59,8 +59,8 @@ use super::data_file::{MAX_DECODED_VALUES, read_data_file};
 use super::deletion::{DeletionFile, read_deletion_file};
 use super::error::DatasetError;
 use super::index_file::{
-    BTREE_DATA, BTREE_LOOKUP, IVF_INDEX, IVF_STORAGE, IndexFileError, index_dir, read_btree,
-    read_ivf,
+    BTREE_DATA, BTREE_LOOKUP, IVF_INDEX, IVF_STORAGE, IndexFileError, StoredEntries, index_dir,
+    read_btree, read_vector_index,
 };
 use super::layout::IndexLayout;
 use super::layout::{FileLayout, FragmentLayout, Layout};
@@ -670,16 +670,18 @@ impl Dataset {
                     self.options.max_file_bytes,
                     &field,
                 )?;
-                checked_entries(at_build, &snapshot, index, il, stored).map_err(|e| match e {
-                    Checked::Model(error) => DatasetError::Model {
-                        file: field.clone(),
-                        error: Box::new(error),
+                checked_entries(at_build, &snapshot, index, il, stored.into_pairs()).map_err(
+                    |e| match e {
+                        Checked::Model(error) => DatasetError::Model {
+                            file: field.clone(),
+                            error: Box::new(error),
+                        },
+                        Checked::Index(error) => DatasetError::IndexFile {
+                            field: field.clone(),
+                            error: Box::new(error),
+                        },
                     },
-                    Checked::Index(error) => DatasetError::IndexFile {
-                        field: field.clone(),
-                        error: Box::new(error),
-                    },
-                })?
+                )?
             };
             snapshot.indices[n].entries = entries;
         }
@@ -698,8 +700,8 @@ pub fn index_file_names(kind: IndexKind) -> [&'static str; 2] {
     }
 }
 
-/// Reads the files of `index` from `dir` (root-relative) and returns the stored `(id, value)`
-/// pairs and every file's size. Each file the kind needs must exist, be within `limit` and,
+/// Reads the files of `index` from `dir` (root-relative) and returns what they store (`(id,
+/// value)` pairs, or ids only for a quantized vector index) and every file's size. Each file the kind needs must exist, be within `limit` and,
 /// when `layout.files` lists it, have the listed size; a listed file the kind does not use must
 /// exist too. `schema` gives the key's type; `field` names the index in errors.
 pub fn read_index_files(
@@ -710,7 +712,7 @@ pub fn read_index_files(
     schema: &Schema,
     limit: u64,
     field: &str,
-) -> Result<(Vec<(u64, Value)>, FileSizes), DatasetError> {
+) -> Result<(StoredEntries, FileSizes), DatasetError> {
     let index_error = |error| DatasetError::IndexFile {
         field: field.to_string(),
         error: Box::new(error),
@@ -749,8 +751,10 @@ pub fn read_index_files(
             })
         })?;
     let stored = match (index.kind, &key_type) {
-        (IndexKind::BTree, t) => read_btree(&files, t),
-        (IndexKind::Vector, DataType::FixedSizeList { dimension }) => read_ivf(&files, *dimension),
+        (IndexKind::BTree, t) => read_btree(&files, t).map(StoredEntries::Values),
+        (IndexKind::Vector, DataType::FixedSizeList { dimension }) => {
+            read_vector_index(&files, *dimension)
+        }
         (IndexKind::Vector, t) => Err(IndexFileError::Unsupported {
             file: dir.to_string(),
             feature: format!("a vector index keyed on {}", t.logical_type()),
@@ -803,12 +807,13 @@ fn in_dir(dir: &str, e: IndexFileError) -> IndexFileError {
 /// them newer than the index): those are in the exclusion set ([OVL-IDX-1]), so their entries
 /// are never used and may hold the base value (a remap) or the overlaid one (an incremental
 /// index update). An entry for a row deleted since is dropped, as deletions apply to an
-/// index's answers ([IDX-READ-5]).
+/// index's answers ([IDX-READ-5]). A quantized entry (`None`: an IVF_PQ code) holds no value to
+/// compare; it takes the row's value, or NULL in the exclusion set, where it is never used.
 fn remapped_entries(
     now: &Snapshot,
     remapped: &[&Fragment],
     index: &Index,
-    mut stored: BTreeMap<(u64, u32), Value>,
+    mut stored: BTreeMap<(u64, u32), Option<Value>>,
 ) -> Result<Vec<IndexEntry>, Checked> {
     if remapped.is_empty() {
         return Ok(Vec::new());
@@ -822,7 +827,7 @@ fn remapped_entries(
                 entries.push(IndexEntry {
                     fragment: f.id,
                     offset,
-                    value,
+                    value: value.unwrap_or(Value::Null),
                 });
             }
         }
@@ -862,6 +867,7 @@ fn remapped_entries(
                 remapped: true,
             }));
         };
+        let value = value.unwrap_or_else(|| e.value.clone());
         if !value.identical(&e.value) {
             return Err(Checked::Index(IndexFileError::StaleEntry {
                 index: index.name.clone(),
@@ -892,7 +898,7 @@ fn remapped_entries(
             index: index.name.clone(),
             fragment,
             offset,
-            stored: value.to_string(),
+            stored: stored_text(value.as_ref()),
             expected: "no entry (the index holds no NULL or partly NULL vector)".into(),
             dataset_version: index.dataset_version,
             remapped: true,
@@ -914,6 +920,11 @@ fn rows_by_row_id<'a>(
         }
     }
     Ok(out)
+}
+
+/// A stored value as an error names it (a quantized entry has none).
+fn stored_text(value: Option<&Value>) -> String {
+    value.map_or_else(|| "a quantized code".into(), Value::to_string)
 }
 
 /// Why [`checked_entries`] refused.
@@ -946,7 +957,7 @@ fn checked_entries(
     now: &Snapshot,
     index: &Index,
     layout: &IndexLayout,
-    stored: Vec<(u64, Value)>,
+    stored: Vec<(u64, Option<Value>)>,
 ) -> Result<Vec<IndexEntry>, Checked> {
     let unknown = |id: u64, problem: String| {
         Checked::Index(IndexFileError::UnknownRow {
@@ -974,8 +985,14 @@ fn checked_entries(
     } else {
         (BTreeMap::new(), BTreeMap::new())
     };
-    let mut rows: BTreeMap<(u64, u32), Value> = BTreeMap::new();
-    let mut remapped_rows: BTreeMap<(u64, u32), Value> = BTreeMap::new();
+    // Every row id the version read holds, when row ids were assigned after the build.
+    let held_now = if by_ids && now.next_row_id > at_build.next_row_id {
+        rows_by_row_id(now.fragments.iter())?
+    } else {
+        BTreeMap::new()
+    };
+    let mut rows: BTreeMap<(u64, u32), Option<Value>> = BTreeMap::new();
+    let mut remapped_rows: BTreeMap<(u64, u32), Option<Value>> = BTreeMap::new();
     for (id, value) in stored {
         let (fragment, offset) = if !by_ids {
             (id >> 32, (id & 0xffff_ffff) as u32)
@@ -988,6 +1005,15 @@ fn checked_entries(
                 .or_else(|| then.get(&id).copied())
             {
                 Some(row) => row,
+                // Assigned after the build and held by no fragment now: a row deleted since
+                // (row ids are never reused), whose entry is ignored ([IDX-READ-9]). Lance
+                // keeps such entries when a compaction drops the deleted rows of a fragment
+                // an incremental update had covered.
+                None if (at_build.next_row_id..now.next_row_id).contains(&id)
+                    && !held_now.contains_key(&id) =>
+                {
+                    continue;
+                }
                 None => {
                     return Err(unknown(
                         id,
@@ -1066,6 +1092,8 @@ fn checked_entries(
                 remapped: false,
             }));
         };
+        // A quantized entry stands for the row's vector ([`StoredEntries::Quantized`]).
+        let value = value.unwrap_or_else(|| e.value.clone());
         if !value.identical(&e.value) {
             return Err(Checked::Index(IndexFileError::StaleEntry {
                 index: index.name.clone(),
@@ -1089,7 +1117,7 @@ fn checked_entries(
             index: index.name.clone(),
             fragment,
             offset,
-            stored: value.to_string(),
+            stored: stored_text(value.as_ref()),
             expected: "no entry (the index holds no NULL or partly NULL vector)".into(),
             dataset_version: at_build.version,
             remapped: false,

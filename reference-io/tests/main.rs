@@ -6,4 +6,5 @@ mod data_file_v2x;
 mod dataset;
 mod dataset_v2x;
 mod index_files;
+mod ivf_pq;
 mod write_v2_2;
