@@ -20,12 +20,14 @@
 //! | [`paths`] | confining manifest paths to the dataset root |
 //! | [`layout`] | what a manifest records beyond the model (file sizes, versions, ids) |
 //! | [`codec`] | `Manifest` protobuf <-> [`lance_reference::model::Snapshot`] + [`Layout`] |
-//! | [`storage`] | where the bytes live: the [`storage::Storage`] seam, the local file system by default |
+//! | [`storage`] | where the bytes live: the [`storage::Storage`] seam, the local file system by default, memory for fuzzing |
+//! | [`decoded`] | what readers decoded from a [`storage::MemoryStorage`]'s files, remembered by path and size |
 //! | [`read`] | [`Dataset::open`], reading whole versions (time travel) |
 //! | [`write`](mod@write) | [`write_version`]: data, overlay, deletion files and the manifest |
 
 pub mod codec;
 pub mod data_file;
+pub mod decoded;
 pub mod deletion;
 mod error;
 pub mod index_file;
@@ -43,5 +45,5 @@ pub use error::{DatasetError, FramingProblem};
 pub use io_error::{BitmapProblem, DatasetIoError};
 pub use layout::Layout;
 pub use read::{Dataset, ReadOptions};
-pub use storage::{LocalStorage, Storage, StorageError};
-pub use write::{WriteOptions, content_name, write_version};
+pub use storage::{LocalStorage, MemoryStorage, Storage, StorageError, StorageWrite};
+pub use write::{WriteOptions, content_name, write_version, write_version_in};

@@ -56,6 +56,7 @@ use std::sync::{Arc, Mutex};
 
 use super::codec::decode_manifest;
 use super::data_file::{MAX_DECODED_VALUES, read_data_file};
+use super::decoded::{ColumnRequest, IndexRequest};
 use super::deletion::{DeletionFile, read_deletion_file};
 use super::error::DatasetError;
 use super::index_file::{
@@ -168,8 +169,53 @@ pub fn reads_position(schema: &Schema, field: i32, overlay: bool) -> bool {
     position_type(schema, field, overlay).is_some()
 }
 
-/// Decodes the columns of one data file as the model wants them (see the module docs).
+/// Decodes the columns of one data file as the model wants them (see the module docs); from a
+/// storage that remembers decodings ([`Storage::decoded`]) a file already decoded for the same
+/// request is not decoded again.
 pub fn read_file_columns(
+    storage: &dyn Storage,
+    schema: &Schema,
+    file: &DataFile,
+    layout: &FileLayout,
+    overlay: bool,
+    field: &str,
+    limit: u64,
+) -> Result<Vec<Column>, DatasetError> {
+    let Some(decoded) = storage.decoded() else {
+        return decode_file_columns(storage, schema, file, layout, overlay, field, limit);
+    };
+    let request = ColumnRequest {
+        overlay,
+        fields: file
+            .fields
+            .iter()
+            .map(|&id| {
+                let data_type = schema.field(id).map(|f| f.data_type.clone());
+                (id, data_type, schema.ancestry(id))
+            })
+            .collect(),
+        column_indices: layout.column_indices.clone(),
+        version: (layout.file_major_version, layout.file_minor_version),
+    };
+    // The checks of what the manifest says of the file come first, hit or miss; a size the
+    // storage cannot tell is the decode's error to report.
+    let size = storage.size(&layout.path).ok();
+    let fits = |size: u64| {
+        size <= limit && (layout.file_size_bytes == 0 || layout.file_size_bytes == size)
+    };
+    if let Some(size) = size.filter(|&s| fits(s)) {
+        if let Some(columns) = decoded.columns(&layout.path, size, &request) {
+            return Ok(columns);
+        }
+    }
+    let columns = decode_file_columns(storage, schema, file, layout, overlay, field, limit)?;
+    if let Some(size) = size {
+        decoded.keep_columns(&layout.path, size, request, columns.clone());
+    }
+    Ok(columns)
+}
+
+fn decode_file_columns(
     storage: &dyn Storage,
     schema: &Schema,
     file: &DataFile,
@@ -703,8 +749,62 @@ pub fn index_file_names(kind: IndexKind) -> [&'static str; 2] {
 /// Reads the files of `index` from `dir` (root-relative) and returns what they store (`(id,
 /// value)` pairs, or ids only for a quantized vector index) and every file's size. Each file the kind needs must exist, be within `limit` and,
 /// when `layout.files` lists it, have the listed size; a listed file the kind does not use must
-/// exist too. `schema` gives the key's type; `field` names the index in errors.
+/// exist too. `schema` gives the key's type; `field` names the index in errors. From a storage
+/// that remembers decodings ([`Storage::decoded`]) files of the same sizes already decoded for
+/// the same kind and key type are not decoded again.
 pub fn read_index_files(
+    storage: &dyn Storage,
+    dir: &str,
+    layout: &IndexLayout,
+    index: &Index,
+    schema: &Schema,
+    limit: u64,
+    field: &str,
+) -> Result<(StoredEntries, FileSizes), DatasetError> {
+    let key_type = index
+        .fields
+        .first()
+        .and_then(|k| schema.field(*k))
+        .map(|f| f.data_type.clone());
+    let (Some(decoded), Some(key_type)) = (storage.decoded(), key_type) else {
+        return decode_index_files(storage, dir, layout, index, schema, limit, field);
+    };
+    let request = IndexRequest {
+        kind: index.kind,
+        key_type,
+    };
+    // Every file's size, checked as a decode checks it; anything else is the decode's to report.
+    let sizes: Option<FileSizes> = index_names(index, layout)
+        .into_iter()
+        .map(|name| {
+            let size = storage.size(&format!("{dir}/{name}")).ok()?;
+            let listed = layout.files.iter().find(|(n, _)| *n == name);
+            (size <= limit && listed.is_none_or(|(_, l)| *l == size)).then_some((name, size))
+        })
+        .collect();
+    if let Some(stored) = sizes
+        .as_ref()
+        .and_then(|sizes| decoded.index(dir, sizes, &request))
+    {
+        return Ok((stored, sizes.unwrap_or_default()));
+    }
+    let (stored, sizes) = decode_index_files(storage, dir, layout, index, schema, limit, field)?;
+    decoded.keep_index(dir, sizes.clone(), request, stored.clone());
+    Ok((stored, sizes))
+}
+
+/// The names of the files an index's read opens: those its kind needs and those its layout
+/// lists, in name order.
+fn index_names(index: &Index, layout: &IndexLayout) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = index_file_names(index.kind)
+        .iter()
+        .map(|n| (*n).to_string())
+        .collect();
+    names.extend(layout.files.iter().map(|(n, _)| n.clone()));
+    names
+}
+
+fn decode_index_files(
     storage: &dyn Storage,
     dir: &str,
     layout: &IndexLayout,
@@ -717,11 +817,7 @@ pub fn read_index_files(
         field: field.to_string(),
         error: Box::new(error),
     };
-    let mut names: BTreeSet<String> = index_file_names(index.kind)
-        .iter()
-        .map(|n| (*n).to_string())
-        .collect();
-    names.extend(layout.files.iter().map(|(n, _)| n.clone()));
+    let names = index_names(index, layout);
     let mut files = BTreeMap::new();
     let mut sizes = Vec::new();
     for name in names {

@@ -1,7 +1,8 @@
 //! Writing one version of a dataset directory: the data, overlay, lineage and deletion files a
 //! snapshot references, then its manifest.
 //!
-//! Invariant: [`write_version`] is deterministic (no clock, no randomness: identical input
+//! Invariant: [`write_version`] (a local directory) and [`write_version_in`] (any
+//! [`StorageWrite`], e.g. memory) are deterministic (no clock, no randomness: identical input
 //! gives byte-identical files) and never overwrites a file with different content. It writes
 //! nothing before the snapshot has passed [`Snapshot::validate`] and
 //! [`lance_reference::flags::check_written_flags`], and the manifest last, so a failure leaves at worst
@@ -47,10 +48,10 @@ use super::index_file::{DEFAULT_BATCH_SIZE, btree_files, index_dir, ivf_files};
 use super::layout::{DataFormat, FileLayout, FragmentLayout, Layout};
 use super::manifest_file::encode_manifest_file;
 use super::paths::{DATA_DIR, data_file_path};
-use super::read::{read_file_columns, reads_position};
-use super::storage::LocalStorage;
+use super::read::{index_file_names, read_file_columns, reads_position};
+use super::storage::{LocalStorage, StorageError, StorageWrite};
 use super::version_names::{
-    DETACHED_VERSION_MASK, NamingScheme, VERSION_HINT_FILE, VERSIONS_DIR, list_versions,
+    DETACHED_VERSION_MASK, NamingScheme, VERSION_HINT_FILE, VERSIONS_DIR, list_versions_in,
     manifest_name, version_hint,
 };
 use lance_reference::flags::{
@@ -386,7 +387,7 @@ fn written_mixed_versions(snapshot: &Snapshot, options: &WriteOptions) -> Option
     mixed_versions(data_format, files.iter().map(|(n, v)| (n.as_str(), *v)))
 }
 
-fn io_error(file: &str, operation: &'static str, e: std::io::Error) -> DatasetError {
+fn io_error(file: &str, operation: &'static str, e: StorageError) -> DatasetError {
     DatasetError::Io {
         file: file.to_string(),
         operation,
@@ -394,34 +395,48 @@ fn io_error(file: &str, operation: &'static str, e: std::io::Error) -> DatasetEr
     }
 }
 
-fn create_dir(root: &Path, rel: &str) -> Result<(), DatasetError> {
-    std::fs::create_dir_all(root.join(rel)).map_err(|e| io_error(rel, "create directory", e))
+/// The size of the file at `rel`, `None` when there is none.
+fn existing_size(storage: &dyn StorageWrite, rel: &str) -> Result<Option<u64>, DatasetError> {
+    match storage.size(rel) {
+        Ok(size) => Ok(Some(size)),
+        Err(StorageError::NotFound) => Ok(None),
+        Err(e) => Err(io_error(rel, "stat", e)),
+    }
+}
+
+/// The whole file at `rel`, `None` when there is none.
+fn existing_bytes(storage: &dyn StorageWrite, rel: &str) -> Result<Option<Vec<u8>>, DatasetError> {
+    let Some(size) = existing_size(storage, rel)? else {
+        return Ok(None);
+    };
+    storage
+        .read_range(rel, 0..size)
+        .map(Some)
+        .map_err(|e| io_error(rel, "read", e))
 }
 
 /// Writes `bytes` at `rel` unless a file is there; an existing file must be byte-identical.
-fn write_new_or_same(root: &Path, rel: &str, bytes: &[u8]) -> Result<(), DatasetError> {
-    let path = root.join(rel);
-    match std::fs::read(&path) {
-        Ok(existing) if existing == bytes => Ok(()),
-        Ok(existing) => Err(DatasetError::ExistingFileDiffers {
+fn write_new_or_same(
+    storage: &dyn StorageWrite,
+    rel: &str,
+    bytes: &[u8],
+) -> Result<(), DatasetError> {
+    match existing_bytes(storage, rel)? {
+        Some(existing) if existing == bytes => Ok(()),
+        Some(existing) => Err(DatasetError::ExistingFileDiffers {
             file: rel.to_string(),
             problem: format!("{} bytes on disk, {} to write", existing.len(), bytes.len()),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| io_error(rel, "create directory", e))?;
-            }
-            std::fs::write(&path, bytes).map_err(|e| io_error(rel, "write", e))
-        }
-        Err(e) => Err(io_error(rel, "read", e)),
+        None => storage
+            .write(rel, bytes)
+            .map_err(|e| io_error(rel, "write", e)),
     }
 }
 
 /// Writes (or checks) one data file and returns its layout; `overlay` is the overlay the file
 /// belongs to, if it is a value file.
 fn put_data_file(
-    root: &Path,
+    storage: &dyn StorageWrite,
     schema: &Schema,
     file: &DataFile,
     overlay: Option<&Overlay>,
@@ -453,25 +468,18 @@ fn put_data_file(
         Some(o) => overlay_file_bytes_in(version, schema, o),
         None => data_file_bytes_in(version, schema, file),
     };
-    match std::fs::metadata(root.join(&path)) {
+    match existing_size(storage, &path)? {
         // A v2.2 file the writer would write again byte for byte is the same file.
-        Ok(meta)
+        Some(size)
             if version != DataFileVersion::V2_0
-                && std::fs::read(root.join(&path)).ok() == fresh().ok() =>
+                && existing_bytes(storage, &path).ok().flatten() == fresh().ok() =>
         {
-            layout.file_size_bytes = meta.len();
+            layout.file_size_bytes = size;
         }
-        Ok(meta) => {
+        Some(size) => {
             let is_overlay = overlay.is_some();
-            let stored = read_file_columns(
-                &LocalStorage::new(root),
-                schema,
-                file,
-                &layout,
-                is_overlay,
-                field,
-                u64::MAX,
-            )?;
+            let stored =
+                read_file_columns(storage, schema, file, &layout, is_overlay, field, u64::MAX)?;
             let stored: Vec<Vec<Value>> = stored.iter().map(Column::values).collect();
             if !same_columns(&stored, &masked_columns(schema, file, is_overlay)) {
                 return Err(DatasetError::ExistingFileDiffers {
@@ -479,14 +487,13 @@ fn put_data_file(
                     problem: "its decoded columns differ from the snapshot's".into(),
                 });
             }
-            layout.file_size_bytes = meta.len();
+            layout.file_size_bytes = size;
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        None => {
             let bytes = fresh()?;
-            write_new_or_same(root, &path, &bytes)?;
+            write_new_or_same(storage, &path, &bytes)?;
             layout.file_size_bytes = bytes.len() as u64;
         }
-        Err(e) => return Err(io_error(&path, "stat", e)),
     }
     Ok(layout)
 }
@@ -600,21 +607,22 @@ pub fn index_files_bytes(
 /// layout with the `files` list. Files already there must hold every entry the snapshot's
 /// index holds (a later version carries the same index with equal or narrower coverage).
 fn put_index(
-    root: &Path,
+    storage: &dyn StorageWrite,
     snapshot: &Snapshot,
     index: &Index,
     n: usize,
 ) -> Result<super::layout::IndexLayout, DatasetError> {
     let mut layout = index_layout(index);
     let dir = index_dir(&layout.uuid);
-    let files = index_files_bytes(snapshot, index)?;
-    let present = files
-        .iter()
-        .any(|(name, _)| root.join(&dir).join(name).exists());
+    // The files of an index already written are checked, not encoded again.
+    let mut present = false;
+    for name in index_file_names(index.kind) {
+        present |= existing_size(storage, &format!("{dir}/{name}"))?.is_some();
+    }
     if present {
         let field = format!("indices[{n}]");
         let (stored, sizes) = super::read::read_index_files(
-            &LocalStorage::new(root),
+            storage,
             &dir,
             &layout,
             index,
@@ -637,8 +645,9 @@ fn put_index(
         }
         layout.files = sizes;
     } else {
+        let files = index_files_bytes(snapshot, index)?;
         for (name, bytes) in &files {
-            write_new_or_same(root, &format!("{dir}/{name}"), bytes)?;
+            write_new_or_same(storage, &format!("{dir}/{name}"), bytes)?;
         }
         layout.files = files
             .iter()
@@ -652,6 +661,16 @@ fn put_index(
 /// returns its layout.
 pub fn write_version(
     root: &Path,
+    snapshot: &Snapshot,
+    options: &WriteOptions,
+) -> Result<Layout, DatasetError> {
+    write_version_in(&LocalStorage::new(root), snapshot, options)
+}
+
+/// Writes version `snapshot.version` of the dataset `storage` holds (a directory, memory) and
+/// returns its layout; [`write_version`] is this on a local directory.
+pub fn write_version_in(
+    storage: &dyn StorageWrite,
     snapshot: &Snapshot,
     options: &WriteOptions,
 ) -> Result<Layout, DatasetError> {
@@ -674,9 +693,11 @@ pub fn write_version(
         error: Box::new(error),
     })?;
     for dir in [DATA_DIR, VERSIONS_DIR] {
-        create_dir(root, dir)?;
+        storage
+            .create_dir(dir)
+            .map_err(|e| io_error(dir, "create directory", e))?;
     }
-    let existing = list_versions(root)?;
+    let existing = list_versions_in(storage)?;
     if let Some(v1) = existing.iter().find(|e| e.scheme == NamingScheme::V1) {
         return Err(DatasetError::MixedNamingSchemes {
             dir: VERSIONS_DIR.into(),
@@ -693,7 +714,7 @@ pub fn write_version(
         for (j, file) in fragment.files.iter().enumerate() {
             let field = format!("fragments[{i}].files[{j}]");
             fl.files.push(put_data_file(
-                root,
+                storage,
                 &snapshot.schema,
                 file,
                 None,
@@ -704,7 +725,7 @@ pub fn write_version(
         for (k, overlay) in fragment.overlays.iter().enumerate() {
             let field = format!("fragments[{i}].overlays[{k}].data_file");
             fl.overlays.push(put_data_file(
-                root,
+                storage,
                 &snapshot.schema,
                 &overlay.file,
                 Some(overlay),
@@ -722,13 +743,15 @@ pub fn write_version(
                 .unwrap_or_else(|| lance_file_type(count));
             let bytes = write_deletion_file(&fragment.deletions, form);
             let deletion = deletion_layout(fragment.id, form, content_id(&bytes), count)?;
-            write_new_or_same(root, &deletion.path, &bytes)?;
+            write_new_or_same(storage, &deletion.path, &bytes)?;
             fl.deletion = Some(deletion);
         }
         layout.fragments.push(fl);
     }
     for (n, index) in snapshot.indices.iter().enumerate() {
-        layout.indices.push(put_index(root, &snapshot, index, n)?);
+        layout
+            .indices
+            .push(put_index(storage, &snapshot, index, n)?);
     }
     if !options.data_file_version.struct_has_column() {
         layout.data_format = Some(DataFormat {
@@ -740,7 +763,7 @@ pub fn write_version(
     let (manifest, section) =
         encode_manifest(&leaf_positions_only(&snapshot, &leaf_only), &layout)?;
     let bytes = encode_manifest_file(&manifest, section.as_ref())?;
-    write_new_or_same(root, &manifest_path, &bytes)?;
+    write_new_or_same(storage, &manifest_path, &bytes)?;
     if options.version_hint {
         let newest = existing
             .iter()
@@ -750,7 +773,9 @@ pub fn write_version(
             .max();
         let hint = version_hint(newest.unwrap_or(version));
         let rel = format!("{VERSIONS_DIR}/{VERSION_HINT_FILE}");
-        std::fs::write(root.join(&rel), hint).map_err(|e| io_error(&rel, "write", e))?;
+        storage
+            .write(&rel, hint.as_bytes())
+            .map_err(|e| io_error(&rel, "write", e))?;
     }
     // Fill in what the decoder reports, so the returned layout equals a read's.
     let (_, read_layout) = super::codec::decode_manifest(

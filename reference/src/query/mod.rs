@@ -1016,12 +1016,19 @@ mod tests {
 
     #[test]
     fn floats_compare_as_ieee_754() {
+        // covers: OVL-QRY-8
         use Predicate::*;
         let f = Value::Float64;
         let t = one_column(DataType::Float64, vec![f(f64::NAN), f(-0.0), f(1.5)]);
         assert_eq!(matching(&t, Eq(1, f(f64::NAN))), Vec::<u64>::new());
         assert_eq!(matching(&t, Ne(1, f(1.5))), vec![0, 1]); // NaN != 1.5 holds
         assert_eq!(matching(&t, Eq(1, f(0.0))), vec![1]); // -0.0 = 0.0
+        // Signed zero is no order: -0.0 is neither below 0.0 nor 0.0 above -0.0.
+        assert_eq!(matching(&t, Ge(1, f(0.0))), vec![1, 2]);
+        assert_eq!(matching(&t, Lt(1, f(0.0))), Vec::<u64>::new());
+        let z = one_column(DataType::Float64, vec![f(0.0)]);
+        assert_eq!(matching(&z, Le(1, f(-0.0))), vec![0]);
+        assert_eq!(matching(&z, Gt(1, f(-0.0))), Vec::<u64>::new());
         assert_eq!(matching(&t, Ge(1, f(-1.0))), vec![1, 2]); // NaN is unordered
         assert_eq!(matching(&t, Lt(1, f(9.0))), vec![1, 2]);
     }

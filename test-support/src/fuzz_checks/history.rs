@@ -9,10 +9,12 @@
 //! each commit's *inputs*: appended rows, the cells an overlay writes, deleted rows, rows a
 //! rewrite moves); every scalar index query, reconciled
 //! with the overlays, equals the flat filter. A refused commit must leave nothing behind and
-//! not panic. At the end (when the input asks for it), every version is written as a dataset on disk and read back, and
+//! not panic. At the end (when the input asks for it), every version is written as a dataset (in memory,
+//! through the same storage seam a directory is written through) and read back, and
 //! each read version validates and scans equal to the in-memory one.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use arbitrary::Arbitrary;
 use lance_reference::compaction::{FoldPlan, IndexPolicy, fold, merge_overlays, rewrite_rows};
@@ -28,7 +30,7 @@ use lance_reference::model::{
 use lance_reference::overlay_write::{Shape, build_overlay};
 use lance_reference::query::{Predicate, flat_filter, reconcile};
 use lance_reference::scan::{ScanRow, row_address, scan};
-use lance_reference_io::{Dataset, WriteOptions, write_version};
+use lance_reference_io::{Dataset, MemoryStorage, ReadOptions, WriteOptions, write_version_in};
 use roaring::RoaringBitmap;
 
 use super::structured;
@@ -576,21 +578,17 @@ fn check_version(snapshot: &Snapshot, model: &Model, op: &Op) -> Vec<ScanRow> {
     rows
 }
 
-/// Every version written to disk and read back scans equal to the in-memory version.
+/// Every version written as a dataset and read back scans equal to the in-memory version.
 /// `scans[k]` is the scan of `versions[k]`, taken by [`check_version`] (the empty start has
 /// none).
 fn check_on_disk(versions: &[Snapshot], scans: &BTreeMap<u64, Vec<ScanRow>>) {
-    // Memory-backed when the machine has one: the round trip dominates a history's cost.
-    let shm = std::path::Path::new("/dev/shm");
-    let dir = if shm.is_dir() {
-        tempfile::tempdir_in(shm)
-    } else {
-        tempfile::tempdir()
-    }
-    .expect("a temporary directory");
+    // In memory: the same writer and reader through the storage seam, so the bytes are those a
+    // directory would hold, without a file system's cost; the store also remembers what the
+    // reader decoded from each file for the rest of this execution (`lance_reference_io::decoded`).
+    let store = MemoryStorage::new();
     let mut written = Vec::new();
     for snapshot in versions.iter().filter(|s| s.version > 0) {
-        match write_version(dir.path(), snapshot, &WriteOptions::default()) {
+        match write_version_in(&store, snapshot, &WriteOptions::default()) {
             Ok(_) => written.push(snapshot),
             Err(e) => panic!("version {} does not write: {e}", snapshot.version),
         }
@@ -598,8 +596,8 @@ fn check_on_disk(versions: &[Snapshot], scans: &BTreeMap<u64, Vec<ScanRow>>) {
     if written.is_empty() {
         return;
     }
-    let dataset =
-        Dataset::open(dir.path()).unwrap_or_else(|e| panic!("written dataset does not open: {e}"));
+    let dataset = Dataset::open_in(Arc::new(store), ReadOptions::default())
+        .unwrap_or_else(|e| panic!("written dataset does not open: {e}"));
     // One pass over every version: an index built at an older version reads that version once
     // for the whole pass, not once per later version that carries the index.
     let read_back = dataset
