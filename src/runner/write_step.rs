@@ -63,11 +63,9 @@ pub fn to_wire(step: &Step, schema: &Schema) -> Result<Json, String> {
             typed.push(("rows", Json::Array(rows_json(schema, rows)?)));
             rows.clear();
         }
-        Step::AddFields { fill, .. } => {
-            if !fill.is_empty() {
-                typed.push(("fill", row_json(schema, fill)?));
-                fill.clear();
-            }
+        Step::AddFields { fill, .. } if !fill.is_empty() => {
+            typed.push(("fill", row_json(schema, fill)?));
+            fill.clear();
         }
         Step::CommitRetry { .. } | Step::ExpectRefusal { .. } => {
             return Err(format!("`{}` is sent as its parts, not whole", step.op()));
