@@ -563,7 +563,8 @@ def handle(testee, req, described):
 
 
 def main():
-    writer.set_helpers(lance_call=lance_call, Refused=Refused, Crashed=Crashed, sql=sql)
+    writer.set_helpers(lance_call=lance_call, Refused=Refused, Crashed=Crashed, sql=sql,
+                       literal=literal)
     if sys.argv[1:] == ["--describe"]:
         print(json.dumps(describe(), indent=2))
         return

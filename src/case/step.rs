@@ -284,10 +284,16 @@ pub enum Step {
         #[serde(default)]
         unset: Vec<String>,
     },
-    /// Add top-level fields to the schema (existing fragments hold no data for them).
+    /// Add top-level fields to the schema. Without `fill` existing fragments hold no data for
+    /// them (every row reads NULL, nothing is written); with it the commit writes, for every
+    /// fragment, a data file holding the new fields for every physical row (a backfill).
     AddFields {
         /// The new fields.
         schema: Vec<FieldSpec>,
+        /// The value every existing row holds in a new field, by field name (top-level,
+        /// non-struct fields only); a new field not named here is NULL in the backfill.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        fill: BTreeMap<String, Cell>,
     },
     /// Drop top-level fields from the schema (data files keep their columns).
     DropFields {
@@ -322,6 +328,45 @@ pub enum Step {
         /// New values of top-level fields, the same for every moved row.
         #[serde(default)]
         set: BTreeMap<String, Cell>,
+    },
+    /// An update by predicate, as `UPDATE ... SET ... WHERE` makes it: every live row matching
+    /// `where` (in fragment id, then offset order) is moved, with `set` applied,
+    /// to one new fragment, exactly as [`Step::UpdateRows`] moves the rows it names.
+    Update {
+        /// A predicate over current (resolved) values.
+        #[serde(rename = "where")]
+        predicate: PredicateSpec,
+        /// New values of top-level fields, the same for every matched row.
+        set: BTreeMap<String, Cell>,
+    },
+    /// An update that rewrites columns in place: the fragment keeps its id, rows and offsets;
+    /// a new data file holds the `set` fields for every physical row (the new value at
+    /// `offsets`, the current value elsewhere), and their old positions are tombstoned.
+    RewriteColumns {
+        /// The fragment.
+        fragment: u64,
+        /// The physical offsets whose values change.
+        offsets: Vec<u32>,
+        /// New values of top-level, non-struct fields, the same for every listed row.
+        set: BTreeMap<String, Cell>,
+    },
+    /// An upsert keyed on the top-level field `on`: each row of `rows` whose key equals a live
+    /// row's replaces it (the live row is deleted where it is and moved, with its row id and
+    /// created-at), and each other row is inserted. One new fragment holds the replacing rows,
+    /// in `rows` order, followed by the inserted rows, in `rows` order.
+    MergeInsert {
+        /// The key field (top-level; its values are distinct among `rows` and among the live
+        /// rows they match, and not NULL).
+        on: String,
+        /// The source rows (a missing field is NULL, as in `append`).
+        rows: Vec<Row>,
+    },
+    /// Restores version `version`: the new version holds that version's schema, fragments,
+    /// indices and config, while `next_row_id` (and the fragment ids used) keep counting from
+    /// the newest version, so no id is handed out twice.
+    Restore {
+        /// The version brought back (older than the newest).
+        version: u64,
     },
     /// A commit that advances `next_row_id` by `count` and changes nothing else. It stands for
     /// rows appended and deleted since (their fragments left the manifest).
@@ -474,6 +519,10 @@ impl Step {
             Step::ReorderOverlays { .. } => "reorder_overlays",
             Step::ExpectRefusal { .. } => "expect_refusal",
             Step::UpdateRows { .. } => "update_rows",
+            Step::Update { .. } => "update",
+            Step::RewriteColumns { .. } => "rewrite_columns",
+            Step::MergeInsert { .. } => "merge_insert",
+            Step::Restore { .. } => "restore",
             Step::ReserveRowIds { .. } => "reserve_row_ids",
             Step::ClearLineage { .. } => "clear_lineage",
             Step::ClearIndexCoverage { .. } => "clear_index_coverage",

@@ -706,7 +706,10 @@ impl Builder {
                     }
                 }
                 let schema = self.field_specs(&added);
-                self.steps.push(Step::AddFields { schema });
+                self.steps.push(Step::AddFields {
+                    schema,
+                    fill: std::collections::BTreeMap::new(),
+                });
             }
             OpSeed::DropField(field) => {
                 let droppable: Vec<&'static str> = self

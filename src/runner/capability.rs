@@ -40,7 +40,7 @@ pub const VOCABULARY: [&str; 12] = [
 /// The writer words: the steps of the case vocabulary a writer commits (`write:<step>`). A
 /// writer run sends a case only to a writer that declares every word its steps need
 /// ([`super::writer::needs`]).
-pub const WRITE_WORDS: [&str; 17] = [
+pub const WRITE_WORDS: [&str; 21] = [
     "write:create",
     "write:append",
     "write:overlay",
@@ -52,6 +52,10 @@ pub const WRITE_WORDS: [&str; 17] = [
     "write:fold",
     "write:rewrite-rows",
     "write:update-rows",
+    "write:update",
+    "write:rewrite-columns",
+    "write:merge-insert",
+    "write:restore",
     "write:commit-retry",
     "write:set-config",
     "write:add-fields",

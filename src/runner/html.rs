@@ -6,7 +6,8 @@
 //! cell shows its run's outcome for that case, coloured by outcome; its reasons (failing checks
 //! with level, kind and message, the known-failure reason, how a refusal profile judged it)
 //! unfold from the cell. Every requirement id links to the section of the spec that states it.
-//! A case a run did not include shows as not run, never as a pass.
+//! A case a run did not include shows as not run, never as a pass. Above the matrix, every run's
+//! skipped cases are counted by reason (the message of the check that was not judged).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -111,6 +112,8 @@ details div { font-size: 12px; max-width: 38em; white-space: pre-wrap; word-brea
 .notrun { background: #fafafa; color: #999; }
 .tag { font-size: 11px; font-weight: normal; color: #333; }
 table.runs td, table.runs th { text-align: left; }
+table.skips td.reason { max-width: 60em; font-size: 0.9em; }
+table.skips td, table.skips th { text-align: left; }
 .legend span { display: inline-block; padding: 2px 8px; margin-right: 4px; border: 1px solid #c9c9c9; }
 ";
 
@@ -280,6 +283,7 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
         );
     }
     let _ = writeln!(out, "</tbody></table>\n<p></p>");
+    skips_by_reason(&mut out, reports);
     let _ = write!(
         out,
         "<table class=\"matrix\"><thead><tr><th class=\"casehead\">case</th>"
@@ -335,6 +339,57 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
     }
     let _ = writeln!(out, "</tbody></table>\n</body>\n</html>");
     out
+}
+
+/// Why a skipped case was skipped: the message of its first check that was not judged
+/// (unsupported or declined), or `skipped` when none says.
+pub fn skip_reason(c: &CaseResult) -> Option<String> {
+    if c.outcome != Outcome::Skipped {
+        return None;
+    }
+    Some(
+        c.checks
+            .iter()
+            .find(|k| matches!(k.verdict, Verdict::Unsupported | Verdict::Skip))
+            .and_then(|k| k.message.clone())
+            .unwrap_or_else(|| "skipped".into()),
+    )
+}
+
+/// The skipped cases of every run, counted by reason: one row per reason (in reason order),
+/// one column per run. Nothing when no run skipped a case.
+fn skips_by_reason(out: &mut String, reports: &[Report]) {
+    let mut counts: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, r) in reports.iter().enumerate() {
+        for reason in r.cases.iter().filter_map(skip_reason) {
+            counts
+                .entry(reason)
+                .or_insert_with(|| vec![0; reports.len()])[i] += 1;
+        }
+    }
+    if counts.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<table class=\"skips\"><thead><tr><th>skipped because</th>"
+    );
+    for r in reports {
+        let _ = write!(out, "<th>{}</th>", e(&r.title()));
+    }
+    let _ = writeln!(out, "</tr></thead><tbody>");
+    for (reason, per_run) in &counts {
+        let _ = write!(out, "<tr><td class=\"reason\">{}</td>", e(reason));
+        for n in per_run {
+            if *n == 0 {
+                let _ = write!(out, "<td></td>");
+            } else {
+                let _ = write!(out, "<td class=\"skipped\">{n}</td>");
+            }
+        }
+        let _ = writeln!(out, "</tr>");
+    }
+    let _ = writeln!(out, "</tbody></table>\n<p></p>");
 }
 
 #[cfg(test)]

@@ -49,9 +49,23 @@ pub fn to_wire(step: &Step, schema: &Schema) -> Result<Json, String> {
                 typed.push(("where", serde_json::to_value(p).map_err(|e| e.to_string())?));
             }
         }
-        Step::UpdateRows { set, .. } => {
+        Step::UpdateRows { set, .. } | Step::RewriteColumns { set, .. } => {
             typed.push(("set", row_json(schema, set)?));
             set.clear();
+        }
+        Step::Update { predicate, set } => {
+            let p = typed_predicate(schema, predicate)?;
+            typed.push(("where", serde_json::to_value(p).map_err(|e| e.to_string())?));
+            typed.push(("set", row_json(schema, set)?));
+            set.clear();
+        }
+        Step::MergeInsert { rows, .. } => {
+            typed.push(("rows", Json::Array(rows_json(schema, rows)?)));
+            rows.clear();
+        }
+        Step::AddFields { fill, .. } if !fill.is_empty() => {
+            typed.push(("fill", row_json(schema, fill)?));
+            fill.clear();
         }
         Step::CommitRetry { .. } | Step::ExpectRefusal { .. } => {
             return Err(format!("`{}` is sent as its parts, not whole", step.op()));
@@ -82,7 +96,7 @@ pub fn from_wire(json: &Json) -> Result<Step, String> {
         .ok_or_else(|| "a step is a JSON object".to_string())?
         .clone();
     // Only the members that carry cells in this op are typed: `set` of `set_config` is
-    // plain text, `set` of `update_rows` holds cells.
+    // plain text, `set` of `update_rows`, `update` and `rewrite_columns` holds cells.
     let op = bare
         .get("op")
         .and_then(Json::as_str)
@@ -95,10 +109,11 @@ pub fn from_wire(json: &Json) -> Result<Step, String> {
             None
         }
     };
-    let rows = take("rows", &["create", "append"]);
+    let rows = take("rows", &["create", "append", "merge_insert"]);
     let cells = take("cells", &["overlay"]);
-    let predicate = take("where", &["delete"]);
-    let set = take("set", &["update_rows"]);
+    let predicate = take("where", &["delete", "update"]);
+    let set = take("set", &["update_rows", "update", "rewrite_columns"]);
+    let fill = take("fill", &["add_fields"]);
     let mut overlay_cells = Vec::new();
     if let Some(Json::Array(list)) = bare.get_mut("overlays") {
         for entry in list.iter_mut() {
@@ -108,6 +123,19 @@ pub fn from_wire(json: &Json) -> Result<Step, String> {
             overlay_cells.push(e.remove("cells").unwrap_or(Json::Null));
             e.insert("cells".into(), Json::Object(Map::new()));
         }
+    }
+    // Required members taken out above get placeholders until the typed ones are read.
+    if op == "update" {
+        bare.insert(
+            "where".into(),
+            serde_json::json!({"field": "", "op": "is_null"}),
+        );
+    }
+    if matches!(op.as_str(), "update" | "rewrite_columns") {
+        bare.insert("set".into(), Json::Object(Map::new()));
+    }
+    if op == "merge_insert" {
+        bare.insert("rows".into(), Json::Array(Vec::new()));
     }
     let mut step: Step =
         serde_json::from_value(Json::Object(bare)).map_err(|e| format!("step: {e}"))?;
@@ -134,9 +162,32 @@ pub fn from_wire(json: &Json) -> Result<Step, String> {
                 *p = Some(predicate_of(&typed)?);
             }
         }
-        Step::UpdateRows { set: s, .. } => {
+        Step::UpdateRows { set: s, .. } | Step::RewriteColumns { set: s, .. } => {
             if let Some(set) = set {
                 *s = row_of(&set)?;
+            }
+        }
+        Step::Update {
+            predicate: p,
+            set: s,
+        } => {
+            let typed: Predicate = serde_json::from_value(
+                predicate.ok_or_else(|| "an `update` needs `where`".to_string())?,
+            )
+            .map_err(|e| format!("where: {e}"))?;
+            *p = predicate_of(&typed)?;
+            if let Some(set) = set {
+                *s = row_of(&set)?;
+            }
+        }
+        Step::MergeInsert { rows: r, .. } => {
+            if let Some(rows) = rows {
+                *r = rows_of(&rows)?;
+            }
+        }
+        Step::AddFields { fill: f, .. } => {
+            if let Some(fill) = fill {
+                *f = row_of(&fill)?;
             }
         }
         _ => {}

@@ -532,15 +532,26 @@ impl Run {
                 self.commit(next)?;
                 Ok("config changed".into())
             }
-            Step::AddFields { schema } => {
+            Step::AddFields { schema, fill } => {
                 let mut next = self.current()?.clone();
                 let mut fields = next.schema.fields().to_vec();
                 let added = build::schema_fields(schema, -1, &mut self.next_field_id, &fields)?;
                 let names: Vec<String> = added.iter().map(|f| f.name.clone()).collect();
                 fields.extend(added);
                 next.schema = Schema::new(fields)?;
+                if !fill.is_empty() {
+                    let version = self.next_version();
+                    rows::backfill(&mut next, &names, fill, &format!("s{i}"), version)?;
+                }
                 self.commit(next)?;
-                Ok(format!("added {names:?}"))
+                Ok(if fill.is_empty() {
+                    format!("added {names:?}")
+                } else {
+                    format!(
+                        "added {names:?}, backfilled {:?}",
+                        fill.keys().collect::<Vec<_>>()
+                    )
+                })
             }
             Step::DropFields { fields: names } => {
                 let mut next = self.current()?.clone();
@@ -587,6 +598,14 @@ impl Run {
                 offsets,
                 set,
             } => self.update_rows(i, *fragment, offsets, set),
+            Step::Update { predicate, set } => self.update_where(i, predicate, set),
+            Step::RewriteColumns {
+                fragment,
+                offsets,
+                set,
+            } => self.rewrite_columns(i, *fragment, offsets, set),
+            Step::MergeInsert { on, rows } => self.merge_insert(i, on, rows),
+            Step::Restore { version } => self.restore(*version),
             Step::ReserveRowIds { count } => self.reserve_row_ids(*count),
         }
     }

@@ -2,11 +2,13 @@
 //! process (`process`), every message checked against the JSON Schemas (`protocol_schemas`),
 //! and the in-process suite against the reference and against readers with injected
 //! misbehaviour (`suite`), and the writer run against the reference writer and misbehaving
-//! writers (`writer`), a reader answering in Arrow record batches (`arrow`), and corpus and
+//! writers (`writer`), the lineage the public write paths leave, with injected writer bugs
+//! (`lineage_writer`), a reader answering in Arrow record batches (`arrow`), and corpus and
 //! runner faults blamed on the kit (`kit_faults`).
 
 mod arrow;
 mod kit_faults;
+mod lineage_writer;
 mod process;
 mod protocol_schemas;
 mod suite;

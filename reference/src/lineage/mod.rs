@@ -54,6 +54,7 @@ pub use row_ids::RowIdSequence;
 pub use segment::U64Segment;
 pub use stamping::{
     AppendedFragment, CarriedLineage, PendingCommit, append_fragment, restamp, stamp_overlays,
+    stamp_rows,
 };
 pub use version::{RowDatasetVersionSequence, VersionRun};
 

@@ -28,6 +28,9 @@
 //!   filled with 1. A spilled (`Column`) sequence is read from its hidden column and the result
 //!   is `Inline`; the lineage file is left as it is (its column is no longer read).
 //! - created-at is never changed by an overlay.
+//! - A commit that rewrites some rows' values in place (a column rewrite, a backfill of added
+//!   fields) stamps last-updated-at of exactly those rows the same way ([`stamp_rows`],
+//!   [LIN-STAMP-6], [LIN-STAMP-7]); row ids and created-at stay.
 
 use roaring::RoaringBitmap;
 
@@ -138,25 +141,8 @@ pub fn stamp_overlays(
             }
         }
     }
-    if stable_row_ids && !covered.is_empty() {
-        let rows = fragment.physical_rows;
-        let mut values = match fragment.lineage_values(LAST_UPDATED_AT_FIELD_ID)? {
-            None => vec![1; rows as usize],
-            Some(v) => v,
-        };
-        if values.len() as u64 != rows {
-            return Err(Error::Lineage(LineageError::LengthMismatch {
-                sequence: "last-updated-at",
-                len: values.len() as u64,
-                expected: rows,
-            }));
-        }
-        for offset in &covered {
-            if let Some(v) = values.get_mut(offset as usize) {
-                *v = version;
-            }
-        }
-        fragment.lineage.last_updated_at = LineageSequence::Inline(values);
+    if stable_row_ids {
+        stamp_rows(fragment, &covered, version)?;
     }
     fragment
         .overlays
@@ -164,6 +150,44 @@ pub fn stamp_overlays(
             o.committed_version = version;
             o
         }));
+    Ok(())
+}
+
+/// Sets the last-updated-at of the rows at `offsets` of `fragment` to `version`, keeping every
+/// other row's ([LIN-STAMP-6], and the overlay stamping of [`stamp_overlays`]): an absent
+/// sequence is first filled with 1, a spilled one read from its column, and the result is
+/// inline. Nothing changes when `offsets` is empty. An offset at or past `physical_rows` is an
+/// error.
+pub fn stamp_rows(fragment: &mut Fragment, offsets: &RoaringBitmap, version: u64) -> Result<()> {
+    if offsets.is_empty() {
+        return Ok(());
+    }
+    let rows = fragment.physical_rows;
+    if let Some(max) = offsets.max().filter(|m| u64::from(*m) >= rows) {
+        return Err(LineageError::OffsetOutOfRange {
+            what: format!("fragment {}: rows to stamp", fragment.id),
+            offset: u64::from(max),
+            physical_rows: rows,
+        }
+        .into());
+    }
+    let mut values = match fragment.lineage_values(LAST_UPDATED_AT_FIELD_ID)? {
+        None => vec![1; rows as usize],
+        Some(v) => v,
+    };
+    if values.len() as u64 != rows {
+        return Err(Error::Lineage(LineageError::LengthMismatch {
+            sequence: "last-updated-at",
+            len: values.len() as u64,
+            expected: rows,
+        }));
+    }
+    for offset in offsets {
+        if let Some(v) = values.get_mut(offset as usize) {
+            *v = version;
+        }
+    }
+    fragment.lineage.last_updated_at = LineageSequence::Inline(values);
     Ok(())
 }
 
