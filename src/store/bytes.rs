@@ -10,7 +10,9 @@ use std::path::Path;
 
 use lance_reference::model::{DataType, Field, FieldId, Value};
 use lance_reference::proto::lance::table as pb;
-use lance_reference_io::data_file::{ColumnData, read_data_file, write_data_file};
+use lance_reference_io::data_file::{
+    ColumnData, DataFileVersion, FileExtras, read_data_file, write_data_file_in,
+};
 use lance_reference_io::deletion::{DeletionFile, write_arrow_int32_offsets, write_arrow_offsets};
 use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
 use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
@@ -565,8 +567,10 @@ fn retype(data_type: &mut DataType, values: &mut [Value]) {
     }
 }
 
-/// `good` (the data file `path`) rewritten with the column of field `id` changed by `change`
-/// (its type, values and nullability); every other column is copied as stored.
+/// `good` (the data file at `path`) rewritten in its own version with field `id`'s column
+/// changed by `change`: every other column keeps its values. In a v2.1+ file a struct has no
+/// column, only its schema entry; it is rewritten present in every row (the kit writes no NULL
+/// struct), so its leaves carry the same all-valid layers as before.
 fn rewrite_column(
     good: &[u8],
     path: &str,
@@ -579,16 +583,40 @@ fn rewrite_column(
             error: Box::new(error),
         })
     };
+    let unwritable = |problem: String| {
+        StoreError::Corrupt(CorruptError::Target {
+            what: "rewrite a column".to_string(),
+            problem: format!("{path}: {problem}"),
+        })
+    };
     let contents = read_data_file(good, path).map_err(data_err)?;
+    let footer = contents.version();
+    let version = if footer.is_v2_0() {
+        DataFileVersion::V2_0
+    } else {
+        DataFileVersion::ALL
+            .into_iter()
+            .find(|v| v.footer() == footer)
+            .ok_or_else(|| {
+                unwritable(format!(
+                    "the store writes no data file version {}.{}",
+                    footer.major, footer.minor
+                ))
+            })?
+    };
+    let rows = usize::try_from(contents.num_rows())
+        .map_err(|_| unwritable(format!("{} rows", contents.num_rows())))?;
     let mut columns = Vec::new();
-    for (k, ff) in contents.schema().iter().enumerate() {
-        let mut data_type = DataType::from_logical_type(&ff.logical_type).ok_or_else(|| {
-            StoreError::Corrupt(CorruptError::Target {
-                what: "rewrite a column".to_string(),
-                problem: format!("{path}: unknown file type {:?}", ff.logical_type),
-            })
-        })?;
-        let mut values = contents.column(k, &data_type).map_err(data_err)?;
+    for ff in contents.schema() {
+        let mut data_type = DataType::from_logical_type(&ff.logical_type)
+            .ok_or_else(|| unwritable(format!("unknown file type {:?}", ff.logical_type)))?;
+        let mut values = match contents.field_column(ff.id) {
+            Some(k) => contents.column(k, &data_type).map_err(data_err)?,
+            None if data_type == DataType::Struct && !version.struct_has_column() => {
+                vec![Value::Struct(Vec::new()); rows]
+            }
+            None => return Err(unwritable(format!("field {} has no column", ff.id))),
+        };
         let mut nullable = ff.nullable;
         if ff.id == id {
             change(&mut data_type, &mut values, &mut nullable);
@@ -602,7 +630,7 @@ fn rewrite_column(
         };
         columns.push(ColumnData::new(field, values));
     }
-    write_data_file(&columns).map_err(data_err)
+    write_data_file_in(version, &columns, &FileExtras::default()).map_err(data_err)
 }
 
 /// Applies one byte-level corruption ([`DamageKind::ManifestBytes`] or
