@@ -32,10 +32,8 @@ const NOT_EXPRESSIBLE_AS_CASES: &[(&str, &str)] = &[
 /// on a struct's validity, which the kit's writer cannot write (it writes each struct's one
 /// validity into every leaf). Until then each is pinned by unit tests (DS-LEAF-2:
 /// `reference-io/tests/dataset_v2x.rs` over datasets pylance 14.0.2 wrote; DS-LEAF-3:
-/// `reference/tests/resolve.rs`). DS-LEAF-4 and OVL-SHAPE-8 wait for a case with a NULL struct
-/// in a v2.2 base file (the writer writes one now; the case follows). This list is to be
-/// emptied when the cases land, not grown.
-const AWAITING_V2_2_CASES: &[&str] = &["DS-LEAF-2", "DS-LEAF-3", "DS-LEAF-4", "OVL-SHAPE-8"];
+/// `reference/tests/resolve.rs`). This list is to be emptied when the cases land, not grown.
+const AWAITING_V2_2_CASES: &[&str] = &["DS-LEAF-2", "DS-LEAF-3"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
