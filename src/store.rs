@@ -18,7 +18,7 @@ mod reencode;
 use std::path::Path;
 
 use lance_reference::flags::set_mixed_versions_flag;
-use lance_reference::model::{Column, Snapshot};
+use lance_reference::model::{Column, DataFile, DataType, Schema, Snapshot, StructLayer, Value};
 use lance_reference_io::codec::{deletion_layout, encode_manifest};
 use lance_reference_io::data_file::DataFileVersion;
 use lance_reference_io::deletion::{lance_file_type, write_deletion_file};
@@ -188,14 +188,14 @@ pub fn write_and_read_back_with(
     let mut versions = Vec::with_capacity(clean);
     for committed in committed_versions.iter().take(clean) {
         let (read, _) = dataset.read_version(committed.version)?;
-        same(committed, &read)?;
+        same(committed, &read, options)?;
         versions.push(read);
     }
     let mut corrupted = None;
     let mut undamaged = None;
     if let Some(newest) = execution.versions.last().filter(|_| damaged) {
         let (read, _) = dataset.read_version(newest.version)?;
-        same(committed_versions.last().unwrap_or(newest), &read)?;
+        same(committed_versions.last().unwrap_or(newest), &read, options)?;
         undamaged = Some(read);
         let snapshot = damage(root, newest.version, &execution.corruptions)?;
         let read = read_one(root, newest.version);
@@ -250,37 +250,103 @@ pub fn write_undamaged(
     if mixed {
         set_mixed_versions_flag(&mut newest, true);
     }
-    same(&newest, &read)?;
+    same(&newest, &read, options)?;
     Ok(Some(read))
 }
 
-/// `snapshot` as a reader decodes it: positions a reader never reads (tombstones, and in
-/// overlay files everything but live value fields) hold no values ([`reads_position`]).
-fn as_read(snapshot: &Snapshot) -> Snapshot {
+/// `snapshot` as a reader decodes it once written with `options`: positions a reader never
+/// reads (tombstones, and in overlay files everything but live value fields) hold no values
+/// ([`reads_position`]); and a file of v2.1 or later has no struct positions ([DS-LEAF-2]), so
+/// its manifest entry lists leaves only (a sparse overlay keeps one bitmap per leaf,
+/// [OVL-SHAPE-7]) while each leaf of a base file whose struct ancestors the file holds carries
+/// their validity as struct layers, outermost first ([DS-LEAF-1]), NULL under a NULL struct
+/// ([DS-LEAF-4]). An overlay's leaves carry no layers ([OVL-SHAPE-8]).
+fn as_read(snapshot: &Snapshot, options: &WriteOptions) -> Snapshot {
     let mut out = snapshot.clone();
     let schema = snapshot.schema.clone();
-    let mask = |file: &mut lance_reference::model::DataFile, overlay: bool| {
+    let mask = |file: &mut DataFile, overlay: bool| {
         for (id, column) in file.fields.iter().zip(file.columns.iter_mut()) {
             if !reads_position(&schema, *id, overlay) {
                 *column = Column::empty();
             }
         }
     };
+    let leaf_only = |path: &str| !options.version_of(path).struct_has_column();
     for fragment in &mut out.fragments {
         fragment.files.iter_mut().for_each(|f| mask(f, false));
         fragment
             .overlays
             .iter_mut()
             .for_each(|o| mask(&mut o.file, true));
+        for file in fragment.files.iter_mut().filter(|f| leaf_only(&f.path)) {
+            with_struct_layers(&schema, file);
+        }
     }
-    out
+    leaf_positions_only(&out, &leaf_only)
+}
+
+/// Gives each leaf column of the v2.1+ base file `file` the validity of its struct ancestors,
+/// taken from their columns in the same file: the layers its column stores once written. A
+/// leaf whose parent the file does not hold is written at the file schema's top level and
+/// stores no layer.
+fn with_struct_layers(schema: &Schema, file: &mut DataFile) {
+    let validity: Vec<(i32, Column)> = file
+        .fields
+        .iter()
+        .zip(&file.columns)
+        .filter(|(id, _)| {
+            schema
+                .field(**id)
+                .is_some_and(|f| f.data_type == DataType::Struct)
+        })
+        .map(|(id, c)| (*id, c.clone()))
+        .collect();
+    for (&id, column) in file.fields.iter().zip(file.columns.iter_mut()) {
+        let Some((_, structs)) = schema
+            .ancestry(id)
+            .split_last()
+            .map(|(l, s)| (*l, s.to_vec()))
+        else {
+            continue;
+        };
+        let Some(data_type) = schema.field(id).map(|f| f.data_type.clone()) else {
+            continue;
+        };
+        if id < 0 || structs.is_empty() || data_type == DataType::Struct || column.is_empty() {
+            continue;
+        }
+        let layers: Vec<StructLayer> = structs
+            .iter()
+            .filter_map(|s| {
+                validity
+                    .iter()
+                    .find(|(f, _)| f == s)
+                    .map(|(_, c)| StructLayer::new(*s, c.array().nulls().cloned()))
+            })
+            .collect();
+        if layers.is_empty() {
+            continue;
+        }
+        // Under a NULL struct the column stores no value; the innermost layer decides (a struct
+        // is present only where every struct around it is).
+        let mut values = column.values();
+        if let Some(innermost) = layers.last() {
+            for (i, v) in values.iter_mut().enumerate() {
+                if !innermost.is_present(i) {
+                    *v = Value::Null;
+                }
+            }
+        }
+        let nulled = Column::of(&data_type, &values).unwrap_or_else(|_| column.clone());
+        *column = nulled.with_struct_layers(layers);
+    }
 }
 
 /// Compares what a reader decodes, by debug text: that spells floats by their shortest round
 /// trip, so NaN equals NaN and -0.0 differs from 0.0 (derived `PartialEq` would call a NaN cell
 /// unequal).
-fn same(committed: &Snapshot, read: &Snapshot) -> Result<(), StoreError> {
-    let a = format!("{:#?}", as_read(committed));
+fn same(committed: &Snapshot, read: &Snapshot, options: &WriteOptions) -> Result<(), StoreError> {
+    let a = format!("{:#?}", as_read(committed, options));
     let b = format!("{read:#?}");
     if a == b {
         return Ok(());

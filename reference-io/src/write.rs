@@ -288,8 +288,8 @@ fn is_struct(schema: &Schema, id: i32) -> bool {
 
 /// `snapshot` as a manifest records it when the files `leaf_only` names are v2.1+ files: every
 /// struct position removed from those files' `fields` and `columns`, and from a sparse
-/// overlay's per-position bitmaps (a struct takes no column from v2.1 on; the kit writes no
-/// NULL struct, so nothing is lost). Other files keep their struct positions (v2.0).
+/// overlay's per-position bitmaps (a struct takes no column from v2.1 on; its validity is
+/// written into the layers of the leaves below it). Other files keep their struct positions (v2.0).
 pub fn leaf_positions_only(snapshot: &Snapshot, leaf_only: &dyn Fn(&str) -> bool) -> Snapshot {
     let mut out = snapshot.clone();
     let schema = snapshot.schema.clone();
@@ -478,10 +478,34 @@ fn put_data_file(
         }
         Some(size) => {
             let is_overlay = overlay.is_some();
-            let stored =
-                read_file_columns(storage, schema, file, &layout, is_overlay, field, u64::MAX)?;
+            // A v2.1+ file is read as its manifest entry records it: leaves only.
+            let mut recorded = file.clone();
+            if !version.struct_has_column() {
+                let keep: Vec<bool> = file
+                    .fields
+                    .iter()
+                    .map(|&id| !is_struct(schema, id))
+                    .collect();
+                let mut k = keep.iter();
+                recorded
+                    .fields
+                    .retain(|_| k.next().copied().unwrap_or(true));
+                let mut k = keep.iter();
+                recorded
+                    .columns
+                    .retain(|_| k.next().copied().unwrap_or(true));
+            }
+            let stored = read_file_columns(
+                storage,
+                schema,
+                &recorded,
+                &layout,
+                is_overlay,
+                field,
+                u64::MAX,
+            )?;
             let stored: Vec<Vec<Value>> = stored.iter().map(Column::values).collect();
-            if !same_columns(&stored, &masked_columns(schema, file, is_overlay)) {
+            if !same_columns(&stored, &masked_columns(schema, &recorded, is_overlay)) {
                 return Err(DatasetError::ExistingFileDiffers {
                     file: path,
                     problem: "its decoded columns differ from the snapshot's".into(),

@@ -34,6 +34,7 @@ fn data_type(arrow: &str) -> DataType {
         "float" => DataType::Float32,
         "double" => DataType::Float64,
         "string" => DataType::Utf8,
+        "bool" => DataType::Bool,
         other => {
             let dim = other
                 .strip_prefix("fixed_size_list<item: float>[")
@@ -57,6 +58,7 @@ fn expected(v: &Json, t: &DataType) -> Value {
         DataType::Float32 => Value::Float32(v.as_str().unwrap().parse().unwrap()),
         DataType::Float64 => Value::Float64(v.as_str().unwrap().parse().unwrap()),
         DataType::Utf8 => Value::Utf8(v.as_str().unwrap().to_string()),
+        DataType::Bool => Value::Bool(v.as_bool().unwrap()),
         DataType::FixedSizeList { .. } => Value::Vector(
             v.as_array()
                 .unwrap()
@@ -171,6 +173,33 @@ fn struct_parents_have_no_column_in_v2_1_plus() {
     // Asking for a struct column's values is a type mismatch, not a misread.
     let e = file.column_array(col, &DataType::Struct).unwrap_err();
     assert_eq!(e.code(), "encoding_type_mismatch");
+}
+
+#[test]
+fn a_boolean_constant_is_a_one_byte_bitmap() {
+    // What the BTree writer of Lance 14 stores in a 2.2 `page_lookup.lance` (min/max of a
+    // boolean column): a constant page whose inline value is a length-1 BooleanArray's bitmap.
+    // Read as an 8-bit value it is refused as Boolean; read as a bitmap it is the value.
+    let bytes = std::fs::read(dir().join("v2_2_bool.lance")).unwrap();
+    let file = read_data_file(&bytes, "v2_2_bool").unwrap();
+    for (col, want) in [(0, Some(true)), (1, Some(false)), (2, Some(true))] {
+        let pages = file.page_summaries(col).unwrap();
+        assert!(
+            pages.iter().all(|p| p.encoding.starts_with("constant(")),
+            "{pages:?}"
+        );
+        let values = file.column(col, &DataType::Bool).unwrap();
+        assert!(
+            values
+                .iter()
+                .any(|v| *v == want.map_or(Value::Null, Value::Bool))
+        );
+        assert!(
+            values
+                .iter()
+                .all(|v| *v == Value::Null || Some(v) == want.map(Value::Bool).as_ref())
+        );
+    }
 }
 
 #[test]

@@ -756,6 +756,20 @@ pub fn run_case(
             Some(message),
         )]
     };
+    // A case of its own (not a twin) in another data file version than 2.0 shows what only
+    // that version can store (a NULL struct in v2.2): a run that asks for nothing asks for its
+    // version, and a run that asks for another version does not send it.
+    let own = case.case.data_file_version;
+    let data_file_version = match data_file_version {
+        None if case.twin_of.is_none() && !own.is_default() => Some(own.as_str()),
+        Some(asked) if case.twin_of.is_none() && !own.is_default() && asked != own.as_str() => {
+            return unsupported(format!(
+                "a case of data file version {} only, the run asks for {asked}",
+                own.as_str()
+            ));
+        }
+        other => other,
+    };
     let mut plan = match plan(&case.case) {
         Ok(p) => p,
         Err(why) => return unsupported(format!("not a writer case: {why}")),

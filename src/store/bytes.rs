@@ -749,7 +749,9 @@ fn damaged_copy(
 
 /// `good` (the data file `path`) rewritten in its own format version (v2.0 or v2.2) with the
 /// column of field `id` changed by `change` (its type, values and nullability) and each v2.2
-/// page passed through `edit`; every other column is re-encoded with the values it holds.
+/// page passed through `edit`; every other column is re-encoded with the values it holds. In a
+/// v2.1+ file a struct has no column, only its schema entry; it is rewritten present in every
+/// row (the kit writes no NULL struct), so its leaves carry the same all-valid layers as before.
 fn rewrite_column(
     good: &[u8],
     path: &str,
@@ -763,42 +765,39 @@ fn rewrite_column(
             error: Box::new(error),
         })
     };
-    let target = |problem: String| {
+    let unwritable = |problem: String| {
         StoreError::Corrupt(CorruptError::Target {
             what: "rewrite a column".to_string(),
-            problem,
+            problem: format!("{path}: {problem}"),
         })
     };
     let contents = read_data_file(good, path).map_err(data_err)?;
-    let structural = contents.is_structural();
-    let version = if !structural {
+    let footer = contents.version();
+    let version = if footer.is_v2_0() {
         DataFileVersion::V2_0
-    } else if contents.version() == DataFileVersion::V2_2.footer() {
-        DataFileVersion::V2_2
     } else {
-        return Err(target(format!(
-            "{path}: the kit writes v2.0 and v2.2 files, not v{:?}",
-            contents.version()
-        )));
+        DataFileVersion::ALL
+            .into_iter()
+            .find(|v| v.footer() == footer)
+            .ok_or_else(|| {
+                unwritable(format!(
+                    "the store writes no data file version {}.{}",
+                    footer.major, footer.minor
+                ))
+            })?
     };
+    let rows = usize::try_from(contents.num_rows())
+        .map_err(|_| unwritable(format!("{} rows", contents.num_rows())))?;
     let mut columns = Vec::new();
-    for (k, ff) in contents.schema().iter().enumerate() {
+    for ff in contents.schema() {
         let mut data_type = DataType::from_logical_type(&ff.logical_type)
-            .ok_or_else(|| target(format!("{path}: unknown file type {:?}", ff.logical_type)))?;
-        let mut values = if structural && data_type == DataType::Struct {
-            // A v2.2 struct has no column: the writer takes only its row count (all valid).
-            let rows = usize::try_from(contents.num_rows())
-                .map_err(|_| target(format!("{path}: too many rows")))?;
-            vec![Value::Struct(Vec::new()); rows]
-        } else {
-            let column = if structural {
-                contents
-                    .field_column(ff.id)
-                    .ok_or_else(|| target(format!("{path}: no column holds field {}", ff.id)))?
-            } else {
-                k
-            };
-            contents.column(column, &data_type).map_err(data_err)?
+            .ok_or_else(|| unwritable(format!("unknown file type {:?}", ff.logical_type)))?;
+        let mut values = match contents.field_column(ff.id) {
+            Some(k) => contents.column(k, &data_type).map_err(data_err)?,
+            None if data_type == DataType::Struct && !version.struct_has_column() => {
+                vec![Value::Struct(Vec::new()); rows]
+            }
+            None => return Err(unwritable(format!("field {} has no column", ff.id))),
         };
         let mut nullable = ff.nullable;
         if ff.id == id {

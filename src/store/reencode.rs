@@ -12,12 +12,13 @@ use super::bytes::{inline_bytes, set_inline};
 use super::{StoreError, write};
 use crate::scenario::corrupt::CorruptError;
 use crate::scenario::edits::ReencodePlan;
-use lance_reference::model::{DataFile, Snapshot};
+use lance_reference::model::{DataFile, DataType, Snapshot};
+use lance_reference_io::data_file::DataFileVersion;
 use lance_reference_io::manifest_file::{
     decode_manifest_file, encode_manifest_file, encode_manifest_file_with_transaction,
 };
 use lance_reference_io::version_names::{DETACHED_VERSION_MASK, VERSIONS_DIR, manifest_name};
-use lance_reference_io::write::data_file_bytes;
+use lance_reference_io::write::data_file_bytes_in;
 
 /// Applies `plan` to version `snapshot.version` under `root` (`snapshot` is the version as
 /// committed; a rewritten file's new name is written into it, so that it says what the version
@@ -113,11 +114,33 @@ pub(super) fn apply(
                 fields: order.iter().map(|&p| model.fields[p]).collect(),
                 columns: order.iter().map(|&p| model.columns[p].clone()).collect(),
             };
-            let bytes = data_file_bytes(&snapshot.schema, &permuted)?;
             let df = f
                 .files
                 .get_mut(*k)
                 .ok_or_else(|| missing(format!("no data file at position {k}")))?;
+            // The file keeps its own version (a re-encoding changes the column order only).
+            let version = match (df.file_major_version, df.file_minor_version) {
+                (2, 0) | (0, 3) => DataFileVersion::V2_0,
+                (2, 2) => DataFileVersion::V2_2,
+                (major, minor) => {
+                    return Err(missing(format!(
+                        "the store re-encodes no data file version {major}.{minor}"
+                    )));
+                }
+            };
+            if !version.struct_has_column()
+                && permuted.fields.iter().any(|&id| {
+                    snapshot
+                        .schema
+                        .field(id)
+                        .is_some_and(|x| x.data_type == DataType::Struct)
+                })
+            {
+                return Err(missing(
+                    "a v2.1+ file holding a struct (its positions differ from the model's)".into(),
+                ));
+            }
+            let bytes = data_file_bytes_in(version, &snapshot.schema, &permuted)?;
             df.path = permuted.path.clone();
             df.column_indices = (0..order.len())
                 .map(|p| order.iter().position(|&q| q == p).unwrap_or(p) as i32)

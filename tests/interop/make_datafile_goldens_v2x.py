@@ -70,6 +70,19 @@ def table(n: int, wide: bool) -> pa.Table:
     return pa.table(cols)
 
 
+def bool_table(n: int) -> pa.Table:
+    """Boolean columns Lance stores as constant pages in 2.2 (one true, one false, one true or
+    NULL: an inline value of one byte, a one-value bitmap) beside one it bit-packs."""
+    return pa.table(
+        {
+            "yes": pa.array([True] * n),
+            "no": pa.array([False] * n),
+            "yes_or_null": pa.array([None if i % 3 == 1 else True for i in range(n)]),
+            "bits": pa.array([None if i % 7 == 3 else i % 3 == 0 for i in range(n)]),
+        }
+    )
+
+
 def compact(encoding: str) -> str:
     """The layout and encoding names of a page's Debug string, in order, deduplicated."""
     names = re.findall(
@@ -159,6 +172,7 @@ def main(out_dir: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     files = [(version, n) for version in ["2.1", "2.2"] for n in [10, 100, 1000]]
     files.append(("2.2", "update"))
+    files.append(("2.2", "bool"))
     for version, n in files:
         stem = f"v{version.replace('.', '_')}_{n}"
         path = out / f"{stem}.lance"
@@ -166,6 +180,10 @@ def main(out_dir: str) -> None:
             path.unlink()
         if n == "update":
             updated_file(path)
+        elif n == "bool":
+            t = bool_table(10)
+            with LanceFileWriter(str(path), t.schema, version=version) as w:
+                w.write_batch(t)
         else:
             t = table(n, wide=n <= 100)
             with LanceFileWriter(str(path), t.schema, version=version) as w:

@@ -3,13 +3,14 @@
 //!
 //! Invariant: every page written here is one Lance 14.0.2 reads back with the same values, and
 //! it uses only the smallest part of the v2.1+ grammar: a column with no value is a
-//! `ConstantLayout` with no buffers (all NULL); any other column is one `MiniBlockLayout` with
+//! `ConstantLayout` (all NULL: no buffers for a top-level leaf, else an empty repetition buffer
+//! and raw u16 definition levels, as Lance writes it); any other column is one `MiniBlockLayout` with
 //! `has_large_chunk = true` (the u32 chunk grammar version 2.2 requires), values compressed
 //! with `Flat` (`int32`, `int64`, `uint64`, `float32`, `float64`, `bool`), `Variable` with
 //! `Flat(32)` offsets (`utf8`) or `FixedSizeList` over `Flat(32)` (`fixed_size_list<float32,
-//! N>`), and definition levels (when a value is NULL) stored raw as `Flat(16)`. The layers list
-//! the item first, then one all-valid layer per struct ancestor (the kit writes no NULL
-//! struct). The bytes depend only on the values (no clock, no hash order): the chunking rule
+//! N>`), and definition levels (when a value or an enclosing struct is NULL) stored raw as
+//! `Flat(16)`. The layers list the item first, then one layer per struct ancestor, inner-most
+//! first, nullable when that struct is NULL in some row. The bytes depend only on the values (no clock, no hash order): the chunking rule
 //! is [`chunk_sizes`].
 //!
 //! A mini-block page has two buffers: the chunk metadata words (one little-endian u32 per
@@ -61,45 +62,110 @@ pub struct ChunkTooLarge {
 
 /// Encodes a leaf column whose values were already checked to fit `data_type` (a value of
 /// another kind is written like NULL filler and never panics). `struct_depth` is the number of
-/// struct ancestors of the field. Returns `None` for an empty column (no page is written).
-/// `data_type` must not be `Struct`: in v2.1+ a struct has no column of its own.
+/// struct ancestors of the field, each present in every row. Returns `None` for an empty
+/// column (no page is written). `data_type` must not be `Struct`: in v2.1+ a struct has no
+/// column of its own.
 pub fn encode_structural_page(
     data_type: &DataType,
     values: &[Value],
     struct_depth: usize,
 ) -> Result<Option<StructuralPage>, ChunkTooLarge> {
+    encode_structural_page_under(data_type, values, &vec![None; struct_depth])
+}
+
+/// [`encode_structural_page`] for a leaf below the structs `structs` (outermost first): each
+/// is `None` when present in every row, else its validity per row (`false` = NULL struct; a
+/// row missing from the list is present). A struct that is NULL somewhere makes its layer
+/// nullable; levels are numbered from 1 over the nullable layers, item first, and a row's
+/// level is that of its outer-most NULL struct, else the item's when the value is NULL, else
+/// 0 (the leaf stores no value under a NULL struct).
+pub fn encode_structural_page_under(
+    data_type: &DataType,
+    values: &[Value],
+    structs: &[Option<Vec<bool>>],
+) -> Result<Option<StructuralPage>, ChunkTooLarge> {
     if values.is_empty() {
         return Ok(None);
     }
     let rows = values.len() as u64;
-    let any_null = values.iter().any(Value::is_null);
-    let mut layers = vec![if any_null {
-        pb::RepDefLayer::RepdefNullableItem as i32
-    } else {
-        pb::RepDefLayer::RepdefAllValidItem as i32
-    }];
-    layers.extend(std::iter::repeat_n(
-        pb::RepDefLayer::RepdefAllValidItem as i32,
-        struct_depth,
-    ));
+    let present = |s: &Option<Vec<bool>>, i: usize| {
+        s.as_ref().is_none_or(|v| v.get(i).copied().unwrap_or(true))
+    };
+    let struct_nullable: Vec<bool> = structs
+        .iter()
+        .map(|s| (0..values.len()).any(|i| !present(s, i)))
+        .collect();
+    let item_nullable = values
+        .iter()
+        .enumerate()
+        .any(|(i, v)| v.is_null() && structs.iter().all(|s| present(s, i)));
+    let layer = |nullable: bool| {
+        if nullable {
+            pb::RepDefLayer::RepdefNullableItem as i32
+        } else {
+            pb::RepDefLayer::RepdefAllValidItem as i32
+        }
+    };
+    let mut layers = vec![layer(item_nullable)];
+    layers.extend(struct_nullable.iter().rev().map(|&n| layer(n)));
+    // Levels of the nullable layers, inner-most (the item) first.
+    let mut next = 0u16;
+    let mut level_of = |nullable: bool| {
+        if nullable {
+            next += 1;
+            next
+        } else {
+            0
+        }
+    };
+    let item_level = level_of(item_nullable);
+    let mut struct_levels: Vec<u16> = struct_nullable.iter().rev().map(|&n| level_of(n)).collect();
+    struct_levels.reverse(); // outermost first, like `structs`
+    let with_def = next > 0;
+    let def: Vec<u16> = (0..values.len())
+        .map(|i| {
+            structs
+                .iter()
+                .zip(&struct_levels)
+                .find(|(s, _)| !present(s, i))
+                .map_or_else(
+                    || if values[i].is_null() { item_level } else { 0 },
+                    |(_, level)| *level,
+                )
+        })
+        .collect();
     if values.iter().all(Value::is_null) {
+        // Lance 14 writes (and reads) an all-NULL page with no buffers only for a top-level
+        // leaf; below a struct it stores the levels, raw u16 under `def_compression`
+        // Flat(16), after an empty repetition buffer.
+        let levels = !structs.is_empty();
         let layout = pb::PageLayout {
             layout: Some(pb::page_layout::Layout::ConstantLayout(
                 pb::ConstantLayout {
                     layers,
+                    def_compression: levels.then(|| flat(16)),
+                    num_def_values: if levels { rows } else { 0 },
                     ..Default::default()
                 },
             )),
         };
+        let buffers = if levels {
+            vec![
+                Vec::new(),
+                def.iter().flat_map(|l| l.to_le_bytes()).collect(),
+            ]
+        } else {
+            Vec::new()
+        };
         return Ok(Some(StructuralPage {
             rows,
             layout,
-            buffers: Vec::new(),
+            buffers,
         }));
     }
     let kind = ValueKind::of(data_type, values);
-    let (words, chunks) = mini_block_chunks(kind, values, any_null)?;
-    let def_compression = any_null.then(|| flat(16));
+    let (words, chunks) = mini_block_chunks(kind, values, with_def.then_some(def.as_slice()))?;
+    let def_compression = with_def.then(|| flat(16));
     let layout = pb::PageLayout {
         layout: Some(pb::page_layout::Layout::MiniBlockLayout(
             pb::MiniBlockLayout {
@@ -127,7 +193,7 @@ pub fn encode_structural_page(
 fn mini_block_chunks(
     kind: ValueKind,
     values: &[Value],
-    any_null: bool,
+    levels: Option<&[u16]>,
 ) -> Result<(Vec<u8>, Vec<u8>), ChunkTooLarge> {
     let sizes = chunk_sizes(values, |v| kind.value_bytes(v));
     let mut words = Vec::with_capacity(sizes.len() * 4);
@@ -135,9 +201,10 @@ fn mini_block_chunks(
     let mut start = 0usize;
     for (k, &n) in sizes.iter().enumerate() {
         let chunk_values = values.get(start..start + n).unwrap_or_default();
+        let chunk_levels = levels.map(|l| l.get(start..start + n).unwrap_or_default());
         start += n;
         let chunk_start = chunks.len();
-        write_chunk(&mut chunks, &kind, chunk_values, any_null);
+        write_chunk(&mut chunks, &kind, chunk_values, chunk_levels);
         let bytes = chunks.len() - chunk_start;
         let last = k + 1 == sizes.len();
         let log = if last { 0 } else { n.trailing_zeros() };
@@ -187,7 +254,10 @@ pub fn encode_dictionary_page(
         };
         indices.push(Value::Int32(i32::try_from(index).unwrap_or(i32::MAX)));
     }
-    let (words, chunks) = mini_block_chunks(ValueKind::Flat(32), &indices, any_null)?;
+    // A top-level leaf's levels: 1 for a NULL row (the only dictionary pages the kit writes).
+    let levels: Vec<u16> = values.iter().map(|v| u16::from(v.is_null())).collect();
+    let (words, chunks) =
+        mini_block_chunks(ValueKind::Flat(32), &indices, any_null.then_some(levels.as_slice()))?;
     let Some(pb::page_layout::Layout::MiniBlockLayout(mut layout)) = page.layout.layout else {
         return Ok(None);
     };
@@ -389,17 +459,15 @@ fn pad(out: &mut Vec<u8>, chunk_start: usize) {
     out.resize(chunk_start + target, CHUNK_PADDING_BYTE);
 }
 
-fn write_chunk(out: &mut Vec<u8>, kind: &ValueKind, values: &[Value], with_def: bool) {
+fn write_chunk(out: &mut Vec<u8>, kind: &ValueKind, values: &[Value], levels: Option<&[u16]>) {
     let start = out.len();
     let buffers = kind.buffers(values);
-    let def: Vec<u8> = if with_def {
-        values
-            .iter()
-            .flat_map(|v| u16::from(v.is_null()).to_le_bytes())
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let with_def = levels.is_some();
+    let def: Vec<u8> = levels
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|l| l.to_le_bytes())
+        .collect();
     let num_levels = if with_def { values.len() } else { 0 };
     // At most MAX_CHUNK_VALUES (4096) values, so levels and their bytes fit u16.
     out.extend_from_slice(&(num_levels as u16).to_le_bytes());
@@ -563,6 +631,11 @@ mod tests {
             panic!("not constant: {:?}", nested.layout)
         };
         assert_eq!(c.layers, vec![3, 1, 1]);
+        // Below a struct, as Lance 14 writes it (its reader panics on the form without
+        // buffers): an empty repetition buffer, then one raw u16 level per row.
+        assert_eq!(c.def_compression, Some(flat(16)));
+        assert_eq!(c.num_def_values, 3);
+        assert_eq!(nested.buffers, vec![Vec::new(), vec![1, 0, 1, 0, 1, 0]]);
     }
 
     #[test]

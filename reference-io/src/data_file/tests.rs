@@ -946,6 +946,65 @@ fn type_mismatches_and_bad_page_data_are_reported() {
 }
 
 #[test]
+fn a_null_struct_is_written_into_its_leaves_layers_in_v2_2() {
+    // covers: DS-LEAF-1, DS-LEAF-4
+    let st = |v: &[bool]| -> Vec<Value> {
+        v.iter()
+            .map(|p| {
+                if *p {
+                    Value::Struct(Vec::new())
+                } else {
+                    Value::Null
+                }
+            })
+            .collect()
+    };
+    let columns = [
+        ColumnData::new(
+            field(0, "st", DataType::Struct),
+            st(&[true, false, true, false]),
+        ),
+        ColumnData::new(
+            child(1, 0, "a", DataType::Int32),
+            i32s(&[Some(1), None, None, None]),
+        ),
+        ColumnData::new(
+            child(2, 0, "b", DataType::Utf8),
+            strs(&[Some("x"), None, Some("z"), None]),
+        ),
+    ];
+    // v2.0 cannot store it.
+    assert_eq!(
+        write_data_file(&columns).unwrap_err().code(),
+        "null_struct_unsupported"
+    );
+    let bytes =
+        write_data_file_in(DataFileVersion::V2_2, &columns, &FileExtras::default()).unwrap();
+    let file = read_data_file(&bytes, "st.lance").unwrap();
+    for (col, data_type, want) in [
+        (0, DataType::Int32, i32s(&[Some(1), None, None, None])),
+        (1, DataType::Utf8, strs(&[Some("x"), None, Some("z"), None])),
+    ] {
+        assert_eq!(file.column(col, &data_type).unwrap(), want);
+        let layers = file.struct_validity(col).unwrap();
+        assert_eq!(layers.len(), 1);
+        let valid: Vec<bool> = (0..4)
+            .map(|r| layers[0].as_ref().is_none_or(|n| n.is_valid(r)))
+            .collect();
+        assert_eq!(valid, [true, false, true, false], "column {col}");
+    }
+    // A struct present everywhere keeps the all-valid layer of before.
+    let present = [
+        ColumnData::new(field(0, "st", DataType::Struct), st(&[true, true])),
+        ColumnData::new(child(1, 0, "a", DataType::Int32), i32s(&[Some(1), None])),
+    ];
+    let bytes =
+        write_data_file_in(DataFileVersion::V2_2, &present, &FileExtras::default()).unwrap();
+    let file = read_data_file(&bytes, "st.lance").unwrap();
+    assert_eq!(file.struct_validity(0).unwrap(), vec![None]);
+}
+
+#[test]
 fn writer_refuses_what_it_cannot_store() {
     let code = |cols: &[ColumnData]| write_data_file(cols).unwrap_err().code();
     assert_eq!(

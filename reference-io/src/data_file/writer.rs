@@ -20,7 +20,7 @@ use super::container::{
     Extent, FOOTER_LEN, FileVersion, Footer, WRITER_VERSION, offset_table_bytes,
 };
 use super::page_encode::encode_page;
-use super::structural_encode::{PAGE_LAYOUT_URL, StructuralPage, encode_structural_page};
+use super::structural_encode::{PAGE_LAYOUT_URL, StructuralPage, encode_structural_page_under};
 use lance_reference::model::{DataType, Field, Value};
 use lance_reference::proto::lance::encodings as enc;
 use lance_reference::proto::lance::file as pbf;
@@ -136,7 +136,7 @@ pub struct FileExtras {
 }
 
 /// Checks that the columns are a pre-order field list and every value fits its field.
-fn check_columns(columns: &[ColumnData]) -> Result<(), DataFileError> {
+fn check_columns(version: DataFileVersion, columns: &[ColumnData]) -> Result<(), DataFileError> {
     for (column, c) in columns.iter().enumerate() {
         let field = c.field.id;
         if c.field.parent_id != -1 {
@@ -172,7 +172,11 @@ fn check_columns(columns: &[ColumnData]) -> Result<(), DataFileError> {
             let row = row as u64;
             if v.is_null() {
                 if c.field.data_type == DataType::Struct {
-                    return Err(DataFileError::NullStruct { column, field, row });
+                    // v2.1+ stores a struct's validity in its leaves' layers; v2.0 nowhere.
+                    if version.struct_has_column() {
+                        return Err(DataFileError::NullStruct { column, field, row });
+                    }
+                    continue;
                 }
                 if !c.field.nullable {
                     return Err(DataFileError::NullInNonNullable { column, field, row });
@@ -255,19 +259,22 @@ struct WrittenPage {
     buffers: Vec<Vec<u8>>,
 }
 
-/// The number of struct ancestors of column `column` (its parents were checked to be earlier
-/// struct columns by [`check_columns`]).
-fn struct_depth(columns: &[ColumnData], column: usize) -> usize {
-    let mut depth = 0;
+/// The validity of each struct above column `column`, outermost first (its parents were
+/// checked to be earlier struct columns by [`check_columns`]): `None` when the struct is
+/// present in every row, else one flag per row (`false` where its value is NULL).
+fn struct_validity(columns: &[ColumnData], column: usize) -> Vec<Option<Vec<bool>>> {
+    let mut out = Vec::new();
     let mut parent = columns.get(column).map_or(-1, |c| c.field.parent_id);
-    while parent != -1 && depth < columns.len() {
-        depth += 1;
-        parent = columns
-            .iter()
-            .find(|c| c.field.id == parent)
-            .map_or(-1, |c| c.field.parent_id);
+    while parent != -1 && out.len() < columns.len() {
+        let Some(p) = columns.iter().find(|c| c.field.id == parent) else {
+            break;
+        };
+        let validity: Vec<bool> = p.values.iter().map(|v| !v.is_null()).collect();
+        out.push((!validity.iter().all(|b| *b)).then_some(validity));
+        parent = p.field.parent_id;
     }
-    depth
+    out.reverse();
+    out
 }
 
 /// The page of column `column` in `version`, or `None` when the column has no page (an empty
@@ -292,19 +299,18 @@ fn written_page(
             )
         }
         DataFileVersion::V2_2 => {
-            let depth = struct_depth(columns, column);
-            let page = encode_structural_page(&c.field.data_type, &c.values, depth).map_err(
-                |too_large| DataFileError::BadFieldOrder {
+            let structs = struct_validity(columns, column);
+            let page = encode_structural_page_under(&c.field.data_type, &c.values, &structs)
+                .map_err(|too_large| DataFileError::BadFieldOrder {
                     column,
                     field: c.field.id,
                     problem: format!(
                         "a mini-block chunk of {} bytes does not fit the u32 chunk word",
                         too_large.bytes
                     ),
-                },
-            )?;
+                })?;
             let page = match page {
-                Some(page) => edit(column, c, depth, page).map_err(|problem| {
+                Some(page) => edit(column, c, structs.len(), page).map_err(|problem| {
                     DataFileError::BadFieldOrder {
                         column,
                         field: c.field.id,
@@ -323,8 +329,9 @@ fn written_page(
 }
 
 /// [`write_data_file_with`] in a chosen format version. Columns are given in pre-order with
-/// struct columns in both versions; in v2.2 a struct column only contributes its schema entry
-/// (its values are not stored: the kit writes no NULL struct).
+/// struct columns in both versions; in v2.2 a struct column contributes its schema entry and
+/// its validity, which each leaf below it stores as a layer of its definition levels (a NULL
+/// struct is refused in v2.0, which cannot store one).
 pub fn write_data_file_in(
     version: DataFileVersion,
     columns: &[ColumnData],
@@ -334,7 +341,7 @@ pub fn write_data_file_in(
 }
 
 /// Replaces a v2.2 page before it is written: called with the column's index, its data, the
-/// number of structs around it and the page [`encode_structural_page`] made; returns the page
+/// number of structs around it and the page [`encode_structural_page_under`] made; returns the page
 /// to write (`None`: none), or why it cannot.
 pub type PageEdit<'a> = dyn Fn(usize, &ColumnData, usize, StructuralPage) -> Result<Option<StructuralPage>, String>
     + 'a;
@@ -348,7 +355,7 @@ pub fn write_data_file_edited(
     extras: &FileExtras,
     edit: &PageEdit<'_>,
 ) -> Result<Vec<u8>, DataFileError> {
-    check_columns(columns)?;
+    check_columns(version, columns)?;
     if let Some((column, c)) = columns
         .iter()
         .enumerate()

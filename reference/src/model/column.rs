@@ -87,12 +87,26 @@ pub struct Column {
 /// in the leaf's column (a layer of its definition levels): one bit per value of the column.
 /// Format v2.0 stores a struct's validity in a column of the struct's own, so its columns
 /// carry no layers.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct StructLayer {
     /// The struct field whose validity this is.
     pub field: FieldId,
     /// Where it is present; `None` when it is present at every position.
     pub validity: Option<NullBuffer>,
+}
+
+/// A layer prints as its struct and, when some position is NULL, one flag per position
+/// (`true` where present): two equal layers print alike, wherever their buffers live.
+impl std::fmt::Debug for StructLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("StructLayer");
+        d.field("field", &self.field);
+        match &self.validity {
+            Some(v) => d.field("present", &v.iter().collect::<Vec<bool>>()),
+            None => d.field("present", &"everywhere"),
+        };
+        d.finish()
+    }
 }
 
 impl StructLayer {

@@ -44,9 +44,22 @@ pub fn page_array(
         ));
     }
     let nulls = page.layers.validity(0, page.def.as_deref());
-    let Some(values) = page.values else {
+    let Some(mut values) = page.values else {
         return Ok(new_null_array(&kind.arrow_type(), rows));
     };
+    // A constant page's Boolean scalar is one byte, a one-value bitmap: the value is its bit 0
+    // (Lance 14's `try_inline_value` stores a length-1 BooleanArray's buffer; its reader reads
+    // that buffer as the array's bitmap), the other bits are not read.
+    if page.scalar && kind == Kind::Bool {
+        if let Block::Fixed { bits: 8, len, data } = &values {
+            let set = data.first().is_some_and(|b| b & 1 == 1);
+            values = Block::Fixed {
+                bits: 1,
+                len: *len,
+                data: vec![if set { 0xFF } else { 0 }; len.div_ceil(8)],
+            };
+        }
+    }
     if values.len() != rows {
         return Err(site.invalid(format!("{} values decoded for {rows} rows", values.len())));
     }

@@ -177,6 +177,7 @@ pub fn decode(
                 values: None,
                 def: Some(def),
                 layers,
+                scalar: false,
             });
         }
     };
@@ -184,6 +185,7 @@ pub fn decode(
         values: Some(values),
         def,
         layers,
+        scalar: true,
     })
 }
 

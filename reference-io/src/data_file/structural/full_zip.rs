@@ -193,6 +193,7 @@ pub fn decode(
         values: Some(values),
         def,
         layers,
+        scalar: false,
     })
 }
 

@@ -31,6 +31,10 @@ pub struct PageValues {
     pub def: Option<Vec<u16>>,
     /// The page's layers.
     pub layers: Layers,
+    /// Whether `values` repeats the bytes of one Arrow scalar (a constant page), whose width
+    /// the column's type decides: a Boolean scalar is one byte, a one-value bitmap whose bit 0
+    /// is the value, as Lance 14 stores it inline.
+    pub scalar: bool,
 }
 
 /// The most value buffers a chunk may declare (Lance writes at most a handful).
@@ -168,6 +172,7 @@ pub fn decode(
         values,
         def,
         layers,
+        scalar: false,
     })
 }
 
