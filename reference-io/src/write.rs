@@ -607,6 +607,12 @@ fn put_index(
 ) -> Result<super::layout::IndexLayout, DatasetError> {
     let mut layout = index_layout(index);
     let dir = index_dir(&layout.uuid);
+    // [IDX-FILE-7]: a build covering no fragment has no entries to store, and gets no files; an
+    // index whose coverage narrowed to nothing later keeps the files it has ([IDX-META-2]).
+    if index.covers_no_fragment() && !root.join(&dir).exists() {
+        layout.files = Vec::new();
+        return Ok(layout);
+    }
     let files = index_files_bytes(snapshot, index)?;
     let present = files
         .iter()
