@@ -10,8 +10,10 @@
 //! reference refuses leaves the directory as it was: nothing is written before the new version
 //! is complete and checked. A `prepare` only records the step and the version it read; its
 //! `commit` builds the commit from that version and lands it on the newest one, re-stamped.
-//! A `commit_prepared` reads the files the kit placed with the reference reader's own decoder
-//! ([`read_file_columns`]), builds the next version from them, and checks it exactly as a reader
+//! A `commit_prepared` reads the files the kit placed with the reference reader's own decoders
+//! ([`read_file_columns`] for value and data files, [`read_deletion_file`] for deletion files),
+//! builds the next version from them (overlays added or merged, fragments appended with the
+//! ids, row ids and lineage this commit assigns, deletion sets replaced), and checks it exactly as a reader
 //! checks a version ([`Snapshot::validate`]) before anything is written: a transaction whose
 //! result a reader refuses is refused with that refusal's code, and the committer's own rules
 //! ([OVL-VER-1]: an overlay a commit adds takes the version the commit creates) come after.
@@ -19,12 +21,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use lance_reference::lineage::stamping::stamp_overlays;
-use lance_reference::model::{Coverage, DataFile, Overlay, Snapshot};
+use lance_reference::lineage::stamping::{AppendedFragment, append_fragment, stamp_overlays};
+use lance_reference::model::{Coverage, DataFile, Fragment, Overlay, Snapshot};
 use lance_reference_io::data_file::DataFileVersion;
+use lance_reference_io::deletion::{DeletionFile, DeletionFileType, read_deletion_file};
 use lance_reference_io::layout::FileLayout;
 use lance_reference_io::paths::data_file_path;
-use lance_reference_io::read::read_file_columns;
+use lance_reference_io::read::{read_bounded, read_file_columns};
 use lance_reference_io::{Dataset, LocalStorage, ReadOptions, WriteOptions, write_version};
 use roaring::RoaringBitmap;
 
@@ -33,8 +36,9 @@ use crate::runner::capability::WRITE_WORDS;
 use crate::runner::conformance_reader::{Answer, Description, Refusal};
 use crate::runner::conformance_writer::ConformanceWriter;
 use crate::runner::protocol::{
-    CommitPreparedRequest, Implementation, PrepareResult, PreparedCoverage, PreparedOperation,
-    PreparedOverlay, PreparedTransaction, ReadError, WriteRequest, WriteResult,
+    CommitPreparedRequest, Implementation, PrepareResult, PreparedCoverage,
+    PreparedDeletionFileType, PreparedFile, PreparedOperation, PreparedOverlay,
+    PreparedTransaction, ReadError, WriteRequest, WriteResult,
 };
 use crate::runner::write_step::from_wire;
 use crate::scenario::{self, ScenarioError};
@@ -174,25 +178,26 @@ fn refused_by(code: &str, message: String) -> Refusal {
     refused("refused", Some(code), message)
 }
 
-/// The model overlay of a prepared one, its value file read from `dir`.
-fn prepared_overlay(
+/// The model data file of a prepared one, read from `dir` as a reader reads a base file or,
+/// with `overlay`, a value file.
+fn prepared_data_file(
     dir: &Path,
     snapshot: &Snapshot,
-    o: &PreparedOverlay,
+    f: &PreparedFile,
+    overlay: bool,
     field: &str,
-) -> Answer<Overlay> {
+) -> Answer<DataFile> {
     let io = |e: lance_reference_io::DatasetError| refused_by(e.code(), format!("{field}: {e}"));
     let layout = FileLayout {
-        path: data_file_path(&o.file.path, "(transaction)", &format!("{field}.file.path"))
-            .map_err(io)?,
-        column_indices: o.file.column_indices.clone(),
-        file_major_version: o.file.file_major_version,
-        file_minor_version: o.file.file_minor_version,
-        file_size_bytes: o.file.file_size_bytes,
+        path: data_file_path(&f.path, "(transaction)", &format!("{field}.path")).map_err(io)?,
+        column_indices: f.column_indices.clone(),
+        file_major_version: f.file_major_version,
+        file_minor_version: f.file_minor_version,
+        file_size_bytes: f.file_size_bytes,
     };
     let mut file = DataFile {
-        path: o.file.path.clone(),
-        fields: o.file.fields.clone(),
+        path: f.path.clone(),
+        fields: f.fields.clone(),
         columns: Vec::new(),
     };
     file.columns = read_file_columns(
@@ -200,11 +205,22 @@ fn prepared_overlay(
         &snapshot.schema,
         &file,
         &layout,
-        true,
-        &format!("{field}.file"),
+        overlay,
+        field,
         ReadOptions::default().max_file_bytes,
     )
     .map_err(io)?;
+    Ok(file)
+}
+
+/// The model overlay of a prepared one, its value file read from `dir`.
+fn prepared_overlay(
+    dir: &Path,
+    snapshot: &Snapshot,
+    o: &PreparedOverlay,
+    field: &str,
+) -> Answer<Overlay> {
+    let file = prepared_data_file(dir, snapshot, &o.file, true, &format!("{field}.file"))?;
     let bitmap = |offsets: &[u32]| offsets.iter().copied().collect::<RoaringBitmap>();
     let coverage = match &o.coverage {
         PreparedCoverage::Dense(offsets) => Coverage::Dense(bitmap(offsets)),
@@ -219,8 +235,209 @@ fn prepared_overlay(
     })
 }
 
-/// The version `transaction` makes of `prev`, checked before it is returned (module docs).
+/// A transaction fragment stating a member its operation does not use: refused before
+/// anything is read, so that no member is silently ignored.
+fn check_members(transaction: &PreparedTransaction) -> Answer<()> {
+    let op = transaction.operation;
+    for (i, f) in transaction.fragments.iter().enumerate() {
+        let stated = [
+            ("overlays", !f.overlays.is_empty()),
+            ("files", !f.files.is_empty()),
+            ("physical_rows", f.physical_rows.is_some()),
+            ("deletion_file", f.deletion_file.is_some()),
+        ];
+        let used: &[&str] = match op {
+            PreparedOperation::Overlay | PreparedOperation::Merge => &["overlays"],
+            PreparedOperation::Append => &["files", "physical_rows"],
+            PreparedOperation::Delete => &["deletion_file"],
+        };
+        if let Some((member, _)) = stated.iter().find(|(m, on)| *on && !used.contains(m)) {
+            return Err(refused(
+                "refused",
+                None,
+                format!(
+                    "fragments[{i}]: `{member}` is not part of an {} transaction",
+                    op.as_str()
+                ),
+            ));
+        }
+        if let Some(member) = used
+            .iter()
+            .find(|m| !stated.iter().any(|(s, on)| s == *m && *on))
+        {
+            return Err(refused(
+                "refused",
+                None,
+                format!(
+                    "fragments[{i}]: an {} transaction states `{member}`",
+                    op.as_str()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks `next` as a reader checks a version: what a reader would refuse is refused with its
+/// code.
+fn readable(next: &Snapshot) -> Answer<()> {
+    next.validate().map_err(|e| {
+        refused_by(
+            e.code(),
+            format!("the committed version would be refused: {e}"),
+        )
+    })
+}
+
+/// The version `transaction` makes of the newest of `versions`, checked before it is
+/// returned (module docs).
 fn prepared_version(
+    dir: &Path,
+    versions: &[Snapshot],
+    transaction: &PreparedTransaction,
+) -> Answer<Snapshot> {
+    let Some(prev) = versions.last() else {
+        return Err(refused(
+            "refused",
+            None,
+            "a prepared commit needs a version to build on".into(),
+        ));
+    };
+    check_members(transaction)?;
+    match transaction.operation {
+        PreparedOperation::Overlay | PreparedOperation::Merge => {
+            overlay_version(dir, prev, transaction)
+        }
+        PreparedOperation::Append => appended_version(dir, versions, transaction),
+        PreparedOperation::Delete => deletion_version(dir, prev, transaction),
+    }
+}
+
+/// An `append`: each listed fragment's files read as a reader reads a fragment's base files,
+/// the fragment added after the existing ones with the next fragment id, its row ids and
+/// lineage assigned by this commit ([`append_fragment`]).
+fn appended_version(
+    dir: &Path,
+    versions: &[Snapshot],
+    transaction: &PreparedTransaction,
+) -> Answer<Snapshot> {
+    let prev = versions
+        .last()
+        .ok_or_else(|| Refusal::Broken("no version".into()))?;
+    let version = prev.version + 1;
+    let mut next = prev.clone();
+    next.version = version;
+    // Ids continue above the highest any version used (a fragment deleted whole keeps its).
+    let first_id = versions
+        .iter()
+        .flat_map(|v| v.fragments.iter().map(|f| f.id + 1))
+        .max()
+        .unwrap_or(0);
+    for ((i, pf), id) in transaction.fragments.iter().enumerate().zip(first_id..) {
+        let physical_rows = pf.physical_rows.unwrap_or(0);
+        let mut files = Vec::new();
+        for (k, f) in pf.files.iter().enumerate() {
+            let field = format!("fragments[{i}].files[{k}]");
+            files.push(prepared_data_file(dir, &next, f, false, &field)?);
+        }
+        let fragment = Fragment {
+            id,
+            physical_rows,
+            files,
+            deletions: RoaringBitmap::new(),
+            overlays: Vec::new(),
+            lineage: Default::default(),
+        };
+        append_fragment(
+            &mut next,
+            AppendedFragment {
+                fragment,
+                carried: None,
+            },
+            version,
+        );
+    }
+    lance_reference::flags::set_commit_flags(&mut next);
+    readable(&next)?;
+    Ok(next)
+}
+
+/// A `delete`: each listed fragment's deletion file read with the reader's decoder, which
+/// refuses what a reader refuses (an offset at or past `physical_rows`, a repeated offset, a
+/// count that disagrees); the set replaces the fragment's deletions, and must keep every row
+/// deleted before (a delete brings no row back). A fragment left with no live row leaves the
+/// manifest, as a delete of all its rows does.
+fn deletion_version(
+    dir: &Path,
+    prev: &Snapshot,
+    transaction: &PreparedTransaction,
+) -> Answer<Snapshot> {
+    let mut next = prev.clone();
+    next.version = prev.version + 1;
+    for (i, pf) in transaction.fragments.iter().enumerate() {
+        let field = format!("transaction fragments[{i}].deletion_file");
+        let position = next
+            .fragments
+            .iter()
+            .position(|f| f.id == pf.id)
+            .ok_or_else(|| {
+                let e = lance_reference::Error::UnknownFragment {
+                    fragment: pf.id,
+                    context: format!("transaction fragments[{i}]"),
+                };
+                refused_by(e.code(), e.to_string())
+            })?;
+        let Some(d) = &pf.deletion_file else {
+            continue;
+        };
+        let stored = DeletionFile {
+            file_type: match d.file_type {
+                PreparedDeletionFileType::Array => DeletionFileType::ArrowArray,
+                PreparedDeletionFileType::Bitmap => DeletionFileType::Bitmap,
+            }
+            .proto_value(),
+            read_version: d.read_version,
+            id: d.id,
+            num_deleted_rows: d.num_deleted_rows,
+            base_id: None,
+        };
+        let io =
+            |e: lance_reference_io::DatasetError| refused_by(e.code(), format!("{field}: {e}"));
+        let fragment = &mut next.fragments[position];
+        let rel = stored
+            .relative_path(fragment.id)
+            .map_err(|e| refused_by(e.code(), format!("{field}: {e}")))?;
+        let bytes = read_bounded(
+            &LocalStorage::new(dir),
+            &rel,
+            ReadOptions::default().max_file_bytes,
+            &field,
+        )
+        .map_err(io)?;
+        let deleted = read_deletion_file(fragment.id, &stored, &bytes, fragment.physical_rows)
+            .map_err(|e| refused_by(e.code(), format!("{field}: {e}")))?;
+        if !fragment.deletions.is_subset(&deleted) {
+            return Err(refused(
+                "refused",
+                None,
+                format!(
+                    "{field}: fragment {}'s new deletion file leaves out rows deleted before (a delete brings no row back)",
+                    fragment.id
+                ),
+            ));
+        }
+        fragment.deletions = deleted;
+        if fragment.deletions.len() == fragment.physical_rows {
+            next.fragments.remove(position);
+        }
+    }
+    lance_reference::flags::set_commit_flags(&mut next);
+    readable(&next)?;
+    Ok(next)
+}
+
+/// The version an `overlay` or `merge` transaction makes of `prev` (module docs).
+fn overlay_version(
     dir: &Path,
     prev: &Snapshot,
     transaction: &PreparedTransaction,
@@ -260,7 +477,6 @@ fn prepared_version(
         }
         let fragment = &mut next.fragments[position];
         let new = match transaction.operation {
-            PreparedOperation::Overlay => overlays,
             PreparedOperation::Merge => {
                 let kept = fragment.overlays.len();
                 if overlays.len() < kept || overlays[..kept] != fragment.overlays[..] {
@@ -271,18 +487,14 @@ fn prepared_version(
                 }
                 overlays.split_off(kept)
             }
+            _ => overlays,
         };
         // First as stored, so that what a reader would refuse is refused with its code.
         fragment.overlays.extend(new.iter().cloned());
         added.push((position, new));
     }
     lance_reference::flags::set_commit_flags(&mut next);
-    next.validate().map_err(|e| {
-        refused_by(
-            e.code(),
-            format!("the committed version would be refused: {e}"),
-        )
-    })?;
+    readable(&next)?;
     // [OVL-VER-1]: an overlay the commit adds takes the version the commit creates.
     for (position, new) in &added {
         let fragment = &next.fragments[*position];
@@ -307,12 +519,7 @@ fn prepared_version(
             .map_err(|e| refused_by(e.code(), e.to_string()))?;
     }
     lance_reference::flags::set_commit_flags(&mut next);
-    next.validate().map_err(|e| {
-        refused_by(
-            e.code(),
-            format!("the committed version would be refused: {e}"),
-        )
-    })?;
+    readable(&next)?;
     Ok(next)
 }
 
@@ -389,14 +596,7 @@ impl ConformanceWriter for ReferenceWriter {
     fn commit_prepared(&mut self, request: &CommitPreparedRequest) -> Answer<WriteResult> {
         let dir = Path::new(&request.dataset);
         let versions = history_at(dir, request.read_version)?;
-        let Some(prev) = versions.last() else {
-            return Err(refused(
-                "refused",
-                None,
-                "a prepared commit needs a version to build on".into(),
-            ));
-        };
-        let next = prepared_version(dir, prev, &request.transaction)?;
+        let next = prepared_version(dir, &versions, &request.transaction)?;
         // The manifest records every file in the version it is in: the files already listed
         // as the previous version lists them, the kit's files as the transaction states, and
         // anything new in the dataset's version (`data_format`).
@@ -425,14 +625,11 @@ impl ConformanceWriter for ReferenceWriter {
                 }
             }
         }
-        for o in request
-            .transaction
-            .fragments
-            .iter()
-            .flat_map(|f| &f.overlays)
-        {
-            if let Some(v) = named(o.file.file_major_version, o.file.file_minor_version) {
-                options.file_versions.insert(o.file.path.clone(), v);
+        for f in &request.transaction.fragments {
+            for d in f.overlays.iter().map(|o| &o.file).chain(&f.files) {
+                if let Some(v) = named(d.file_major_version, d.file_minor_version) {
+                    options.file_versions.insert(d.path.clone(), v);
+                }
             }
         }
         land_with(dir, &next, &options)

@@ -551,6 +551,12 @@ fn rewrite_changed_files(
             if let Some(l) = fl.files.get_mut(j) {
                 let bytes = data_file_bytes_in(file_version(l), &schema, file)?;
                 relocate(root, &schema, file, l, &bytes)?;
+            } else if let Some(first) = fl.files.first().cloned() {
+                // A file the corruption added: in the version of the fragment's first file.
+                let mut l = first;
+                let bytes = data_file_bytes_in(file_version(&l), &schema, file)?;
+                relocate(root, &schema, file, &mut l, &bytes)?;
+                fl.files.push(l);
             }
         }
         for (k, overlay) in fragment.overlays.iter_mut().enumerate() {

@@ -34,7 +34,10 @@ Every step is one Lance commit made through pylance's public API:
                  committed_version (Lance stamps it); `merge` is LanceOperation.Merge of every
                  fragment's FragmentMetadata, the named fragments' `overlays` replaced by the
                  transaction's list (committed_version as the caller states it), and the schema
-                 as it is (see prepared_operation);
+                 as it is; `append` is LanceOperation.Append of FragmentMetadata(id 0, the
+                 kit's DataFiles, physical_rows), Lance assigning ids, row ids and lineage;
+                 `delete` is LanceOperation.Delete of the named fragments' FragmentMetadata
+                 with the kit's DeletionFile (see prepared_operation);
 - commit_retry:  `prepare` writes the files and builds the operation on `read_version`;
                  `commit` is LanceDataset.commit(dir, operation, read_version=that version),
                  after the conflicting commit landed, so Lance's own conflict resolver rebases it.
@@ -69,7 +72,7 @@ import pyarrow as pa
 from manifest_bytes import with_varint_field
 from lance import LanceOperation as Op
 from lance.file import LanceFileWriter
-from lance.fragment import DataFile
+from lance.fragment import DataFile, DeletionFile, FragmentMetadata
 
 # Filled in by testee.py (set_helpers): its Lance-call wrapper and its SQL translation, so the
 # reader and the writer classify Lance failures and spell predicates the same way.
@@ -993,14 +996,18 @@ class Writer:
 
 # ---------------------------------------------------------------- prepared commits (§7.4)
 
-def prepared_overlay(o):
-    """A transaction's overlay as Lance's DataOverlayFile (the value file is already in data/)."""
-    f = o["file"]
-    data_file = DataFile(
+def prepared_data_file(f):
+    """A transaction's data file as Lance's DataFile (the file is already in data/)."""
+    return DataFile(
         f["path"], list(f["fields"]), list(f["column_indices"]),
         int(f["file_major_version"]), int(f["file_minor_version"]),
         int(f.get("file_size_bytes", 0)) or None,
     )
+
+
+def prepared_overlay(o):
+    """A transaction's overlay as Lance's DataOverlayFile (the value file is already in data/)."""
+    data_file = prepared_data_file(o["file"])
     cov = o["coverage"]
     offsets = cov["dense"] if "dense" in cov else [list(c) for c in cov["sparse"]]
     try:
@@ -1010,9 +1017,31 @@ def prepared_overlay(o):
 
 
 def prepared_operation(ds, transaction):
-    """The Lance operation of a prepared commit: DataOverlay, or a Merge of every fragment with
-    the named fragments' overlay lists replaced."""
+    """The Lance operation of a prepared commit: DataOverlay; a Merge of every fragment with
+    the named fragments' overlay lists replaced; an Append of new fragments; a Delete giving the
+    named fragments the kit's deletion files."""
     op = transaction["operation"]
+    if op == "append":
+        # id 0: Lance assigns the ids of appended fragments, and their row ids and lineage.
+        return Op.Append([
+            FragmentMetadata(0, [prepared_data_file(f) for f in frag["files"]], int(frag["physical_rows"]))
+            for frag in transaction["fragments"]
+        ])
+    if op == "delete":
+        files = {}
+        for frag in transaction["fragments"]:
+            d = frag["deletion_file"]
+            files[int(frag["id"])] = DeletionFile(
+                int(d["read_version"]), int(d["id"]), d["file_type"], int(d["num_deleted_rows"]), None)
+        updated = []
+        for frag in ds.get_fragments():
+            meta = frag.metadata
+            if meta.id in files:
+                meta.deletion_file = files.pop(meta.id)
+                updated.append(meta)
+        if files:
+            raise WriteRefused(f"no fragments {sorted(files)}")
+        return Op.Delete(updated, [], "prepared deletion files")
     touched = {int(f["id"]): [prepared_overlay(o) for o in f["overlays"]] for f in transaction["fragments"]}
     if op == "overlay":
         return Op.DataOverlay([Op.DataOverlayGroup(fid, overlays) for fid, overlays in touched.items()])

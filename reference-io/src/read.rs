@@ -47,7 +47,9 @@
 //! update added it) when the files hold entries for it: every live row of it in the version
 //! read needs an entry equal to its value, except rows in the index's exclusion set, whose
 //! entries are never used; with no entry for it, the coverage is refused. An index whose
-//! `dataset_version` has no manifest is an error.
+//! `dataset_version` has no manifest is an error. An index whose `fragment_bitmap` is present
+//! and empty and whose `files` list is empty has no entries and no file is read
+//! ([IDX-READ-11]); one that lists files is read like any other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -697,6 +699,13 @@ impl Dataset {
             } else {
                 continue; // from the future: `validate` above refused it
             };
+            let listed = layout.indices.get(n).is_some_and(|il| !il.files.is_empty());
+            // [IDX-READ-11]: an index covering no fragment that lists no file answers nothing;
+            // there is nothing to read.
+            if snapshot.indices[n].covers_no_fragment() && !listed {
+                snapshot.indices[n].entries = Vec::new();
+                continue;
+            }
             let entries = {
                 let at_build = older.as_ref().unwrap_or(&snapshot);
                 let index = &snapshot.indices[n];

@@ -643,6 +643,12 @@ fn put_index(
     for name in index_file_names(index.kind) {
         present |= existing_size(storage, &format!("{dir}/{name}"))?.is_some();
     }
+    // [IDX-FILE-7]: a build covering no fragment has no entries to store, and gets no files; an
+    // index whose coverage narrowed to nothing later keeps the files it has ([IDX-META-2]).
+    if index.covers_no_fragment() && !present {
+        layout.files = Vec::new();
+        return Ok(layout);
+    }
     if present {
         let field = format!("indices[{n}]");
         let (stored, sizes) = super::read::read_index_files(

@@ -131,7 +131,8 @@ pub enum Corruption {
     /// as a Manifest with every field unset.
     EmptyManifestMessage,
     /// Copy `field`'s base column into another base file of the fragment, so two base files
-    /// hold the field live (the fragment needs at least two base files, e.g. after a fold).
+    /// hold the field live; a fragment with one base file gets a second one, holding only the
+    /// copy (`f<fragment>-duplicate-<field id>.lance`).
     DuplicateBaseField {
         /// Fragment id.
         fragment: u64,

@@ -3,38 +3,48 @@
 //!
 //! Invariant: a committer case is derived from the stored case's bytes alone, never from a
 //! list kept by hand. A negative case is one when its damaged version `N` and the undamaged
-//! twin differ from version `N-1` only by overlays added at the end of fragments' overlay lists
-//! (the commit of an `overlay` step), and the damage touched nothing else of the manifest: so
-//! the damaged commit is one a caller can hand a committer (a value file, a coverage, a
-//! `committed_version`), and its twin is the same commit well formed. The operation follows
-//! from the damaged commit: `merge` when an added overlay's `committed_version` is not `N` (only
-//! a caller-built commit states one), `overlay` otherwise; the twin is sent with the same
-//! operation. In a `merge` the overlays the fragment carries are the writer's own, read from its
-//! directory, so file names stay the writer's choice.
+//! twin differ from version `N-1` in the same one way a caller's commit can, and the damage
+//! touched nothing else of the manifest: so the damaged commit is one a caller can hand a
+//! committer, and its twin is the same commit well formed. The three ways:
+//!
+//! - overlays added at the end of fragments' overlay lists, nothing else of those fragments
+//!   changed but their last-updated-at (a value file, a coverage, a `committed_version`): the
+//!   operation is `merge` when an added overlay's `committed_version` is not `N` (only a
+//!   caller-built commit states one), `overlay` otherwise;
+//! - fragments added after the existing ones, with data files only (no overlay, no deletion
+//!   file, no file of system columns), the existing fragments unchanged: `append`;
+//! - fragments whose deletion file changed and nothing else: `delete`.
+//!
+//! The twin is sent with the damaged commit's operation. In a `merge` the overlays the fragment
+//! carries are the writer's own, read from its directory, so file names stay the writer's
+//! choice. A deletion file is handed over by its `DeletionFile` fields (its path follows from
+//! them), and only in a form Lance's API can name (`array` or `bitmap`).
 
 use std::path::{Path, PathBuf};
 
 use lance_reference::proto::lance::table as pb;
 use lance_reference_io::Dataset;
+use lance_reference_io::deletion::{DeletionFile, DeletionFileType};
 use lance_reference_io::manifest_file::{ManifestFile, decode_manifest_file};
 use lance_reference_io::paths::data_file_path;
 use lance_reference_io::roaring_format::read_bitmap;
 use pb::data_overlay_file::Coverage;
 
 use super::protocol::{
-    PreparedCoverage, PreparedFile, PreparedFragment, PreparedOperation, PreparedOverlay,
-    PreparedTransaction,
+    PreparedCoverage, PreparedDeletionFile, PreparedDeletionFileType, PreparedFile,
+    PreparedFragment, PreparedOperation, PreparedOverlay, PreparedTransaction,
 };
 use crate::corpus::{CaseDir, UNDAMAGED_DIR};
 
-/// One side of a committer case: where its files are, and the overlays its commit adds.
+/// One side of a committer case: where its files are, and what its commit adds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Side {
     /// The stored dataset the files come from (`dataset/` or `undamaged/`).
     pub root: PathBuf,
-    /// Per fragment id, in manifest order, the overlays the commit adds (their stored
-    /// `committed_version` included).
-    pub added: Vec<(u64, Vec<PreparedOverlay>)>,
+    /// Per fragment, in manifest order, what the commit adds: the overlays (their stored
+    /// `committed_version` included), an appended fragment's files and `physical_rows`, or a
+    /// fragment's new deletion file.
+    pub added: Vec<PreparedFragment>,
 }
 
 /// A negative case's last commit, as a prepared commit and its well-formed twin.
@@ -42,7 +52,7 @@ pub struct Side {
 pub struct CommitterCase {
     /// The version the commit creates.
     pub version: u64,
-    /// `overlay` or `merge` (see the module docs).
+    /// `overlay`, `merge`, `append` or `delete` (see the module docs).
     pub operation: PreparedOperation,
     /// The malformed commit.
     pub damaged: Side,
@@ -69,10 +79,22 @@ fn offsets(bytes: &[u8], field: &str) -> Option<Vec<u32>> {
         .map(|b| b.iter().collect())
 }
 
+/// The wire form of a stored data file; `None` for one under another base path.
+fn prepared_file(file: &pb::DataFile) -> Option<PreparedFile> {
+    file.base_id.is_none().then(|| PreparedFile {
+        path: file.path.clone(),
+        fields: file.fields.clone(),
+        column_indices: file.column_indices.clone(),
+        file_major_version: file.file_major_version,
+        file_minor_version: file.file_minor_version,
+        file_size_bytes: file.file_size_bytes,
+    })
+}
+
 /// The wire form of a stored overlay; `None` for one no caller could hand over (no value file,
 /// a file under another base path, a coverage that is not a bitmap).
 pub fn prepared_overlay(o: &pb::DataOverlayFile) -> Option<PreparedOverlay> {
-    let file = o.data_file.as_ref().filter(|f| f.base_id.is_none())?;
+    let file = prepared_file(o.data_file.as_ref()?)?;
     let coverage = match o.coverage.as_ref()? {
         Coverage::SharedOffsetBitmap(b) => PreparedCoverage::Dense(offsets(b, "coverage")?),
         Coverage::FieldCoverage(c) => PreparedCoverage::Sparse(
@@ -83,14 +105,7 @@ pub fn prepared_overlay(o: &pb::DataOverlayFile) -> Option<PreparedOverlay> {
         ),
     };
     Some(PreparedOverlay {
-        file: PreparedFile {
-            path: file.path.clone(),
-            fields: file.fields.clone(),
-            column_indices: file.column_indices.clone(),
-            file_major_version: file.file_major_version,
-            file_minor_version: file.file_minor_version,
-            file_size_bytes: file.file_size_bytes,
-        },
+        file,
         coverage,
         committed_version: Some(o.committed_version),
     })
@@ -105,9 +120,43 @@ fn without_overlays(f: &pb::DataFragment) -> pb::DataFragment {
     f
 }
 
+/// A fragment without its deletion file: what a delete must leave as it was.
+fn without_deletion(f: &pb::DataFragment) -> pb::DataFragment {
+    let mut f = f.clone();
+    f.deletion_file = None;
+    f
+}
+
+/// The wire form of a stored deletion file; `None` for one no caller could hand over (an
+/// unknown `file_type`, a file under another base path).
+fn prepared_deletion_file(d: &pb::DeletionFile) -> Option<PreparedDeletionFile> {
+    let file_type = match d.file_type {
+        0 => PreparedDeletionFileType::Array,
+        1 => PreparedDeletionFileType::Bitmap,
+        _ => return None,
+    };
+    d.base_id.is_none().then_some(PreparedDeletionFile {
+        file_type,
+        read_version: d.read_version,
+        id: d.id,
+        num_deleted_rows: d.num_deleted_rows,
+    })
+}
+
+/// A fragment carrying only `id`, for the members of one operation to be filled in.
+fn bare(id: u64) -> PreparedFragment {
+    PreparedFragment {
+        id,
+        overlays: Vec::new(),
+        files: Vec::new(),
+        physical_rows: None,
+        deletion_file: None,
+    }
+}
+
 /// The overlays `cur` adds to `prev`, per fragment; `None` when `cur` changes anything else.
-fn added(prev: &pb::Manifest, cur: &pb::Manifest) -> Option<Vec<(u64, Vec<PreparedOverlay>)>> {
-    if prev.fragments.len() != cur.fragments.len() || prev.fields != cur.fields {
+fn added_overlays(prev: &pb::Manifest, cur: &pb::Manifest) -> Option<Vec<PreparedFragment>> {
+    if prev.fragments.len() != cur.fragments.len() {
         return None;
     }
     let mut out = Vec::new();
@@ -120,14 +169,75 @@ fn added(prev: &pb::Manifest, cur: &pb::Manifest) -> Option<Vec<(u64, Vec<Prepar
         }
         let new = &c.overlays[p.overlays.len()..];
         if !new.is_empty() {
-            let list = new
-                .iter()
-                .map(prepared_overlay)
-                .collect::<Option<Vec<_>>>()?;
-            out.push((c.id, list));
+            out.push(PreparedFragment {
+                overlays: new.iter().map(prepared_overlay).collect::<Option<_>>()?,
+                ..bare(c.id)
+            });
         }
     }
     (!out.is_empty()).then_some(out)
+}
+
+/// The fragments `cur` appends to `prev`; `None` when `cur` changes anything else, or an
+/// appended fragment holds what a caller does not hand over (overlays, a deletion file, a file
+/// of system columns: an append's lineage is the committer's).
+fn appended(prev: &pb::Manifest, cur: &pb::Manifest) -> Option<Vec<PreparedFragment>> {
+    let kept = prev.fragments.len();
+    if cur.fragments.len() <= kept || cur.fragments[..kept] != prev.fragments[..] {
+        return None;
+    }
+    cur.fragments[kept..]
+        .iter()
+        .map(|f| {
+            let plain = f.overlays.is_empty()
+                && f.deletion_file.is_none()
+                && f.files.iter().all(|d| d.fields.iter().all(|&id| id >= 0));
+            plain.then_some(())?;
+            Some(PreparedFragment {
+                files: f.files.iter().map(prepared_file).collect::<Option<_>>()?,
+                physical_rows: Some(f.physical_rows),
+                ..bare(f.id)
+            })
+        })
+        .collect()
+}
+
+/// The fragments whose deletion file `cur` changes; `None` when it changes anything else or
+/// removes one.
+fn deleted(prev: &pb::Manifest, cur: &pb::Manifest) -> Option<Vec<PreparedFragment>> {
+    if prev.fragments.len() != cur.fragments.len() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (p, c) in prev.fragments.iter().zip(&cur.fragments) {
+        if without_deletion(p) != without_deletion(c) {
+            return None;
+        }
+        if p.deletion_file != c.deletion_file {
+            out.push(PreparedFragment {
+                deletion_file: Some(prepared_deletion_file(c.deletion_file.as_ref()?)?),
+                ..bare(c.id)
+            });
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The one way `cur` changes `prev` that a caller's commit can, and what it adds (module docs).
+fn commit_of(
+    prev: &pb::Manifest,
+    cur: &pb::Manifest,
+) -> Option<(PreparedOperation, Vec<PreparedFragment>)> {
+    if prev.fields != cur.fields {
+        return None;
+    }
+    if let Some(list) = added_overlays(prev, cur) {
+        return Some((PreparedOperation::Overlay, list));
+    }
+    if let Some(list) = appended(prev, cur) {
+        return Some((PreparedOperation::Append, list));
+    }
+    deleted(prev, cur).map(|list| (PreparedOperation::Delete, list))
 }
 
 /// The committer case of `case` at its damaged version `version`, if it is one (module docs).
@@ -148,40 +258,71 @@ pub fn committer_case(case: &CaseDir, version: u64) -> Result<Option<CommitterCa
         && damaged.manifest.reader_feature_flags == twin.manifest.reader_feature_flags
         && damaged.manifest.writer_feature_flags == twin.manifest.writer_feature_flags
         && damaged.manifest.config == twin.manifest.config;
-    let (Some(twin_added), Some(damaged_added)) = (
-        added(&prev.manifest, &twin.manifest),
-        added(&prev.manifest, &damaged.manifest),
+    let (Some((twin_op, twin_added)), Some((damaged_op, damaged_added))) = (
+        commit_of(&prev.manifest, &twin.manifest),
+        commit_of(&prev.manifest, &damaged.manifest),
     ) else {
         return Ok(None);
     };
-    if !same_elsewhere {
+    if !same_elsewhere || twin_op != damaged_op {
         return Ok(None);
     }
-    let stamped = |list: &[(u64, Vec<PreparedOverlay>)]| {
+    let damaged = Side {
+        root: damaged_root,
+        added: damaged_added,
+    };
+    let twin = Side {
+        root: twin_root,
+        added: twin_added,
+    };
+    // The committer assigns an appended fragment's id: a damage of the id alone hands it
+    // nothing malformed.
+    if twin_op == PreparedOperation::Append && same_handed(&damaged, &twin) {
+        return Ok(None);
+    }
+    let (damaged_added, twin_added) = (&damaged.added, &twin.added);
+    let stamped = |list: &[PreparedFragment]| {
         list.iter()
-            .flat_map(|(_, l)| l)
+            .flat_map(|f| &f.overlays)
             .all(|o| o.committed_version == Some(version))
     };
-    if !stamped(&twin_added) {
+    if !stamped(twin_added) {
         return Ok(None);
     }
-    let operation = if stamped(&damaged_added) {
-        PreparedOperation::Overlay
-    } else {
+    let operation = if twin_op == PreparedOperation::Overlay && !stamped(damaged_added) {
         PreparedOperation::Merge
+    } else {
+        twin_op
     };
     Ok(Some(CommitterCase {
         version,
         operation,
-        damaged: Side {
-            root: damaged_root,
-            added: damaged_added,
-        },
-        twin: Side {
-            root: twin_root,
-            added: twin_added,
-        },
+        damaged,
+        twin,
     }))
+}
+
+/// Whether two sides hand a committer the same thing: the same transaction once fragment ids
+/// are set aside, and byte-identical files.
+fn same_handed(a: &Side, b: &Side) -> bool {
+    let without_ids = |s: &Side| -> Vec<PreparedFragment> {
+        s.added
+            .iter()
+            .map(|f| PreparedFragment { id: 0, ..f.clone() })
+            .collect()
+    };
+    let files = CommitterCase::files(a);
+    without_ids(a) == without_ids(b)
+        && files == CommitterCase::files(b)
+        && files.iter().all(|rel| {
+            match (
+                std::fs::read(a.root.join(rel)),
+                std::fs::read(b.root.join(rel)),
+            ) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => false,
+            }
+        })
 }
 
 impl CommitterCase {
@@ -193,20 +334,25 @@ impl CommitterCase {
         writer_prev: &pb::Manifest,
     ) -> Result<PreparedTransaction, String> {
         let mut fragments = Vec::new();
-        for (id, added) in &side.added {
-            let overlays = match self.operation {
-                PreparedOperation::Overlay => added
-                    .iter()
-                    .map(|o| PreparedOverlay {
-                        committed_version: None,
-                        ..o.clone()
-                    })
-                    .collect(),
+        for added in &side.added {
+            let id = added.id;
+            let fragment = match self.operation {
+                PreparedOperation::Overlay => PreparedFragment {
+                    overlays: added
+                        .overlays
+                        .iter()
+                        .map(|o| PreparedOverlay {
+                            committed_version: None,
+                            ..o.clone()
+                        })
+                        .collect(),
+                    ..added.clone()
+                },
                 PreparedOperation::Merge => {
                     let fragment = writer_prev
                         .fragments
                         .iter()
-                        .find(|f| f.id == *id)
+                        .find(|f| f.id == id)
                         .ok_or_else(|| {
                             format!("the writer's v{} has no fragment {id}", self.version - 1)
                         })?;
@@ -222,11 +368,15 @@ impl CommitterCase {
                             })
                         })
                         .collect::<Result<Vec<_>, _>>()?;
-                    list.extend(added.iter().cloned());
-                    list
+                    list.extend(added.overlays.iter().cloned());
+                    PreparedFragment {
+                        overlays: list,
+                        ..added.clone()
+                    }
                 }
+                PreparedOperation::Append | PreparedOperation::Delete => added.clone(),
             };
-            fragments.push(PreparedFragment { id: *id, overlays });
+            fragments.push(fragment);
         }
         Ok(PreparedTransaction {
             operation: self.operation,
@@ -234,15 +384,40 @@ impl CommitterCase {
         })
     }
 
-    /// Copies the value files `side` adds into `dir` (the writer's dataset), replacing any file
-    /// of the same name; a file the stored side lacks (the damage removed it) is not copied,
-    /// and neither is one whose path leaves the dataset (the damage of a path case: the kit
-    /// never writes outside the writer's directory, and the committer is handed the path alone).
+    /// The files `side` adds, relative to the dataset root: value files, appended data files,
+    /// deletion files.
+    pub fn files(side: &Side) -> Vec<String> {
+        let mut out = Vec::new();
+        for f in &side.added {
+            let data = f.overlays.iter().map(|o| &o.file).chain(&f.files);
+            // A path that leaves the dataset (the damage of a path case) is not placed: the
+            // kit never writes outside the writer's directory.
+            out.extend(
+                data.filter_map(|d| data_file_path(&d.path, "manifest", "data_file.path").ok()),
+            );
+            if let Some(d) = &f.deletion_file {
+                let stored = DeletionFile {
+                    file_type: match d.file_type {
+                        PreparedDeletionFileType::Array => DeletionFileType::ArrowArray,
+                        PreparedDeletionFileType::Bitmap => DeletionFileType::Bitmap,
+                    }
+                    .proto_value(),
+                    read_version: d.read_version,
+                    id: d.id,
+                    num_deleted_rows: d.num_deleted_rows,
+                    base_id: None,
+                };
+                out.extend(stored.relative_path(f.id).ok());
+            }
+        }
+        out
+    }
+
+    /// Copies the files `side` adds ([`CommitterCase::files`]) into `dir` (the writer's
+    /// dataset), replacing any file of the same name; a file the stored side lacks (the damage
+    /// removed it) is not copied, and the committer is handed its name alone.
     pub fn place_files(side: &Side, dir: &Path) -> Result<(), String> {
-        for o in side.added.iter().flat_map(|(_, l)| l) {
-            let Ok(rel) = data_file_path(&o.file.path, "manifest", "data_file.path") else {
-                continue;
-            };
+        for rel in CommitterCase::files(side) {
             let from = side.root.join(&rel);
             if !from.is_file() {
                 continue;

@@ -107,6 +107,11 @@ pub enum PreparedOperation {
     /// Replace each named fragment's overlay list with the one given, `committed_version`
     /// included, as a caller-built commit does (Lance's `Merge`).
     Merge,
+    /// Add new fragments of the caller's data files; the committer assigns their ids, row ids
+    /// and lineage (Lance's `Append`).
+    Append,
+    /// Give fragments a new deletion file, which replaces the one they had (Lance's `Delete`).
+    Delete,
 }
 
 impl PreparedOperation {
@@ -115,6 +120,8 @@ impl PreparedOperation {
         match self {
             PreparedOperation::Overlay => "overlay",
             PreparedOperation::Merge => "merge",
+            PreparedOperation::Append => "append",
+            PreparedOperation::Delete => "delete",
         }
     }
 }
@@ -129,14 +136,52 @@ pub struct PreparedTransaction {
     pub fragments: Vec<PreparedFragment>,
 }
 
-/// One fragment of a prepared commit.
+/// One fragment of a prepared commit. Each operation uses its own members and no other:
+/// `overlay` and `merge` the `overlays`, `append` the `files` and `physical_rows`, `delete` the
+/// `deletion_file`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PreparedFragment {
-    /// `DataFragment.id`.
+    /// `DataFragment.id`; in an `append`, the id the fragment had where the kit's files come
+    /// from (the committer assigns the one it takes).
     pub id: u64,
     /// `overlay`: the overlays to add, oldest first; `merge`: the fragment's whole overlay list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overlays: Vec<PreparedOverlay>,
+    /// `append`: the new fragment's data files (`DataFragment.files`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<PreparedFile>,
+    /// `append`: `DataFragment.physical_rows`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_rows: Option<u64>,
+    /// `delete`: the fragment's new `DataFragment.deletion_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_file: Option<PreparedDeletionFile>,
+}
+
+/// A `DeletionFile` entry: the file is already at
+/// `_deletions/{fragment id}-{read_version}-{id}.{arrow|bin}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreparedDeletionFile {
+    /// `"array"` (`ARROW_ARRAY`, `.arrow`) or `"bitmap"` (`BITMAP`, `.bin`).
+    pub file_type: PreparedDeletionFileType,
+    /// `DeletionFile.read_version`.
+    pub read_version: u64,
+    /// `DeletionFile.id`.
+    pub id: u64,
+    /// `DeletionFile.num_deleted_rows` (0: unknown).
+    pub num_deleted_rows: u64,
+}
+
+/// `DeletionFile.file_type`, by the names Lance's API uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreparedDeletionFileType {
+    /// `ARROW_ARRAY = 0`.
+    Array,
+    /// `BITMAP = 1`.
+    Bitmap,
 }
 
 /// One `DataOverlayFile` of a prepared commit.

@@ -683,8 +683,10 @@ impl Replay<'_> {
                 Ok(transaction)
             });
         if let Ok(transaction) = &built {
-            let placed = transaction.fragments.iter().flat_map(|f| &f.overlays);
-            self.kit_files.extend(placed.map(|o| o.file.path.clone()));
+            for f in &transaction.fragments {
+                let data = f.overlays.iter().map(|o| &o.file).chain(&f.files);
+                self.kit_files.extend(data.map(|d| d.path.clone()));
+            }
         }
         match built {
             Ok(transaction) => Some(CommitPreparedRequest {
@@ -790,7 +792,11 @@ pub fn run_case(
         if let (Some(Action::Write { step, version }), Some(twin)) =
             (plan.actions.last(), expected.undamaged.as_ref())
         {
-            if matches!(step, Step::Overlay { .. }) && *version == twin.version {
+            let commit = matches!(
+                step,
+                Step::Overlay { .. } | Step::Append { .. } | Step::Delete { .. }
+            );
+            if commit && *version == twin.version {
                 match committer_case(case, *version) {
                     Ok(found) => committer = found,
                     Err(message) => {

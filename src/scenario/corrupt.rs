@@ -7,7 +7,7 @@
 //! decoded form and are applied by `store::bytes`.
 
 use lance_reference::model::{
-    Column, Coverage, FieldId, Fragment, LineageSequence, Overlay, Snapshot, Value,
+    Column, Coverage, DataFile, FieldId, Fragment, LineageSequence, Overlay, Snapshot, Value,
 };
 
 use crate::case::Corruption;
@@ -256,15 +256,18 @@ fn duplicate_base_field(snapshot: &mut Snapshot, fragment: u64, id: FieldId) -> 
     let (file, col) =
         base_position(f, id).ok_or_else(|| format!("no base column for field {id}"))?;
     let column = f.files[file].columns[col].clone();
-    let other = f
-        .files
-        .iter_mut()
-        .enumerate()
-        .find(|(i, _)| *i != file)
-        .map(|(_, x)| x)
-        .ok_or_else(|| "the fragment has only one base file".to_string())?;
-    other.fields.push(id);
-    other.columns.push(column);
+    match f.files.iter_mut().enumerate().find(|(i, _)| *i != file) {
+        Some((_, other)) => {
+            other.fields.push(id);
+            other.columns.push(column);
+        }
+        // One base file: a second one holding only the copy.
+        None => f.files.push(DataFile {
+            path: format!("f{fragment}-duplicate-{id}.lance"),
+            fields: vec![id],
+            columns: vec![column],
+        }),
+    }
     Ok(())
 }
 

@@ -108,7 +108,7 @@ enum How {
 
 /// The negative cases whose damaged commit a caller could hand a committer: the committer cases
 /// (`spec/conformance.md` §7.4), one per kind of malformed commit.
-const COMMITTER_CASES: [&str; 11] = [
+const COMMITTER_CASES: [&str; 20] = [
     "coverage-past-end",
     "overlay-value-count-mismatch",
     "overlay-value-count-surplus",
@@ -120,6 +120,15 @@ const COMMITTER_CASES: [&str; 11] = [
     "sparse-value-count-one-field",
     "committed-version-zero",
     "committed-version-in-future",
+    "append-base-column-short",
+    "append-base-column-wrong-type",
+    "append-duplicate-live-field",
+    "append-fewer-column-indices",
+    "deletion-past-end",
+    "deletion-file-offset-past-end",
+    "duplicate-deletion-offset",
+    "num-deleted-rows-mismatch",
+    "signed-deletion-offsets",
 ];
 
 impl ConformanceWriter for Misbehaving {
@@ -282,6 +291,19 @@ fn the_reference_committer_refuses_each_malformed_commit_and_commits_its_twin() 
             .iter()
             .any(|k| k.name == "v2 refuses prepared (overlay)")
     );
+    // A new fragment's files are an append, a new deletion file a delete.
+    for (id, name) in [
+        ("append-base-column-short", "v2 refuses prepared (append)"),
+        ("deletion-past-end", "v3 refuses prepared (delete)"),
+    ] {
+        assert!(
+            case(&report, id).checks.iter().any(|k| k.name == name),
+            "{id}"
+        );
+    }
+    // A damaged fragment id is no committer case: the committer assigns an appended
+    // fragment's id, so the damaged append hands it nothing malformed.
+    assert!(!found.contains("fragment-id-above-32-bits"));
 }
 
 #[test]
@@ -322,10 +344,12 @@ fn a_writer_without_prepared_commits_writes_those_cases_itself() {
     for id in COMMITTER_CASES {
         let c = case(&report, id);
         assert_eq!(c.outcome, Outcome::Passed, "{id}");
-        assert!(
-            c.checks.iter().any(|k| k.name == "v2 write (overlay)"),
-            "{id}"
-        );
+        let written = ["overlay", "append", "delete"].iter().any(|op| {
+            c.checks
+                .iter()
+                .any(|k| k.name.starts_with('v') && k.name.ends_with(&format!(" write ({op})")))
+        });
+        assert!(written, "{id}");
     }
 }
 

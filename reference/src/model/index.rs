@@ -49,6 +49,14 @@ pub struct Index {
 }
 
 impl Index {
+    /// Whether the index's `fragment_bitmap` is present and empty: it covers no fragment, so it
+    /// answers nothing and may have no files ([IDX-READ-11], [IDX-FILE-7]).
+    pub fn covers_no_fragment(&self) -> bool {
+        self.fragment_bitmap
+            .as_ref()
+            .is_some_and(RoaringBitmap::is_empty)
+    }
+
     /// Whether the index covers fragment `id`.
     pub fn covers(&self, id: u64) -> bool {
         match (&self.fragment_bitmap, u32::try_from(id)) {
