@@ -27,13 +27,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lance_reference::model::{
     CREATED_AT_FIELD_ID, Column, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID,
-    Snapshot,
+    Schema, Snapshot,
 };
 use lance_reference::readable::check_readable_with;
 
+use super::codec::{decode_fragment_at, schema_from_proto};
 use super::error::DatasetError;
 use super::index_file::index_dir;
 use super::layout::Layout;
+use super::manifest_file::decode_manifest_file;
 use super::read::{Checked, Dataset, checked_entries, read_index_files};
 
 /// Checks versions of one dataset fragment by fragment (see the module docs).
@@ -120,29 +122,43 @@ impl<'d> VersionCheck<'d> {
         checked
     }
 
-    /// Reads fragment `i` of a version [`Self::check`] returned, with its columns, as
-    /// [`Dataset::read_version`] holds it.
+    /// Fragment `i` of `version` decoded again from its manifest, with its deletions and,
+    /// when `columns`, its columns, as [`Dataset::read_version`] holds it (a version
+    /// [`Self::check`] accepted, so this refuses nothing it accepted). A holder of the
+    /// version's manifest level may so drop its fragments' lineage values.
     pub fn fragment(
         &self,
-        snapshot: &Snapshot,
-        layout: &Layout,
+        version: u64,
         i: usize,
+        columns: bool,
     ) -> Result<Fragment, DatasetError> {
-        let file = self.manifest_file(snapshot.version);
-        let mut fragment =
-            snapshot
-                .fragments
-                .get(i)
-                .cloned()
-                .ok_or_else(|| DatasetError::MissingField {
+        let file = self.manifest_file(version);
+        let bytes = self.dataset.read_file(&file, "_versions listing")?;
+        let manifest = decode_manifest_file(&bytes, &file)?;
+        let schema = schema_from_proto(&manifest.manifest.fields, &file)?;
+        let max_rows = self.dataset.options().max_fragment_rows;
+        let (mut fragment, fl) =
+            decode_fragment_at(&manifest, i, &file, max_rows).ok_or_else(|| {
+                DatasetError::MissingField {
                     file: file.clone(),
                     field: format!("fragments[{i}]"),
-                })?;
-        if let Some(fl) = layout.fragments.get(i) {
+                }
+            })??;
+        if columns {
             self.dataset
-                .read_fragment_files(&snapshot.schema, &file, i, &mut fragment, fl)?;
+                .read_fragment_files(&schema, &file, i, &mut fragment, &fl)?;
+        } else {
+            self.dataset.read_deletions(&file, i, &mut fragment, &fl)?;
         }
         Ok(fragment)
+    }
+
+    /// The schema of `version`, decoded from its manifest alone.
+    fn schema(&self, version: u64) -> Result<Schema, DatasetError> {
+        let file = self.manifest_file(version);
+        let bytes = self.dataset.read_file(&file, "_versions listing")?;
+        let manifest = decode_manifest_file(&bytes, &file)?;
+        schema_from_proto(&manifest.manifest.fields, &file)
     }
 
     /// The manifest file of `version`, as the listing names it.
@@ -295,16 +311,18 @@ impl<'d> VersionCheck<'d> {
                     file: file.to_string(),
                     field: format!("indices[{n}] layout"),
                 })?;
-            let at_build = self.projected(dataset_version, &index.fields, |_| true)?;
+            // The index files first (their key type is the claimed version's), then that
+            // version's key columns: a file the kit cannot decode costs no data read.
             let (stored, _) = read_index_files(
                 self.dataset.storage(),
                 &index_dir(&il.uuid),
                 il,
                 index,
-                &at_build.schema,
+                &self.schema(dataset_version)?,
                 self.dataset.options().max_file_bytes,
                 &field,
             )?;
+            let at_build = self.projected(dataset_version, &index.fields, |_| true)?;
             // The version read is needed only for the fragments covered after the build.
             let now = if dataset_version == version {
                 None
@@ -443,10 +461,13 @@ mod tests {
                 );
                 let (checked, _) = check.check(v, true).unwrap();
                 assert_eq!(checked, manifest_level(read), "version {v}");
-                let (checked, layout) = check.check(v, false).unwrap();
-                let full = check.fragment(&checked, &layout, 0).unwrap();
+                check.check(v, false).unwrap();
                 let (read, _) = dataset.read_version(v).unwrap();
-                assert_eq!(full, read.fragments[0], "version {v}");
+                for (i, f) in read.fragments.iter().enumerate() {
+                    assert_eq!(&check.fragment(v, i, true).unwrap(), f, "version {v}");
+                    let shell = &manifest_level(read.clone()).fragments[i];
+                    assert_eq!(&check.fragment(v, i, false).unwrap(), shell, "version {v}");
+                }
             }
             // The structural bound: never more fragments' columns at once than workers.
             assert!(check.most_held() >= 1);

@@ -29,7 +29,6 @@
 //! scanned one at a time to record where each row is ([`MovedRows`]) and read back on demand,
 //! at most [`super::carried::OLD_FRAGMENTS_HELD`] at once ([`OldRows`]).
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use lance_reference::exclusion::exclusion_set;
@@ -105,17 +104,19 @@ pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion, source: &dyn Fragment
     }
 }
 
-/// Where a commit's judgement reads the columns of the fragments it looks into: a
-/// [`ReadVersion`] holds none, so each is read again when needed and dropped after.
+/// Where a commit's judgement reads the fragments it looks into: a [`ReadVersion`] holds
+/// neither columns nor lineage values, so each fragment is decoded and read again when needed
+/// and dropped after.
 pub trait FragmentColumns {
-    /// Fragment `i` of `version` with its columns, as the reader holds it; `None` when it
-    /// cannot be read again (which the version's own check, having passed, rules out).
-    fn fragment(&self, version: &ReadVersion, i: usize) -> Option<Fragment>;
+    /// Fragment `i` of `version` as the reader holds it: lineage and deletions, and its
+    /// columns when `columns`; `None` when it cannot be read again (which the version's own
+    /// check, having passed, rules out).
+    fn fragment(&self, version: &ReadVersion, i: usize, columns: bool) -> Option<Fragment>;
 }
 
 impl FragmentColumns for VersionCheck<'_> {
-    fn fragment(&self, version: &ReadVersion, i: usize) -> Option<Fragment> {
-        VersionCheck::fragment(self, &version.snapshot, &version.layout, i).ok()
+    fn fragment(&self, version: &ReadVersion, i: usize, columns: bool) -> Option<Fragment> {
+        VersionCheck::fragment(self, version.snapshot.version, i, columns).ok()
     }
 }
 
@@ -197,15 +198,11 @@ impl<'a> Commit<'a> {
             .push(Finding::rule(self.version(), self.file, field, error));
     }
 
-    /// Fragment `i` of the version before (`prev`) or of the commit's, with its columns when
-    /// both versions' columns were read, else as held (no columns).
-    fn load(&self, prev: bool, i: usize) -> Option<Cow<'a, Fragment>> {
+    /// Fragment `i` of the version before (`prev`) or of the commit's, with its lineage, and
+    /// with its columns when both versions' columns were read.
+    fn load(&self, prev: bool, i: usize) -> Option<Fragment> {
         let read = if prev { self.prev_read } else { self.cur_read };
-        let held = read.snapshot.fragments.get(i)?;
-        if !self.data {
-            return Some(Cow::Borrowed(held));
-        }
-        self.source.fragment(read, i).map(Cow::Owned)
+        self.source.fragment(read, i, self.data)
     }
 
     /// A fragment present in both versions: `cur`'s `i`-th, `prev`'s `j`-th. Its overlays are
@@ -550,8 +547,9 @@ impl<'a> Commit<'a> {
         let moved = self.moved_rows(&fields);
         let (prev, prev_snapshot) = (self.prev_read, self.prev);
         let source = self.source;
+        let data = self.data;
         let mut old_rows = OldRows::new(|j| {
-            let fp = source.fragment(prev, j)?;
+            let fp = source.fragment(prev, j, data)?;
             FragmentRows::scan(prev_snapshot, &fp, &fields)
         });
         let mut next_id = self.prev.next_row_id;
@@ -564,7 +562,7 @@ impl<'a> Commit<'a> {
             let Some(fc) = self.load(false, i) else {
                 continue;
             };
-            let fc = fc.as_ref();
+            let fc = &fc;
             let Some(rows) = FragmentRows::scan(self.cur, fc, &fields) else {
                 continue;
             };

@@ -15,7 +15,7 @@
 //! time: each is the reference's own check.
 
 use lance_reference::flags::{FlagWord, check_mixed_versions, check_written_flags};
-use lance_reference::model::{Snapshot, TOMBSTONE_FIELD_ID};
+use lance_reference::model::{LineageSequence, Snapshot, TOMBSTONE_FIELD_ID};
 use std::collections::BTreeMap;
 
 use lance_reference_io::manifest_file::decode_manifest_file;
@@ -27,8 +27,9 @@ use super::finding::{Finding, HistoryError};
 /// A version that read, with its manifest file name.
 #[derive(Debug, Clone)]
 pub struct ReadVersion {
-    /// The snapshot at its manifest level: no `columns` are held (a fragment's are read again
-    /// when a commit needs them, [`VersionCheck::fragment`]), deletions are.
+    /// The snapshot at its manifest level, without its fragments' data: no `columns` and no
+    /// inline lineage values are held (a fragment is decoded and read again when a commit
+    /// needs it, [`VersionCheck::fragment`]); deletions are.
     pub snapshot: Snapshot,
     /// Where each part lives.
     pub layout: Layout,
@@ -114,11 +115,12 @@ pub fn check(checker: &VersionCheck, version: u64) -> (Option<ReadVersion>, Vec<
             _ => dataset.read_manifest_level(version),
         };
     }
-    let Ok((snapshot, layout)) = read else {
+    let Ok((mut snapshot, layout)) = read else {
         return (None, findings);
     };
     findings.extend(writer_rules(&snapshot, &layout, &file));
     let inline_lengths = inline_lengths(dataset, &file);
+    drop_lineage_values(&mut snapshot);
     (
         Some(ReadVersion {
             snapshot,
@@ -129,6 +131,24 @@ pub fn check(checker: &VersionCheck, version: u64) -> (Option<ReadVersion>, Vec<
         }),
         findings,
     )
+}
+
+/// Empties every inline lineage sequence of `snapshot` (its kind stays): a held version
+/// needs none, and a fragment a commit looks into is decoded again with its own
+/// ([`VersionCheck::fragment`]). A manifest holds its inline lineage expanded, 8 bytes per row
+/// and sequence: this is what keeps a held version's size following its fragment count.
+fn drop_lineage_values(snapshot: &mut Snapshot) {
+    for f in &mut snapshot.fragments {
+        for seq in [
+            &mut f.lineage.row_ids,
+            &mut f.lineage.created_at,
+            &mut f.lineage.last_updated_at,
+        ] {
+            if let LineageSequence::Inline(values) = seq {
+                *values = Vec::new();
+            }
+        }
+    }
 }
 
 /// How much of a version was read and judged.
