@@ -489,10 +489,13 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
         let check = VersionCheck::with_workers(&dataset, 2);
+        let mut refused = 0;
         for v in dataset.versions() {
             let read = dataset.read_version(v).map(|(s, _)| manifest_level(s));
             let checked = check.check(v, true).map(|(s, _)| s);
+            refused += usize::from(read.is_err());
             assert_eq!(checked, read, "version {v}");
         }
+        assert!(refused > 0, "the damage refused no version");
     }
 }
