@@ -244,6 +244,49 @@ fn what_the_kit_cannot_read_is_not_a_finding() {
     assert_eq!(twin.exit_code(), 0, "{:?}", twin.unjudged);
 }
 
+/// A store holding nothing, as an object store answers for a prefix without objects.
+#[derive(Debug)]
+struct EmptyStore;
+
+impl lance_reference_io::Storage for EmptyStore {
+    fn describe(&self) -> String {
+        "s3://bucket/missing".into()
+    }
+    fn list(&self, _: &str) -> Result<Vec<String>, lance_reference_io::StorageError> {
+        Err(lance_reference_io::StorageError::NotFound)
+    }
+    fn size(&self, _: &str) -> Result<u64, lance_reference_io::StorageError> {
+        Err(lance_reference_io::StorageError::NotFound)
+    }
+    fn read_range(
+        &self,
+        _: &str,
+        _: std::ops::Range<u64>,
+    ) -> Result<Vec<u8>, lance_reference_io::StorageError> {
+        Err(lance_reference_io::StorageError::NotFound)
+    }
+}
+
+#[test]
+fn a_missing_table_cannot_be_judged_wherever_it_was_to_be() {
+    // A missing table is not a finding (exit 1) but a table validate cannot judge (exit 2),
+    // whether the location is a directory or an object-store prefix.
+    use lance_conformance::validate::{SetupError, validate_in};
+    let local = validate(Path::new("/nonexistent/lance-conformance"), None);
+    assert!(matches!(local, Err(SetupError::NoTable(_))), "{local:?}");
+    let remote = validate_in(std::sync::Arc::new(EmptyStore), None);
+    assert_eq!(
+        remote,
+        Err(SetupError::NoTable("s3://bucket/missing".into()))
+    );
+    let args = lance_conformance::validate::ValidateArgs {
+        dataset: "/nonexistent/lance-conformance".into(),
+        version: None,
+        format: lance_conformance::runner::output::Format::Json,
+    };
+    assert_eq!(lance_conformance::validate::command(&args), 2);
+}
+
 #[test]
 fn validate_cannot_judge_a_missing_directory_or_version() {
     assert!(validate(Path::new("/nonexistent/lance-conformance"), None).is_err());

@@ -234,6 +234,28 @@ pub fn decode_manifest(
     Ok((snapshot, layout))
 }
 
+/// Decodes fragment `i` of a manifest file alone, as [`decode_manifest`] decodes it (the
+/// rest of the manifest is not checked here): for a reader that holds a version's manifest
+/// without its fragments' lineage and decodes one fragment again when it needs it. `None` when
+/// the manifest has no fragment `i`.
+pub fn decode_fragment_at(
+    manifest_file: &ManifestFile,
+    i: usize,
+    file: &str,
+    max_fragment_rows: u64,
+) -> Option<Result<(Fragment, FragmentLayout), DatasetError>> {
+    let m = &manifest_file.manifest;
+    let base_ids: Vec<u32> = m.base_paths.iter().map(|b| b.id).collect();
+    let f = m.fragments.get(i)?;
+    Some(decode_fragment(
+        f,
+        &format!("fragments[{i}]"),
+        file,
+        &base_ids,
+        max_fragment_rows,
+    ))
+}
+
 fn decode_data_file(
     df: &pb::DataFile,
     field: &str,

@@ -23,6 +23,7 @@
 //! | [`storage`] | where the bytes live: the [`storage::Storage`] seam, the local file system by default, memory for fuzzing |
 //! | [`decoded`] | what readers decoded from a [`storage::MemoryStorage`]'s files, remembered by path and size |
 //! | [`read`] | [`Dataset::open`], reading whole versions (time travel) |
+//! | [`version_check`] | checking a version fragment by fragment, one fragment's columns per worker |
 //! | [`write`](mod@write) | [`write_version`]: data, overlay, deletion files and the manifest |
 
 pub mod codec;
@@ -38,6 +39,7 @@ pub mod paths;
 pub mod read;
 pub mod roaring_format;
 pub mod storage;
+pub mod version_check;
 pub mod version_names;
 pub mod write;
 

@@ -503,7 +503,7 @@ impl Dataset {
 
     /// The decoded manifest of `version` (its name, framing and inner version checked) with
     /// the reader word checked, and the manifest's root-relative path.
-    fn decoded(&self, version: u64) -> Result<(Snapshot, Layout, String), DatasetError> {
+    pub(crate) fn decoded(&self, version: u64) -> Result<(Snapshot, Layout, String), DatasetError> {
         let entry = self
             .entries
             .iter()
@@ -541,7 +541,7 @@ impl Dataset {
     }
 
     /// Reads fragment `i`'s deletion file, if it has one, into `fragment.deletions`.
-    fn read_deletions(
+    pub(crate) fn read_deletions(
         &self,
         file: &str,
         i: usize,
@@ -588,20 +588,9 @@ impl Dataset {
         layout: &Layout,
         file: &str,
     ) -> Result<(), DatasetError> {
-        let limit = self.options.max_file_bytes;
         let schema = &snapshot.schema;
         let read_one = |i: usize, fragment: &mut Fragment, fl: &FragmentLayout| {
-            for (j, (df, l)) in fragment.files.iter_mut().zip(&fl.files).enumerate() {
-                let field = format!("{file}: fragments[{i}].files[{j}]");
-                df.columns =
-                    read_file_columns(self.storage(), schema, df, l, false, &field, limit)?;
-            }
-            for (k, (o, l)) in fragment.overlays.iter_mut().zip(&fl.overlays).enumerate() {
-                let field = format!("{file}: fragments[{i}].overlays[{k}].data_file");
-                o.file.columns =
-                    read_file_columns(self.storage(), schema, &o.file, l, true, &field, limit)?;
-            }
-            self.read_deletions(file, i, fragment, fl)
+            self.read_fragment_files(schema, file, i, fragment, fl)
         };
         let count = snapshot.fragments.len().min(layout.fragments.len());
         let workers = std::thread::available_parallelism()
@@ -658,6 +647,29 @@ impl Dataset {
             Some(first) => Err(first),
             None => Ok(()),
         }
+    }
+
+    /// Reads fragment `i`'s data and overlay files (in that order) into its `columns`, then its
+    /// deletion file, as [`Dataset::read_version`] reads each fragment; `file` is the manifest.
+    pub(crate) fn read_fragment_files(
+        &self,
+        schema: &Schema,
+        file: &str,
+        i: usize,
+        fragment: &mut Fragment,
+        fl: &FragmentLayout,
+    ) -> Result<(), DatasetError> {
+        let limit = self.options.max_file_bytes;
+        for (j, (df, l)) in fragment.files.iter_mut().zip(&fl.files).enumerate() {
+            let field = format!("{file}: fragments[{i}].files[{j}]");
+            df.columns = read_file_columns(self.storage(), schema, df, l, false, &field, limit)?;
+        }
+        for (k, (o, l)) in fragment.overlays.iter_mut().zip(&fl.overlays).enumerate() {
+            let field = format!("{file}: fragments[{i}].overlays[{k}].data_file");
+            o.file.columns =
+                read_file_columns(self.storage(), schema, &o.file, l, true, &field, limit)?;
+        }
+        self.read_deletions(file, i, fragment, fl)
     }
 
     /// Reads `version` without caching it (older versions its indices need are cached), so a
@@ -1033,7 +1045,7 @@ fn stored_text(value: Option<&Value>) -> String {
 }
 
 /// Why [`checked_entries`] refused.
-enum Checked {
+pub(crate) enum Checked {
     Model(lance_reference::Error),
     Index(IndexFileError),
 }
@@ -1057,7 +1069,7 @@ fn stores_addresses(index: &Index, layout: &IndexLayout) -> Result<bool, IndexFi
 /// The entries of `index` from its stored pairs, checked against `at_build` (the version the
 /// index claims) and, for remapped fragments, against `now` (the version read): see the module
 /// docs.
-fn checked_entries(
+pub(crate) fn checked_entries(
     at_build: &Snapshot,
     now: &Snapshot,
     index: &Index,

@@ -20,6 +20,17 @@ pub fn check_readable(snapshot: &Snapshot) -> Result<()> {
     snapshot.validate()
 }
 
+/// [`check_readable`] with each fragment's own check given by `fragment(i, &fragments[i])`
+/// ([`Snapshot::validate_with`]), in the same order: for a reader that checked each fragment
+/// with its columns and dropped them before the next.
+pub fn check_readable_with(
+    snapshot: &Snapshot,
+    fragment: impl FnMut(usize, &crate::model::Fragment) -> Result<()>,
+) -> Result<()> {
+    flags::check_for_read(snapshot)?;
+    snapshot.validate_with(fragment)
+}
+
 /// The part of [`check_readable`] that needs no data file: the reader word, flags against the
 /// content, and [`Snapshot::validate_manifest`]. `validate` judges a version by it when a data
 /// or index file could not be decoded by this kit (spec/validate.md).

@@ -22,8 +22,12 @@
 //! table config in force ([LIN-PLACE-3], [LIN-PLACE-4], [`placement()`]). Without stable row
 //! ids nothing ties a new row to an old one, so those rules are not decided then.
 //!
-//! At most the two versions given are held, plus the old rows of the fragments the commit
-//! removed or deleted rows from.
+//! Memory: the two versions are held at their manifest level (no columns). A fragment's
+//! columns are read again ([`FragmentColumns`]) only when a rule looks at its cells or hidden
+//! lineage: a kept fragment whose overlays changed (both sides, one fragment at a time), each
+//! added fragment in turn, and the old fragments rows may have been carried from, which are
+//! scanned one at a time to record where each row is ([`MovedRows`]) and read back on demand,
+//! at most [`super::carried::OLD_FRAGMENTS_HELD`] at once ([`OldRows`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,9 +40,13 @@ use lance_reference::model::{
     ROW_ID_FIELD_ID, Snapshot, TOMBSTONE_FIELD_ID,
 };
 use lance_reference::resolve::resolve_column;
-use lance_reference::scan::{DEFAULT_ROW_VERSION, ScanRow, scan_fragment};
+use lance_reference::scan::{DEFAULT_ROW_VERSION, ScanRow};
+use roaring::RoaringTreemap;
 
+use super::carried::{FragmentRows, MovedRows, OldRows};
 use super::finding::{Finding, HistoryError};
+use lance_reference_io::version_check::VersionCheck;
+
 use super::version::{Level, ReadVersion};
 
 /// The three lineage sequences, with their reserved ids and names.
@@ -68,21 +76,15 @@ pub struct Judged {
 /// When either version was read at the manifest level only ([`Level::Manifest`]), both are
 /// compared without their columns, and only the rules that need no cell are judged: the
 /// classes, overlay versions and coverage, lineage held inline, the placement of sequences.
-pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion) -> Judged {
+pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion, source: &dyn FragmentColumns) -> Judged {
     let data = prev.level != Level::Manifest && cur.level != Level::Manifest;
-    let stripped;
-    let (p, c) = if data {
-        (&prev.snapshot, &cur.snapshot)
-    } else {
-        stripped = (
-            without_columns(&prev.snapshot),
-            without_columns(&cur.snapshot),
-        );
-        (&stripped.0, &stripped.1)
-    };
+    let (p, c) = (&prev.snapshot, &cur.snapshot);
     let mut out = Commit {
         prev: p,
         cur: c,
+        prev_read: prev,
+        cur_read: cur,
+        source,
         file: &cur.file,
         inline_lengths: &cur.inline_lengths,
         data,
@@ -91,8 +93,8 @@ pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion) -> Judged {
     };
     out.other_kinds();
     for (i, fc) in c.fragments.iter().enumerate() {
-        if let Some(fp) = p.fragments.iter().find(|f| f.id == fc.id) {
-            out.kept_fragment(i, fp, fc);
+        if let Some(j) = p.fragments.iter().position(|f| f.id == fc.id) {
+            out.kept_fragment(i, j);
         }
     }
     out.added_fragments();
@@ -102,23 +104,28 @@ pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion) -> Judged {
     }
 }
 
-/// `snapshot` with every data file's columns dropped, as a manifest-level read leaves it.
-fn without_columns(snapshot: &Snapshot) -> Snapshot {
-    let mut out = snapshot.clone();
-    for f in &mut out.fragments {
-        for file in &mut f.files {
-            file.columns.clear();
-        }
-        for o in &mut f.overlays {
-            o.file.columns.clear();
-        }
+/// Where a commit's judgement reads the fragments it looks into: a [`ReadVersion`] holds
+/// neither columns nor lineage values, so each fragment is decoded and read again when needed
+/// and dropped after.
+pub trait FragmentColumns {
+    /// Fragment `i` of `version` as the reader holds it: lineage and deletions, and its
+    /// columns when `columns`; `None` when it cannot be read again (which the version's own
+    /// check, having passed, rules out).
+    fn fragment(&self, version: &ReadVersion, i: usize, columns: bool) -> Option<Fragment>;
+}
+
+impl FragmentColumns for VersionCheck<'_> {
+    fn fragment(&self, version: &ReadVersion, i: usize, columns: bool) -> Option<Fragment> {
+        VersionCheck::fragment(self, version.snapshot.version, i, columns).ok()
     }
-    out
 }
 
 struct Commit<'a> {
     prev: &'a Snapshot,
     cur: &'a Snapshot,
+    prev_read: &'a ReadVersion,
+    cur_read: &'a ReadVersion,
+    source: &'a dyn FragmentColumns,
     file: &'a str,
     /// The stored inline lineage lengths of `cur`'s fragments.
     inline_lengths: &'a BTreeMap<u64, [Option<usize>; 3]>,
@@ -153,7 +160,7 @@ fn same_overlay(a: &Overlay, b: &Overlay) -> bool {
     a.file.path == b.file.path
 }
 
-impl Commit<'_> {
+impl<'a> Commit<'a> {
     fn version(&self) -> u64 {
         self.cur.version
     }
@@ -191,8 +198,31 @@ impl Commit<'_> {
             .push(Finding::rule(self.version(), self.file, field, error));
     }
 
-    /// A fragment present in both versions.
-    fn kept_fragment(&mut self, i: usize, fp: &Fragment, fc: &Fragment) {
+    /// Fragment `i` of the version before (`prev`) or of the commit's, with its lineage, and
+    /// with its columns when both versions' columns were read.
+    fn load(&self, prev: bool, i: usize) -> Option<Fragment> {
+        let read = if prev { self.prev_read } else { self.cur_read };
+        self.source.fragment(read, i, self.data)
+    }
+
+    /// A fragment present in both versions: `cur`'s `i`-th, `prev`'s `j`-th. Its overlays are
+    /// compared by their manifest entries first; only a fragment whose overlays changed (or
+    /// may decode differently: another schema or another layout) is read with its columns.
+    fn kept_fragment(&mut self, i: usize, j: usize) {
+        let (hp, hc) = (&self.prev.fragments[j], &self.cur.fragments[i]);
+        let same_layout = self.prev_read.layout.fragments.get(j).map(|l| &l.overlays)
+            == self.cur_read.layout.fragments.get(i).map(|l| &l.overlays);
+        if hp.overlays == hc.overlays && self.prev.schema == self.cur.schema && same_layout {
+            return; // unchanged overlays: an append elsewhere, a delete, an index build
+        }
+        let (Some(fp), Some(fc)) = (self.load(true, j), self.load(false, i)) else {
+            return;
+        };
+        self.kept_fragment_read(i, &fp, &fc);
+    }
+
+    /// [`Self::kept_fragment`] once both fragments are read.
+    fn kept_fragment_read(&mut self, i: usize, fp: &Fragment, fc: &Fragment) {
         let at = format!("fragments[{i}]");
         if fp.overlays == fc.overlays {
             return; // unchanged overlays: an append elsewhere, a delete, an index build
@@ -514,30 +544,43 @@ impl Commit<'_> {
             return;
         }
         let fields: Vec<FieldId> = self.cur.schema.top_level().map(|f| f.id).collect();
-        let old_rows = self.moved_rows(&fields);
+        let moved = self.moved_rows(&fields);
+        let (prev, prev_snapshot) = (self.prev_read, self.prev);
+        let source = self.source;
+        let data = self.data;
+        let mut old_rows = OldRows::new(|j| {
+            let fp = source.fragment(prev, j, data)?;
+            FragmentRows::scan(prev_snapshot, &fp, &fields)
+        });
         let mut next_id = self.prev.next_row_id;
         let mut carried_unchanged = 0usize;
         let mut carried_stamped = false;
         let mut inserted_any = false;
-        let mut seen: BTreeSet<u64> = BTreeSet::new();
-        for &(i, fc) in &added {
+        let mut seen = RoaringTreemap::new();
+        for &(i, _) in &added {
             let at = format!("fragments[{i}]");
-            let mut rows = Vec::new();
-            if scan_fragment(self.cur, fc, &fields, &mut rows).is_err() {
+            let Some(fc) = self.load(false, i) else {
                 continue;
-            }
+            };
+            let fc = &fc;
+            let Some(rows) = FragmentRows::scan(self.cur, fc, &fields) else {
+                continue;
+            };
             let mut inserted_here = false;
             let mut carried_here = false;
             let mut stamped_here = false;
-            for row in &rows {
+            for row in (0..rows.len()).filter_map(|k| rows.row(k)) {
                 seen.insert(row.row_id);
                 if row.row_id >= self.prev.next_row_id {
                     inserted_here = true;
                     inserted_any = true;
-                    self.inserted_row(&at, row, &mut next_id);
-                } else if let Some(old) = old_rows.get(&row.row_id) {
+                    self.inserted_row(&at, &row, &mut next_id);
+                } else if let Some(old) = moved
+                    .get(row.row_id)
+                    .and_then(|(j, offset)| old_rows.row(j, offset))
+                {
                     carried_here = true;
-                    match self.carried_row(&at, row, old) {
+                    match self.carried_row(&at, &row, &old) {
                         Carried::Unchanged => carried_unchanged += 1,
                         Carried::Stamped => {
                             carried_stamped = true;
@@ -599,33 +642,38 @@ impl Commit<'_> {
         }
         if removed_any && !inserted_any && carried_unchanged > 0 {
             self.kinds.insert("rewrite");
-            self.rewrite_complete(&old_rows, &seen);
+            self.rewrite_complete(&moved, &seen);
         }
     }
 
-    /// The old rows a commit may carry into new fragments: every live row of the fragments it
-    /// removed, and the rows it deleted from fragments it kept; by row id.
-    fn moved_rows(&self, fields: &[FieldId]) -> BTreeMap<u64, ScanRow> {
-        let mut out = BTreeMap::new();
-        for fp in &self.prev.fragments {
+    /// Where the old rows a commit may carry into new fragments are: every live row of the
+    /// fragments it removed, and the rows it deleted from fragments it kept; by row id. Each
+    /// old fragment is read and scanned alone and dropped before the next ([`MovedRows`]).
+    fn moved_rows(&self, fields: &[FieldId]) -> MovedRows {
+        let mut out = MovedRows::default();
+        for (j, fp) in self.prev.fragments.iter().enumerate() {
             let kept = self.cur.fragments.iter().find(|f| f.id == fp.id);
             if kept.is_some_and(|fc| fc.deletions == fp.deletions) {
                 continue;
             }
-            let mut rows = Vec::new();
-            if scan_fragment(self.prev, fp, fields, &mut rows).is_err() {
+            let Some(fp) = self.load(true, j) else {
                 continue;
-            }
-            for row in rows {
+            };
+            let Some(rows) = FragmentRows::scan(self.prev, &fp, fields) else {
+                continue;
+            };
+            for k in 0..rows.len() {
+                let (offset, row_id) = rows.place(k);
                 let moved = match kept {
                     None => true,
-                    Some(fc) => u32::try_from(row.offset).is_ok_and(|o| fc.deletions.contains(o)),
+                    Some(fc) => u32::try_from(offset).is_ok_and(|o| fc.deletions.contains(o)),
                 };
                 if moved {
-                    out.insert(row.row_id, row);
+                    out.add(j, offset, row_id);
                 }
             }
         }
+        out.finish();
         out
     }
 
@@ -766,12 +814,11 @@ impl Commit<'_> {
     }
 
     /// A row rewrite: every live row of the removed fragments reappears.
-    fn rewrite_complete(&mut self, old_rows: &BTreeMap<u64, ScanRow>, seen: &BTreeSet<u64>) {
-        let lost: Vec<u64> = old_rows
-            .keys()
-            .filter(|id| !seen.contains(id))
+    fn rewrite_complete(&mut self, moved: &MovedRows, seen: &RoaringTreemap) {
+        let lost: Vec<u64> = moved
+            .ids()
+            .filter(|id| !seen.contains(*id))
             .take(5)
-            .copied()
             .collect();
         if !lost.is_empty() {
             let ids: Vec<String> = lost.iter().map(|i| i.to_string()).collect();

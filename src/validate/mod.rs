@@ -2,25 +2,31 @@
 //! every requirement its bytes and its version history decide (`spec/validate.md`).
 //!
 //! Invariant: versions are judged one at a time in ascending order, each alone
-//! ([`version`]) and each commit against the version before it ([`history`]); at most two
-//! versions' snapshots are held at once, so memory follows the largest two versions, not the
-//! history. A version the reader refuses is one finding, with the reader's class and code, and
+//! ([`version`]) and each commit against the version before it ([`history`]). Memory is
+//! bounded by fragments, not by the table: at most two versions are held, at their manifest
+//! level (no columns; a manifest does hold its inline lineage, 8 bytes per row and sequence);
+//! a version's fragments are read and checked on every core, one fragment's columns per
+//! worker, then dropped ([`VersionCheck`]); a commit reads back only the fragments its rules
+//! look into, a few at a time ([`history`], [`carried`]); an index check holds the index's
+//! key column and entries ([`lance_reference_io::version_check`]). A version the reader refuses is one finding, with the reader's class and code, and
 //! the commits on either side of it are not judged (nothing readable to compare); a refusal
 //! that is a limit of the kit (a file it cannot decode) is not a finding, and the version is
 //! still judged at the level below it (without its index files, or by its manifest alone),
 //! and so are the commits around it, by the rules that level can decide. Exit codes
-//! mirror `run`: 0 when nothing is found, 1 on any finding, 2 when validate cannot judge (the
-//! directory does not exist, `--version` names no listed version).
+//! mirror `run`: 0 when nothing is found, 1 on any finding, 2 when validate cannot judge (no
+//! table at the location, local or remote; `--version` names no listed version).
 //!
 //! | module | concept |
 //! |---|---|
 //! | [`finding`] | a finding, and the codes of the rules only a writer or a commit can break |
 //! | [`version`] | each version alone |
 //! | [`history`] | each commit against the version before |
+//! | [`carried`] | the rows a commit may carry, followed by row id without holding them |
 //! | [`report`] | human and JSON output |
 //! | [`location`] | the table argument: a path, `file://`, or an object-store URI |
 //! | `object_storage` | (feature `object-store`) `s3://`, `gs://`, `az://` through `object_store` |
 
+pub mod carried;
 pub mod finding;
 pub mod history;
 pub mod location;
@@ -33,8 +39,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
+use lance_reference_io::version_check::VersionCheck;
 use lance_reference_io::version_names::{VERSIONS_DIR, parse_manifest_name};
-use lance_reference_io::{Dataset, ReadOptions, Storage};
+use lance_reference_io::{Dataset, ReadOptions, Storage, StorageError};
 
 use crate::runner::output::Format;
 use finding::Finding;
@@ -62,6 +69,11 @@ pub enum SetupError {
     /// The path is not a directory.
     #[error("{0}: not a directory")]
     NotADirectory(String),
+    /// Nothing is at the table's location: no directory, or no object under the prefix. A
+    /// missing table is not a finding about a table; validate cannot judge (exit 2), wherever
+    /// the table was to be.
+    #[error("{0}: no table there (nothing at this location)")]
+    NoTable(String),
     /// `--version` names a version the directory does not list.
     #[error("{dataset}: version {version} is not listed (versions: {listed})")]
     NoSuchVersion {
@@ -112,7 +124,7 @@ pub fn validate(root: &Path, only: Option<u64>) -> Result<Report, SetupError> {
 /// Judges the table at `location` (every attached version, or only `only`).
 pub fn validate_at(location: &Location, only: Option<u64>) -> Result<Report, SetupError> {
     if let Some(root) = location.local_path() {
-        if !root.is_dir() {
+        if root.exists() && !root.is_dir() {
             return Err(SetupError::NotADirectory(root.display().to_string()));
         }
     }
@@ -122,6 +134,9 @@ pub fn validate_at(location: &Location, only: Option<u64>) -> Result<Report, Set
 /// Judges the table `storage` holds (every attached version, or only `only`).
 pub fn validate_in(storage: Arc<dyn Storage>, only: Option<u64>) -> Result<Report, SetupError> {
     let name = storage.describe();
+    if storage.list("") == Err(StorageError::NotFound) {
+        return Err(SetupError::NoTable(name));
+    }
     let mut report = Report {
         dataset: name.clone(),
         ..Report::default()
@@ -154,16 +169,17 @@ pub fn validate_in(storage: Arc<dyn Storage>, only: Option<u64>) -> Result<Repor
         }
     };
     // The version before the first one judged, read only to judge that commit.
+    let checker = VersionCheck::new(&dataset);
     let mut prev = selected
         .first()
         .and_then(|first| listed.iter().rev().find(|v| *v < first))
-        .and_then(|v| version::check(&dataset, *v).0);
+        .and_then(|v| version::check(&checker, *v).0);
     for v in selected {
-        let (cur, findings) = version::check(&dataset, v);
+        let (cur, findings) = version::check(&checker, v);
         report.versions.push((v, cur.as_ref().map(|c| c.level)));
         report.findings.extend(findings);
         if let (Some(p), Some(c)) = (&prev, &cur) {
-            let judged = history::check_commit(p, c);
+            let judged = history::check_commit(p, c, &checker);
             report.commits.push((v, judged.kinds.into_iter().collect()));
             report.findings.extend(judged.findings);
         }

@@ -1,7 +1,8 @@
 //! Each version alone: everything its bytes decide.
 //!
-//! Invariant: a version is judged by the reference reader first
-//! ([`Dataset::read_version`], which ends with [`lance_reference::readable::check_readable`]):
+//! Invariant: a version is judged by the reference reader's checks first, fragment by fragment
+//! ([`VersionCheck::check`]: what [`Dataset::read_version`] checks, ending with
+//! [`lance_reference::readable::check_readable`], one fragment's columns per worker at a time):
 //! its refusal is the version's one finding, with the reader's class and code, so a negative
 //! case's damage is reported exactly as a reader must report it. A refusal that only says the
 //! kit cannot decode a file (a kit limit) is followed by a read of the levels below it (all but
@@ -14,10 +15,11 @@
 //! time: each is the reference's own check.
 
 use lance_reference::flags::{FlagWord, check_mixed_versions, check_written_flags};
-use lance_reference::model::{Snapshot, TOMBSTONE_FIELD_ID};
+use lance_reference::model::{LineageSequence, Snapshot, TOMBSTONE_FIELD_ID};
 use std::collections::BTreeMap;
 
 use lance_reference_io::manifest_file::decode_manifest_file;
+use lance_reference_io::version_check::VersionCheck;
 use lance_reference_io::{Dataset, DatasetError, Layout};
 
 use super::finding::{Finding, HistoryError};
@@ -25,7 +27,9 @@ use super::finding::{Finding, HistoryError};
 /// A version that read, with its manifest file name.
 #[derive(Debug, Clone)]
 pub struct ReadVersion {
-    /// The snapshot.
+    /// The snapshot at its manifest level, without its fragments' data: no `columns` and no
+    /// inline lineage values are held (a fragment is decoded and read again when a commit
+    /// needs it, [`VersionCheck::fragment`]); deletions are.
     pub snapshot: Snapshot,
     /// Where each part lives.
     pub layout: Layout,
@@ -80,15 +84,16 @@ fn inline_lengths(dataset: &Dataset, file: &str) -> BTreeMap<u64, [Option<usize>
 ///
 /// A refusal that is a limit of the kit ([`Finding::is_kit_limit`]: a file it cannot decode)
 /// does not end the judgement: the version is read again without what could not be decoded,
-/// first without its index files ([`Dataset::read_data_level`]), then without any data file
+/// first without its index files (what [`Dataset::read_data_level`] reads), then without any data file
 /// ([`Dataset::read_manifest_level`]), and what that level reads is judged as usual. The
 /// refusal is kept (it is what makes the version not judged in full), and a refusal of the
 /// lower level that is not a kit limit is a finding of its own.
-pub fn check(dataset: &Dataset, version: u64) -> (Option<ReadVersion>, Vec<Finding>) {
+pub fn check(checker: &VersionCheck, version: u64) -> (Option<ReadVersion>, Vec<Finding>) {
+    let dataset = checker.dataset();
     let file = manifest_file(dataset, version);
     let mut findings = Vec::new();
     let mut level = Level::Full;
-    let mut read = dataset.read_version(version);
+    let mut read = checker.check(version, true);
     while let Err(e) = &read {
         let refusal = Finding::read_refusal(version, &file, e);
         let lower = match level {
@@ -106,15 +111,16 @@ pub fn check(dataset: &Dataset, version: u64) -> (Option<ReadVersion>, Vec<Findi
         };
         level = lower;
         read = match level {
-            Level::Data => dataset.read_data_level(version),
+            Level::Data => checker.check(version, false),
             _ => dataset.read_manifest_level(version),
         };
     }
-    let Ok((snapshot, layout)) = read else {
+    let Ok((mut snapshot, layout)) = read else {
         return (None, findings);
     };
     findings.extend(writer_rules(&snapshot, &layout, &file));
     let inline_lengths = inline_lengths(dataset, &file);
+    drop_lineage_values(&mut snapshot);
     (
         Some(ReadVersion {
             snapshot,
@@ -125,6 +131,24 @@ pub fn check(dataset: &Dataset, version: u64) -> (Option<ReadVersion>, Vec<Findi
         }),
         findings,
     )
+}
+
+/// Empties every inline lineage sequence of `snapshot` (its kind stays): a held version
+/// needs none, and a fragment a commit looks into is decoded again with its own
+/// ([`VersionCheck::fragment`]). A manifest holds its inline lineage expanded, 8 bytes per row
+/// and sequence: this is what keeps a held version's size following its fragment count.
+fn drop_lineage_values(snapshot: &mut Snapshot) {
+    for f in &mut snapshot.fragments {
+        for seq in [
+            &mut f.lineage.row_ids,
+            &mut f.lineage.created_at,
+            &mut f.lineage.last_updated_at,
+        ] {
+            if let LineageSequence::Inline(values) = seq {
+                *values = Vec::new();
+            }
+        }
+    }
 }
 
 /// How much of a version was read and judged.

@@ -192,11 +192,16 @@ def main():
                         f"{len(remote[1]['findings'])} findings{note}"
                     )
                     judged += 1
+            # A missing table is not a finding: exit 2 ("cannot judge"), as for a local path
+            # that does not exist.
             missing = validate(binary, f"s3://{BUCKET}/tables/no-such-table", direct)
-            if missing[0] == 0:
-                failures.append("a URI with no table under it validated clean")
+            absent = validate(binary, os.path.join(work, "no-such-table"))
+            if missing[0] != 2 or absent[0] != 2:
+                failures.append(
+                    f"a missing table exits {missing[0]} remotely and {absent[0]} locally, not 2"
+                )
             else:
-                print(f"ok no-such-table: exit {missing[0]}")
+                print(f"ok no-such-table: exit {missing[0]} remotely and locally")
                 judged += 1
     finally:
         proxy.shutdown()

@@ -63,15 +63,27 @@ impl Snapshot {
     }
 
     fn check(&self, data: bool) -> Result<()> {
+        self.validate_with(|_, frag| {
+            if data {
+                frag.validate(&self.schema, self.version)
+            } else {
+                frag.validate_manifest(&self.schema, self.version)
+            }
+        })
+    }
+
+    /// [`Snapshot::validate`] with each fragment's own check (its [`Fragment::validate`]) given
+    /// by `fragment(i, &fragments[i])`, in the same order: a reader that checked its fragments
+    /// one at a time, dropping their columns, passes each fragment's outcome here.
+    pub fn validate_with(
+        &self,
+        mut fragment: impl FnMut(usize, &Fragment) -> Result<()>,
+    ) -> Result<()> {
         for (i, frag) in self.fragments.iter().enumerate() {
             if self.fragments[..i].iter().any(|f| f.id == frag.id) {
                 return Err(Error::DuplicateFragmentId { fragment: frag.id });
             }
-            if data {
-                frag.validate(&self.schema, self.version)?;
-            } else {
-                frag.validate_manifest(&self.schema, self.version)?;
-            }
+            fragment(i, frag)?;
         }
         for index in &self.indices {
             if index.dataset_version > self.version {

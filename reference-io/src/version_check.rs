@@ -1,0 +1,501 @@
+//! Checking a version fragment by fragment, in bounded memory: what [`Dataset::read_version`]
+//! checks, without holding the version's columns.
+//!
+//! Invariant: [`VersionCheck::check`] accepts exactly the versions [`Dataset::read_version`]
+//! (or, without indices, [`Dataset::read_data_level`]) accepts and refuses the others with the
+//! same first error, but holds at most one fragment's decoded columns per worker at a time:
+//! each fragment's files are read, the fragment is checked ([`Fragment::validate`]) and its
+//! columns dropped before the worker takes the next. What it returns is the version's manifest
+//! level (every `columns` list empty, deletions read), which is what a commit is classified by;
+//! a fragment's columns are read again on demand ([`VersionCheck::fragment`]).
+//!
+//! The order of the checks is the reader's: the manifest, then each fragment's files in
+//! manifest order (the first fragment that fails is the error; fragments after it are not
+//! started), then [`check_readable_with`] given each fragment's recorded outcome, then each
+//! index. An index is checked against the version it claims (`dataset_version`): that version
+//! must pass this same check (its verdict is kept, so each version is checked at most once per
+//! [`VersionCheck`]), and the index's stored entries are compared with a read of that version
+//! holding only the columns the index's key needs (its key field and the fields below it, and
+//! the hidden lineage columns). So an index check holds the key column of the covered
+//! fragments and the index's entries, besides the bound above.
+//!
+//! [`Fragment::validate`]: lance_reference::model::Fragment::validate
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use lance_reference::model::{
+    CREATED_AT_FIELD_ID, Column, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID,
+    Schema, Snapshot,
+};
+use lance_reference::readable::check_readable_with;
+
+use super::codec::{decode_fragment_at, schema_from_proto};
+use super::error::DatasetError;
+use super::index_file::index_dir;
+use super::layout::Layout;
+use super::manifest_file::decode_manifest_file;
+use super::read::{Checked, Dataset, checked_entries, read_index_files};
+
+/// Checks versions of one dataset fragment by fragment (see the module docs).
+#[derive(Debug)]
+pub struct VersionCheck<'d> {
+    dataset: &'d Dataset,
+    workers: usize,
+    /// The outcome of the full check (indices included) of every version checked so far.
+    verdicts: Mutex<BTreeMap<u64, Result<(), DatasetError>>>,
+    /// How many fragments' columns are held right now, and the most ever held at once.
+    held: AtomicUsize,
+    most_held: AtomicUsize,
+}
+
+/// One fragment's columns held while they are in use: counted in
+/// [`VersionCheck::most_held`].
+#[derive(Debug)]
+pub struct Held<'a> {
+    held: &'a AtomicUsize,
+}
+
+impl<'a> Held<'a> {
+    fn take(held: &'a AtomicUsize, most: &AtomicUsize) -> Held<'a> {
+        let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+        most.fetch_max(now, Ordering::SeqCst);
+        Held { held }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.held.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What one worker found in one fragment: its deletions and the outcome of its own check, or
+/// the read error.
+type FragmentOutcome = Result<(roaring::RoaringBitmap, lance_reference::Result<()>), DatasetError>;
+
+impl<'d> VersionCheck<'d> {
+    /// A check of `dataset` on the available cores.
+    pub fn new(dataset: &'d Dataset) -> VersionCheck<'d> {
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        VersionCheck::with_workers(dataset, workers)
+    }
+
+    /// A check of `dataset` with `workers` threads (at least one).
+    pub fn with_workers(dataset: &'d Dataset, workers: usize) -> VersionCheck<'d> {
+        VersionCheck {
+            dataset,
+            workers: workers.max(1),
+            verdicts: Mutex::new(BTreeMap::new()),
+            held: AtomicUsize::new(0),
+            most_held: AtomicUsize::new(0),
+        }
+    }
+
+    /// The dataset checked.
+    pub fn dataset(&self) -> &'d Dataset {
+        self.dataset
+    }
+
+    /// The number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// The most fragments whose columns were held at once so far (at most [`Self::workers`]
+    /// while a version is checked; a caller reading fragments with [`Self::fragment`] adds
+    /// those it holds).
+    pub fn most_held(&self) -> usize {
+        self.most_held.load(Ordering::SeqCst)
+    }
+
+    /// Checks `version` as [`Dataset::read_version`] (`indices`) or [`Dataset::read_data_level`]
+    /// (not `indices`) reads it, and returns its manifest level: the snapshot without columns
+    /// (deletions read, no index entries) and its layout.
+    pub fn check(&self, version: u64, indices: bool) -> Result<(Snapshot, Layout), DatasetError> {
+        let checked = self.check_uncached(version, indices);
+        if indices {
+            let verdict = checked.as_ref().map(|_| ()).map_err(Clone::clone);
+            lock(&self.verdicts).insert(version, verdict);
+        }
+        checked
+    }
+
+    /// Fragment `i` of `version` decoded again from its manifest, with its deletions and,
+    /// when `columns`, its columns, as [`Dataset::read_version`] holds it (a version
+    /// [`Self::check`] accepted, so this refuses nothing it accepted). A holder of the
+    /// version's manifest level may so drop its fragments' lineage values.
+    pub fn fragment(
+        &self,
+        version: u64,
+        i: usize,
+        columns: bool,
+    ) -> Result<Fragment, DatasetError> {
+        let file = self.manifest_file(version);
+        let bytes = self.dataset.read_file(&file, "_versions listing")?;
+        let manifest = decode_manifest_file(&bytes, &file)?;
+        let schema = schema_from_proto(&manifest.manifest.fields, &file)?;
+        let max_rows = self.dataset.options().max_fragment_rows;
+        let (mut fragment, fl) =
+            decode_fragment_at(&manifest, i, &file, max_rows).ok_or_else(|| {
+                DatasetError::MissingField {
+                    file: file.clone(),
+                    field: format!("fragments[{i}]"),
+                }
+            })??;
+        if columns {
+            self.dataset
+                .read_fragment_files(&schema, &file, i, &mut fragment, &fl)?;
+        } else {
+            self.dataset.read_deletions(&file, i, &mut fragment, &fl)?;
+        }
+        Ok(fragment)
+    }
+
+    /// The schema of `version`, decoded from its manifest alone.
+    fn schema(&self, version: u64) -> Result<Schema, DatasetError> {
+        let file = self.manifest_file(version);
+        let bytes = self.dataset.read_file(&file, "_versions listing")?;
+        let manifest = decode_manifest_file(&bytes, &file)?;
+        schema_from_proto(&manifest.manifest.fields, &file)
+    }
+
+    /// The manifest file of `version`, as the listing names it.
+    fn manifest_file(&self, version: u64) -> String {
+        self.dataset
+            .entries()
+            .iter()
+            .find(|e| e.version == version)
+            .map(|e| format!("{}/{}", super::version_names::VERSIONS_DIR, e.name))
+            .unwrap_or_default()
+    }
+
+    /// Marks one fragment's columns as held until the guard is dropped (for
+    /// [`Self::most_held`]).
+    pub fn hold(&self) -> Held<'_> {
+        Held::take(&self.held, &self.most_held)
+    }
+
+    /// The outcome of the full check of `version`, checking it if it was not yet.
+    fn verdict(&self, version: u64) -> Result<(), DatasetError> {
+        if let Some(v) = lock(&self.verdicts).get(&version) {
+            return v.clone();
+        }
+        self.check(version, true).map(|_| ())
+    }
+
+    fn check_uncached(
+        &self,
+        version: u64,
+        indices: bool,
+    ) -> Result<(Snapshot, Layout), DatasetError> {
+        let (mut snapshot, layout, file) = self.dataset.decoded(version)?;
+        let outcomes = self.fragments(&snapshot, &layout, &file);
+        let mut verdicts = Vec::with_capacity(outcomes.len());
+        for (fragment, outcome) in snapshot.fragments.iter_mut().zip(outcomes) {
+            let (deletions, verdict) = outcome?;
+            fragment.deletions = deletions;
+            verdicts.push(Some(verdict));
+        }
+        let (schema, v) = (&snapshot.schema, snapshot.version);
+        check_readable_with(&snapshot, |i, fragment| match verdicts.get_mut(i) {
+            Some(verdict) => verdict.take().unwrap_or(Ok(())),
+            None => fragment.validate(schema, v),
+        })
+        .map_err(|error| DatasetError::Model {
+            file: file.clone(),
+            error: Box::new(error),
+        })?;
+        if indices {
+            self.check_indices(&snapshot, &layout, &file)?;
+        }
+        Ok((snapshot, layout))
+    }
+
+    /// Reads and checks every fragment the layout describes, on the workers, holding one
+    /// fragment's columns per worker; the outcomes in manifest order, up to and including the
+    /// first read error (fragments after it are not started).
+    fn fragments(&self, snapshot: &Snapshot, layout: &Layout, file: &str) -> Vec<FragmentOutcome> {
+        let count = snapshot.fragments.len().min(layout.fragments.len());
+        let one = |i: usize| -> FragmentOutcome {
+            let _held = self.hold();
+            let mut fragment = snapshot.fragments[i].clone();
+            self.dataset.read_fragment_files(
+                &snapshot.schema,
+                file,
+                i,
+                &mut fragment,
+                &layout.fragments[i],
+            )?;
+            let verdict = fragment.validate(&snapshot.schema, snapshot.version);
+            Ok((std::mem::take(&mut fragment.deletions), verdict))
+        };
+        let workers = self.workers.min(count);
+        let mut outcomes: Vec<FragmentOutcome> = Vec::with_capacity(count);
+        if workers <= 1 {
+            for i in 0..count {
+                let outcome = one(i);
+                let failed = outcome.is_err();
+                outcomes.push(outcome);
+                if failed {
+                    break;
+                }
+            }
+            return outcomes;
+        }
+        let next = AtomicUsize::new(0);
+        let failed = AtomicUsize::new(usize::MAX);
+        let done: Mutex<BTreeMap<usize, FragmentOutcome>> = Mutex::new(BTreeMap::new());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        if i >= count || i > failed.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let outcome = one(i);
+                        if outcome.is_err() {
+                            failed.fetch_min(i, Ordering::SeqCst);
+                        }
+                        lock(&done).insert(i, outcome);
+                    }
+                });
+            }
+        });
+        let done = match done.into_inner() {
+            Ok(done) => done,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // Every fragment before the first failure was read; stop at that failure.
+        for (_, outcome) in done {
+            let failed = outcome.is_err();
+            outcomes.push(outcome);
+            if failed {
+                break;
+            }
+        }
+        outcomes
+    }
+
+    /// Each index against the version it claims, as [`Dataset::read_version`] checks it.
+    fn check_indices(
+        &self,
+        snapshot: &Snapshot,
+        layout: &Layout,
+        file: &str,
+    ) -> Result<(), DatasetError> {
+        let version = snapshot.version;
+        for (n, index) in snapshot.indices.iter().enumerate() {
+            let dataset_version = index.dataset_version;
+            let field = format!("{file}: indices[{n}]");
+            if dataset_version > version {
+                continue; // from the future: the snapshot's own check refused it
+            }
+            if dataset_version < version {
+                self.verdict(dataset_version).map_err(|e| match e {
+                    DatasetError::VersionNotFound { version, .. } => {
+                        DatasetError::VersionNotFound {
+                            version,
+                            context: format!("{file}: indices[{n}].dataset_version"),
+                        }
+                    }
+                    other => other,
+                })?;
+            }
+            let il = layout
+                .indices
+                .get(n)
+                .ok_or_else(|| DatasetError::MissingField {
+                    file: file.to_string(),
+                    field: format!("indices[{n}] layout"),
+                })?;
+            // The index files first (their key type is the claimed version's), then that
+            // version's key columns: a file the kit cannot decode costs no data read.
+            let (stored, _) = read_index_files(
+                self.dataset.storage(),
+                &index_dir(&il.uuid),
+                il,
+                index,
+                &self.schema(dataset_version)?,
+                self.dataset.options().max_file_bytes,
+                &field,
+            )?;
+            let at_build = self.projected(dataset_version, &index.fields, |_| true)?;
+            // The version read is needed only for the fragments covered after the build.
+            let now = if dataset_version == version {
+                None
+            } else {
+                let later = |f: &Fragment| {
+                    index.fragment_bitmap.is_some()
+                        && index.covers(f.id)
+                        && !at_build.fragments.iter().any(|b| b.id == f.id)
+                };
+                Some(self.projected(version, &index.fields, later)?)
+            };
+            let now = now.as_ref().unwrap_or(&at_build);
+            checked_entries(&at_build, now, index, il, stored).map_err(|e| match e {
+                Checked::Model(error) => DatasetError::Model {
+                    file: field.clone(),
+                    error: Box::new(error),
+                },
+                Checked::Index(error) => DatasetError::IndexFile {
+                    field: field.clone(),
+                    error: Box::new(error),
+                },
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `version` with the columns of the fragments `wanted` selects, each holding only the
+    /// positions an index keyed on `key` needs ([`key_fields`]), and deletions read; a
+    /// version whose check passed, so nothing here refuses what the check accepted.
+    fn projected(
+        &self,
+        version: u64,
+        key: &[FieldId],
+        wanted: impl Fn(&Fragment) -> bool,
+    ) -> Result<Snapshot, DatasetError> {
+        let (mut snapshot, layout, file) = self.dataset.decoded(version)?;
+        let keep = key_fields(&snapshot, key);
+        let schema = snapshot.schema.clone();
+        for (i, (fragment, fl)) in snapshot
+            .fragments
+            .iter_mut()
+            .zip(&layout.fragments)
+            .enumerate()
+        {
+            if !wanted(fragment) {
+                self.dataset.read_deletions(&file, i, fragment, fl)?;
+                continue;
+            }
+            let _held = self.hold();
+            self.dataset
+                .read_fragment_files(&schema, &file, i, fragment, fl)?;
+            let files = fragment
+                .files
+                .iter_mut()
+                .chain(fragment.overlays.iter_mut().map(|o| &mut o.file));
+            for df in files {
+                for (field, column) in df.fields.iter().zip(df.columns.iter_mut()) {
+                    if !keep.contains(field) {
+                        *column = Column::empty();
+                    }
+                }
+            }
+        }
+        Ok(snapshot)
+    }
+}
+
+/// The fields whose columns an index keyed on `fields` is checked with: the key fields, every
+/// field below them, and the hidden lineage columns (row ids name rows).
+fn key_fields(snapshot: &Snapshot, fields: &[FieldId]) -> Vec<FieldId> {
+    let mut keep = vec![
+        ROW_ID_FIELD_ID,
+        CREATED_AT_FIELD_ID,
+        LAST_UPDATED_AT_FIELD_ID,
+    ];
+    for f in snapshot.schema.fields() {
+        if snapshot
+            .schema
+            .ancestry(f.id)
+            .iter()
+            .any(|a| fields.contains(a))
+        {
+            keep.push(f.id);
+        }
+    }
+    keep.extend_from_slice(fields);
+    keep
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::{WriteOptions, write_version};
+    use lance_reference::worked_example;
+
+    /// `snapshot` as [`VersionCheck::check`] returns it: no columns, no index entries.
+    fn manifest_level(mut snapshot: Snapshot) -> Snapshot {
+        for f in &mut snapshot.fragments {
+            for df in f
+                .files
+                .iter_mut()
+                .chain(f.overlays.iter_mut().map(|o| &mut o.file))
+            {
+                df.columns.clear();
+            }
+        }
+        for index in &mut snapshot.indices {
+            index.entries.clear();
+        }
+        snapshot
+    }
+
+    #[test]
+    fn a_version_is_checked_as_the_reader_reads_it_holding_one_fragment_per_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        for s in worked_example::versions().unwrap() {
+            write_version(dir.path(), &s, &WriteOptions::default()).unwrap();
+        }
+        let dataset = Dataset::open(dir.path()).unwrap();
+        for workers in [1, 2] {
+            let check = VersionCheck::with_workers(&dataset, workers);
+            for v in dataset.versions() {
+                let (read, _) = dataset.read_version(v).unwrap();
+                assert!(
+                    read.fragments
+                        .iter()
+                        .any(|f| !f.files[0].columns.is_empty())
+                );
+                let (checked, _) = check.check(v, true).unwrap();
+                assert_eq!(checked, manifest_level(read), "version {v}");
+                check.check(v, false).unwrap();
+                let (read, _) = dataset.read_version(v).unwrap();
+                for (i, f) in read.fragments.iter().enumerate() {
+                    assert_eq!(&check.fragment(v, i, true).unwrap(), f, "version {v}");
+                    let shell = &manifest_level(read.clone()).fragments[i];
+                    assert_eq!(&check.fragment(v, i, false).unwrap(), shell, "version {v}");
+                }
+            }
+            // The structural bound: never more fragments' columns at once than workers.
+            assert!(check.most_held() >= 1);
+            assert!(check.most_held() <= workers, "{}", check.most_held());
+        }
+    }
+
+    #[test]
+    fn a_damaged_fragment_is_refused_with_the_readers_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let versions = worked_example::versions().unwrap();
+        for s in &versions {
+            write_version(dir.path(), s, &WriteOptions::default()).unwrap();
+        }
+        let dataset = Dataset::open(dir.path()).unwrap();
+        // Truncate one data file the last version reads.
+        let (_, layout) = dataset.read_version(versions.len() as u64).unwrap();
+        let path = dir.path().join(&layout.fragments[0].files[0].path);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        let check = VersionCheck::with_workers(&dataset, 2);
+        let mut refused = 0;
+        for v in dataset.versions() {
+            let read = dataset.read_version(v).map(|(s, _)| manifest_level(s));
+            let checked = check.check(v, true).map(|(s, _)| s);
+            refused += usize::from(read.is_err());
+            assert_eq!(checked, read, "version {v}");
+        }
+        assert!(refused > 0, "the damage refused no version");
+    }
+}

@@ -1,0 +1,259 @@
+//! The rows a commit may carry into new fragments, followed by row id without holding them.
+//!
+//! Invariant: a row of an old fragment is never held longer than the fragment's scan it came
+//! from. [`MovedRows`] keeps, per old row a commit may carry (every live row of a fragment it
+//! removed, every row it deleted from a fragment it kept), only where the row is: consecutive
+//! row ids at consecutive offsets of one fragment are one run, so a table written in order costs
+//! a few runs per fragment, and a shuffled one at most one run (32 bytes) per row. The row
+//! itself is read again when a new row names it ([`OldRows`]), from a scan of its fragment
+//! ([`FragmentRows`]: the reference's [`scan_batches`], its Arrow form, one fragment), of which
+//! at most [`OLD_FRAGMENTS_HELD`] are held at once. A row id found twice names the row seen
+//! last (fragments in manifest order, rows in physical order), as a map filled in that order
+//! would.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{RecordBatch, UInt64Array};
+use lance_reference::model::{FieldId, Fragment, Snapshot, Value, value_at};
+use lance_reference::scan::{BATCH_PREFIX, ScanRow, scan_batches};
+
+/// How many old fragments' scans [`OldRows`] holds at once: a compaction's output draws from
+/// consecutive old fragments, so two cover a boundary between them.
+pub const OLD_FRAGMENTS_HELD: usize = 2;
+
+/// The live rows of one fragment, as a scan returns them, in the reference's Arrow form.
+#[derive(Debug)]
+pub struct FragmentRows {
+    batch: RecordBatch,
+}
+
+impl FragmentRows {
+    /// Scans `fragment` (read with its columns) of `snapshot` for the top-level `fields`;
+    /// `None` when the scan refuses it (a field it does not hold, a column it cannot resolve).
+    pub fn scan(snapshot: &Snapshot, fragment: &Fragment, fields: &[FieldId]) -> Option<Self> {
+        let one = Snapshot {
+            fragments: vec![fragment.clone()],
+            version: snapshot.version,
+            schema: snapshot.schema.clone(),
+            indices: Vec::new(),
+            config: snapshot.config.clone(),
+            stable_row_ids: snapshot.stable_row_ids,
+            next_row_id: snapshot.next_row_id,
+            reader_flags: snapshot.reader_flags,
+            writer_flags: snapshot.writer_flags,
+        };
+        let batch = scan_batches(&one, Some(fields)).ok()?.into_iter().next()?;
+        Some(FragmentRows { batch })
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    /// Whether the fragment has no live row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn prefix(&self, k: usize) -> &UInt64Array {
+        self.batch.column(k).as_primitive::<UInt64Type>()
+    }
+
+    /// The physical offset and row id of row `k`.
+    pub fn place(&self, k: usize) -> (u64, u64) {
+        (self.prefix(1).value(k), self.prefix(2).value(k))
+    }
+
+    /// Row `k` as [`lance_reference::scan::scan`] returns it; `None` past the end.
+    pub fn row(&self, k: usize) -> Option<ScanRow> {
+        if k >= self.len() {
+            return None;
+        }
+        let values = (BATCH_PREFIX.len()..self.batch.num_columns())
+            .map(|c| value_at(self.batch.column(c).as_ref(), k))
+            .collect::<Option<Vec<Value>>>()?;
+        Some(ScanRow {
+            fragment: self.prefix(0).value(k),
+            offset: self.prefix(1).value(k),
+            row_id: self.prefix(2).value(k),
+            created_at: self.prefix(3).value(k),
+            last_updated_at: self.prefix(4).value(k),
+            values,
+        })
+    }
+
+    /// The row at physical `offset`, if it is live.
+    pub fn at_offset(&self, offset: u64) -> Option<ScanRow> {
+        let offsets = self.prefix(1).values();
+        let k = offsets.binary_search(&offset).ok()?;
+        self.row(k)
+    }
+}
+
+/// Consecutive row ids at consecutive offsets of one old fragment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    first_id: u64,
+    /// The fragment's position in the old version's manifest.
+    fragment: usize,
+    first_offset: u64,
+    len: u64,
+}
+
+impl Run {
+    fn end(&self) -> u64 {
+        self.first_id.saturating_add(self.len)
+    }
+}
+
+/// Where each old row a commit may carry is, by row id (see the module docs).
+#[derive(Debug, Default)]
+pub struct MovedRows {
+    /// Runs sorted by first row id, none overlapping another.
+    runs: Vec<Run>,
+    /// When two runs overlap (a row id found twice): every row id, the last place found.
+    exact: Option<BTreeMap<u64, (usize, u64)>>,
+    /// Runs in the order they were found, until [`MovedRows::finish`].
+    pending: Vec<Run>,
+}
+
+impl MovedRows {
+    /// Records that the old fragment at manifest position `fragment` holds row id `row_id` at
+    /// `offset`; rows are added fragment by fragment, in physical order.
+    pub fn add(&mut self, fragment: usize, offset: u64, row_id: u64) {
+        if let Some(last) = self.pending.last_mut() {
+            if last.fragment == fragment
+                && last.end() == row_id
+                && last.first_offset.saturating_add(last.len) == offset
+            {
+                last.len += 1;
+                return;
+            }
+        }
+        self.pending.push(Run {
+            first_id: row_id,
+            fragment,
+            first_offset: offset,
+            len: 1,
+        });
+    }
+
+    /// Sorts the runs once every row is added; overlapping runs fall back to one entry per
+    /// row id, the last place found winning.
+    pub fn finish(&mut self) {
+        let found = std::mem::take(&mut self.pending);
+        let mut runs = found.clone();
+        runs.sort_by_key(|r| r.first_id);
+        if runs.windows(2).all(|w| w[0].end() <= w[1].first_id) {
+            self.runs = runs;
+            return;
+        }
+        let mut exact = BTreeMap::new();
+        for r in found {
+            for k in 0..r.len {
+                exact.insert(r.first_id + k, (r.fragment, r.first_offset + k));
+            }
+        }
+        self.exact = Some(exact);
+    }
+
+    /// Where the old row with `row_id` is: its fragment's manifest position and its offset.
+    pub fn get(&self, row_id: u64) -> Option<(usize, u64)> {
+        if let Some(exact) = &self.exact {
+            return exact.get(&row_id).copied();
+        }
+        let k = self.runs.partition_point(|r| r.first_id <= row_id);
+        let r = self.runs.get(k.checked_sub(1)?)?;
+        (row_id < r.end()).then(|| (r.fragment, r.first_offset + (row_id - r.first_id)))
+    }
+
+    /// Every row id recorded, ascending.
+    pub fn ids(&self) -> Box<dyn Iterator<Item = u64> + '_> {
+        match &self.exact {
+            Some(exact) => Box::new(exact.keys().copied()),
+            None => Box::new(self.runs.iter().flat_map(|r| r.first_id..r.end())),
+        }
+    }
+}
+
+/// The old rows read back by place, holding at most [`OLD_FRAGMENTS_HELD`] fragments' scans.
+pub struct OldRows<'a> {
+    scan: Box<dyn FnMut(usize) -> Option<FragmentRows> + 'a>,
+    held: VecDeque<(usize, Option<FragmentRows>)>,
+}
+
+impl<'a> OldRows<'a> {
+    /// Old rows scanned by `scan` (an old fragment's manifest position to its rows).
+    pub fn new(scan: impl FnMut(usize) -> Option<FragmentRows> + 'a) -> Self {
+        OldRows {
+            scan: Box::new(scan),
+            held: VecDeque::new(),
+        }
+    }
+
+    /// The row at `offset` of the old fragment at manifest position `fragment`.
+    pub fn row(&mut self, fragment: usize, offset: u64) -> Option<ScanRow> {
+        if !self.held.iter().any(|(f, _)| *f == fragment) {
+            if self.held.len() >= OLD_FRAGMENTS_HELD {
+                self.held.pop_front();
+            }
+            let rows = (self.scan)(fragment);
+            self.held.push_back((fragment, rows));
+        }
+        let (_, rows) = self.held.iter().find(|(f, _)| *f == fragment)?;
+        rows.as_ref()?.at_offset(offset)
+    }
+
+    /// The most fragments' scans held at once is [`OLD_FRAGMENTS_HELD`]; how many now.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_find_rows_and_a_duplicate_id_names_the_last_place() {
+        let mut m = MovedRows::default();
+        for o in 0..100 {
+            m.add(0, o, 1000 + o); // one run
+        }
+        m.add(1, 5, 7);
+        m.add(1, 6, 9); // a gap in ids: a second run
+        m.finish();
+        assert_eq!(m.runs.len(), 3);
+        assert_eq!(m.get(1042), Some((0, 42)));
+        assert_eq!(m.get(9), Some((1, 6)));
+        assert_eq!(m.get(8), None);
+        assert_eq!(m.get(1100), None);
+        assert_eq!(m.ids().take(3).collect::<Vec<_>>(), vec![7, 9, 1000]);
+        let mut d = MovedRows::default();
+        d.add(0, 0, 5);
+        d.add(0, 1, 6);
+        d.add(1, 3, 6); // row id 6 again, found later
+        d.finish();
+        assert_eq!(d.get(6), Some((1, 3)));
+        assert_eq!(d.get(5), Some((0, 0)));
+        assert_eq!(d.ids().collect::<Vec<_>>(), vec![5, 6]);
+    }
+
+    #[test]
+    fn old_rows_hold_at_most_two_fragments() {
+        let mut scans = Vec::new();
+        let mut old = OldRows::new(|f| {
+            scans.push(f);
+            None
+        });
+        for f in [0, 1, 0, 2, 3, 3] {
+            assert!(old.row(f, 0).is_none());
+            assert!(old.held() <= OLD_FRAGMENTS_HELD);
+        }
+        drop(old);
+        assert_eq!(scans, vec![0, 1, 2, 3]);
+    }
+}
