@@ -21,7 +21,6 @@
 //! | [`location`] | the table argument: a path, `file://`, or an object-store URI |
 //! | `object_storage` | (feature `object-store`) `s3://`, `gs://`, `az://` through `object_store` |
 
-mod command;
 pub mod finding;
 pub mod history;
 pub mod location;
@@ -36,7 +35,6 @@ use std::sync::Arc;
 use lance_reference_io::version_names::{VERSIONS_DIR, parse_manifest_name};
 use lance_reference_io::{Dataset, ReadOptions, Storage};
 
-pub use command::{ValidateArgs, command};
 use finding::Finding;
 use location::{Location, LocationError};
 use report::Report;
