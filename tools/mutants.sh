@@ -99,12 +99,12 @@ writer_only=(
   'Value::kind' '<impl std::fmt::Display for Value>::fmt'
   # The index details this kit writes for a vector index.
   vector_details_value
-  # Called by unit tests only, or only by the writer run (src/runner/writer.rs).
+  # Called by unit tests only, or only by the writer run (runner/src/runner/writer.rs).
   'ExclusionSets::get' 'Dataset::latest_version'
   # Checks of the query a caller asks, not of stored data: the runner sends only the queries of
   # case files, and a case whose query is ill-formed (a literal not of its field's type, a
   # vector not of its field's dimension, k = 0) is refused when it is generated, by the typed
-  # cells of src/case/cell.rs and by these checks themselves, so the stored corpus holds no
+  # cells of runner/src/case/cell.rs and by these checks themselves, so the stored corpus holds no
   # query they would refuse. Their unit tests in query/mod.rs cover them.
   'Predicate::check' 'Predicate::literals' check_vector_query
 )

@@ -12,11 +12,23 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
-use super::output::{self, Detail, Format};
+use super::output::{self, Detail};
 use super::process::{ProcessOptions, ProcessReader};
 use super::{ConformanceReader, KnownFailures, Options, ReferenceReader, RunnerError, walk};
+
+/// The renderings a report is printed in (`--format`): `run` offers all three, `validate`
+/// human and JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table and a summary.
+    Human,
+    /// The report as JSON.
+    Json,
+    /// JUnit XML.
+    Junit,
+}
 
 /// Arguments of `run`.
 #[derive(Debug, Clone, Args)]

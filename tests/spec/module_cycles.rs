@@ -493,6 +493,8 @@ fn no_import_cycle_between_modules() {
     for krate in [
         "reference/src",
         "reference-io/src",
+        "runner/src",
+        "generate/src",
         "src",
         "test-support/src",
     ] {
@@ -514,6 +516,8 @@ fn the_error_hub_wraps_only_error_types() {
     for krate in [
         "reference/src",
         "reference-io/src",
+        "runner/src",
+        "generate/src",
         "src",
         "test-support/src",
     ] {
@@ -551,28 +555,100 @@ fn the_semantics_crate_does_no_file_io() {
     assert!(offenders.is_empty(), "{offenders:?}");
 }
 
-#[test]
-fn the_judge_does_not_reach_the_builder() {
-    // The runner judges a reader against the stored corpus: it reads `expected/`, it never
-    // executes steps or writes datasets, so no file it imports (directly or not) belongs to the
-    // scenario engine, the store, the case builder or the generator.
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut files = BTreeMap::new();
-    rust_files(&root.join("src"), &root.join("src"), &mut files);
-    let graph = imports(&files);
-    let builder = ["scenario", "store", "build", "generate"];
-    let mut reached = Vec::new();
-    for file in graph.keys().filter(|f| module(f) == "runner") {
-        for b in reachable(&graph, file) {
-            if builder.contains(&module(&b)) {
-                reached.push(format!("{file} -> {b}"));
+/// The judge crate's dependencies that would let it reach the builder or the command line:
+/// `manifest` is `runner/Cargo.toml`, every dependency table of it read (normal, dev, build,
+/// and per target), each offender as `table: name`.
+fn judge_arrows_out(manifest: &str) -> Vec<String> {
+    const REFUSED: [&str; 4] = [
+        "lance-conformance-generate",
+        "lance-conformance",
+        "clap",
+        "anyhow",
+    ];
+    let manifest: toml::Table = toml::from_str(manifest).unwrap();
+    fn add<'a>(tables: &mut Vec<(String, &'a toml::Table)>, prefix: &str, t: &'a toml::Table) {
+        for kind in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            if let Some(deps) = t.get(kind).and_then(toml::Value::as_table) {
+                tables.push((format!("{prefix}{kind}"), deps));
             }
         }
     }
+    let mut tables = Vec::new();
+    add(&mut tables, "", &manifest);
+    for (cfg, t) in manifest
+        .get("target")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(t) = t.as_table() {
+            add(&mut tables, &format!("target.{cfg}."), t);
+        }
+    }
+    let mut out = Vec::new();
+    for (table, deps) in tables {
+        for (name, spec) in deps {
+            // `foo = { package = "clap" }` is clap under another name
+            let package = spec
+                .get("package")
+                .and_then(toml::Value::as_str)
+                .unwrap_or(name);
+            if REFUSED.contains(&package) {
+                out.push(format!("{table}: {package}"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_judge_does_not_reach_the_builder() {
+    // The judge (`lance-conformance-runner`) judges a reader against the stored corpus: it reads
+    // `expected/`, it never executes steps or writes datasets, and it parses no command line.
+    // Cargo enforces most of this since the split into crates: the builder
+    // (`lance-conformance-generate`) depends on the judge, so a normal dependency back would be
+    // a cycle cargo refuses. What cargo allows, and this test refuses, is the rest: a
+    // dev-dependency on the builder (the judge's unit tests reaching the builder), a dependency
+    // on the CLI crate, clap or anyhow, in any dependency table of the judge's manifest.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("runner/Cargo.toml")).unwrap();
+    let reached = judge_arrows_out(&manifest);
     assert!(
         reached.is_empty(),
-        "the runner reaches the builder:\n{}",
-        reached.join("\n")
+        "the judge crate reaches the builder or the command line: {reached:?}"
+    );
+    // and its source names neither crate (a path dependency could come back under any name)
+    let mut files = BTreeMap::new();
+    rust_files(
+        &root.join("runner/src"),
+        &root.join("runner/src"),
+        &mut files,
+    );
+    let named: Vec<&String> = files
+        .iter()
+        .filter(|(_, text)| {
+            let code = code_only(text);
+            code.contains("lance_conformance_generate") || code.contains("lance_conformance::")
+        })
+        .map(|(f, _)| f)
+        .collect();
+    assert!(named.is_empty(), "{named:?}");
+}
+
+#[test]
+fn the_judge_check_reads_every_dependency_table() {
+    let clean = "[package]\nname = \"lance-conformance-runner\"\n[dependencies]\nserde = \"1\"\n";
+    assert_eq!(judge_arrows_out(clean), Vec::<String>::new());
+    let planted = format!(
+        "{clean}[dev-dependencies]\nlance-conformance-generate = {{ path = \"../generate\" }}\n\
+         [target.'cfg(unix)'.dependencies]\ncli = {{ package = \"clap\", version = \"4\" }}\n"
+    );
+    assert_eq!(
+        judge_arrows_out(&planted),
+        [
+            "dev-dependencies: lance-conformance-generate",
+            "target.cfg(unix).dependencies: clap"
+        ]
     );
 }
 

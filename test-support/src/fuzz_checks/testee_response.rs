@@ -9,9 +9,9 @@
 
 use std::fmt::Debug;
 
-use lance_conformance::expected::FragmentLineage;
-use lance_conformance::expected::tagged::{tag_scalar, untag};
-use lance_conformance::runner::protocol::{
+use lance_conformance_runner::expected::FragmentLineage;
+use lance_conformance_runner::expected::tagged::{tag_scalar, untag};
+use lance_conformance_runner::runner::protocol::{
     ExclusionResult, OpenResult, QueryAnswer, Response, ScanResult, StartResult,
 };
 use lance_reference::model::Value;

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::thread::JoinHandle;
 
-use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 use crate::corpus::CaseDir;
@@ -27,6 +26,28 @@ pub const GENERATED_DIRS: [&str; 3] = ["dataset", "expected", "undamaged"];
 
 /// The checksum file at the corpus root.
 pub const SUMS_FILE: &str = "SHA256SUMS";
+
+/// A generated file or directory that could not be listed or read.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {path}: {error}")]
+pub struct ChecksumError {
+    /// What was being done: `listing` or `reading`.
+    pub what: &'static str,
+    /// The path.
+    pub path: String,
+    /// The error.
+    pub error: std::io::Error,
+}
+
+type Result<T, E = ChecksumError> = std::result::Result<T, E>;
+
+fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ChecksumError + 'a {
+    move |error| ChecksumError {
+        what,
+        path: path.display().to_string(),
+        error,
+    }
+}
 
 /// Every generated file of a case directory: path relative to `base` (with `/`) → bytes.
 pub fn generated_files(dir: &Path, base: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
@@ -48,9 +69,10 @@ fn walk(
         return Ok(());
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("listing {}", dir.display()))?
+        .map_err(io("listing", dir))?
         .map(|e| e.map(|e| e.path()))
-        .collect::<std::io::Result<_>>()?;
+        .collect::<std::io::Result<_>>()
+        .map_err(io("listing", dir))?;
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -70,7 +92,7 @@ fn walk(
 
 fn collect(dir: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
     walk(dir, base, &mut |key, path| {
-        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let bytes = std::fs::read(&path).map_err(io("reading", &path))?;
         out.insert(key, bytes);
         Ok(())
     })
@@ -97,10 +119,8 @@ fn sums_of_dirs(root: &Path, dirs: &[PathBuf]) -> Result<String> {
     let mut text = String::new();
     for (key, path) in &paths {
         let mut hasher = Sha256::new();
-        let mut file =
-            std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-        std::io::copy(&mut file, &mut hasher)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let mut file = std::fs::File::open(path).map_err(io("reading", path))?;
+        std::io::copy(&mut file, &mut hasher).map_err(io("reading", path))?;
         for b in hasher.finalize() {
             let _ = write!(text, "{b:02x}");
         }

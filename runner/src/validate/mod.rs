@@ -38,30 +38,13 @@ pub mod version;
 use std::path::Path;
 use std::sync::Arc;
 
-use clap::Args;
 use lance_reference_io::version_check::VersionCheck;
 use lance_reference_io::version_names::{VERSIONS_DIR, parse_manifest_name};
 use lance_reference_io::{Dataset, ReadOptions, Storage, StorageError};
 
-use crate::runner::output::Format;
 use finding::Finding;
 use location::{Location, LocationError};
 use report::Report;
-
-/// Arguments of `validate`.
-#[derive(Debug, Clone, Args)]
-pub struct ValidateArgs {
-    /// The table: a directory (the one holding `_versions/`), a `file://` URI, or (in a build
-    /// with the `object-store` feature) an `s3://`, `gs://` or `az://` URI, with credentials
-    /// from the environment.
-    pub dataset: String,
-    /// Judge only this version (and its commit against the version before it).
-    #[arg(long)]
-    pub version: Option<u64>,
-    /// Output format (`junit` is not offered).
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
-}
 
 /// Why validate cannot judge at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,30 +73,6 @@ pub enum SetupError {
     /// The table argument names no place validate can read.
     #[error(transparent)]
     Location(#[from] LocationError),
-}
-
-/// Runs `validate`; returns the exit code.
-pub fn command(args: &ValidateArgs) -> u8 {
-    if args.format == Format::Junit {
-        eprintln!("lance-conformance validate: {}", SetupError::Format);
-        return 2;
-    }
-    let judged = Location::parse(&args.dataset)
-        .map_err(SetupError::from)
-        .and_then(|location| validate_at(&location, args.version));
-    match judged {
-        Ok(report) => {
-            match args.format {
-                Format::Json => print!("{}", report::json(&report)),
-                _ => print!("{}", report::human(&report)),
-            }
-            report.exit_code()
-        }
-        Err(e) => {
-            eprintln!("lance-conformance validate: {e}");
-            2
-        }
-    }
 }
 
 /// Judges the dataset directory at `root` (every attached version, or only `only`).

@@ -30,21 +30,14 @@
 //! | [`report`] | verdicts, outcomes, counts |
 //! | [`kit_fault`] | what stops the kit from judging a check (a corpus or runner problem) |
 //! | [`output`] | human, JSON and JUnit renderings |
-//! | [`html`] | several JSON reports as one static HTML page (`lance-conformance report`) |
-//! | [`walk`] | the spec's worked example walked in memory (reference self-check) |
-//! | [`explain`] | the decision trail of a corpus case |
-//! | [`command`] | the `run`, `testee` and `explain` subcommands |
 
 pub mod arrow_reader;
 pub mod capability;
-pub mod command;
 pub mod compare;
 pub mod conformance_reader;
 pub mod conformance_writer;
 pub mod execute;
-pub mod explain;
 pub mod filter;
-pub mod html;
 pub mod kit_fault;
 pub mod known_failures;
 pub mod needs;
@@ -55,7 +48,6 @@ pub mod protocol;
 pub mod reference;
 pub mod report;
 pub mod serve;
-pub mod walk;
 pub mod write_step;
 pub mod writer;
 

@@ -5,7 +5,7 @@
 //! physical offset; it holds no derived state. Every step except `corrupt` and
 //! `expect_refusal` is one commit (or, for `commit_retry`, two) and so adds one dataset version; `corrupt` steps come last and
 //! damage the written dataset instead. Executing the same steps always yields the same
-//! versions ([`crate::scenario::execute`]).
+//! versions (`lance_conformance_generate::scenario::execute`).
 
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! directory name equals its id, and ids are unique across areas. A twin (a `case.toml` with
 //! `twin_of`, [`crate::case::TwinSpec`]) is listed as the full case it stands for, and its
 //! `expected/` is the other case's: [`CaseDir::expected_dir`], never a copy. This module only finds and
-//! parses cases: what a case generates is [`crate::build`]'s, so the runner, which judges a
+//! parses cases: what a case generates is `lance_conformance_generate::build`'s, so the runner, which judges a
 //! reader against the stored files, does not depend on the scenario and store code that
 //! writes them.
 

@@ -12,7 +12,7 @@ use lance_reference_io::DatasetError;
 use lance_reference_io::index_file::IndexFileError;
 
 /// The generated error-code table: which requirement ids the corpus pins to each code.
-const ERROR_CODES_MD: &str = include_str!("../../spec/error-codes.md");
+const ERROR_CODES_MD: &str = include_str!("../../../spec/error-codes.md");
 
 /// One broken requirement.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,21 +14,7 @@
 
 use std::fmt::Write as _;
 
-use clap::ValueEnum;
-
 use super::report::{CaseResult, CheckResult, Outcome, Report, Verdict};
-
-/// The renderings a report is printed in (`--format`): `run` offers all three, `validate`
-/// human and JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A table and a summary.
-    Human,
-    /// The report as JSON.
-    Json,
-    /// JUnit XML.
-    Junit,
-}
 
 /// How much the human form shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
