@@ -282,7 +282,7 @@ fn a_missing_table_cannot_be_judged_wherever_it_was_to_be() {
     let args = lance_conformance::validate::ValidateArgs {
         dataset: "/nonexistent/lance-conformance".into(),
         version: None,
-        format: lance_conformance::runner::output::Format::Json,
+        format: lance_conformance::runner::command::Format::Json,
     };
     assert_eq!(lance_conformance::validate::command(&args), 2);
 }

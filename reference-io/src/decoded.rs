@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use lance_reference::model::{Column, DataType, FieldId, IndexKind, Value};
+use lance_reference::model::{Column, DataType, FieldId, IndexKind};
 
 use crate::index_file::StoredEntries;
 use crate::read::FileSizes;

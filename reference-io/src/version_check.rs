@@ -311,6 +311,11 @@ impl<'d> VersionCheck<'d> {
                     file: file.to_string(),
                     field: format!("indices[{n}] layout"),
                 })?;
+            // [IDX-READ-11]: an index covering no fragment that lists no file answers nothing;
+            // there is nothing to read.
+            if index.covers_no_fragment() && il.files.is_empty() {
+                continue;
+            }
             // The index files first (their key type is the claimed version's), then that
             // version's key columns: a file the kit cannot decode costs no data read.
             let (stored, _) = read_index_files(
@@ -335,7 +340,7 @@ impl<'d> VersionCheck<'d> {
                 Some(self.projected(version, &index.fields, later)?)
             };
             let now = now.as_ref().unwrap_or(&at_build);
-            checked_entries(&at_build, now, index, il, stored).map_err(|e| match e {
+            checked_entries(&at_build, now, index, il, stored.into_pairs()).map_err(|e| match e {
                 Checked::Model(error) => DatasetError::Model {
                     file: field.clone(),
                     error: Box::new(error),
