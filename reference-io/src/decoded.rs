@@ -20,8 +20,10 @@ use std::sync::Mutex;
 use lance_reference::model::{Column, DataType, FieldId, IndexKind};
 
 use crate::index_file::StoredEntries;
-use crate::read::FileSizes;
 use crate::storage::lock;
+
+/// Each index file's name and size in bytes, in name order.
+pub type FileSizes = Vec<(String, u64)>;
 
 /// What a data file's decode reads besides its bytes.
 #[derive(Debug, Clone, PartialEq)]

@@ -756,8 +756,7 @@ impl Dataset {
     }
 }
 
-/// Each index file's name and size in bytes, in name order.
-pub type FileSizes = Vec<(String, u64)>;
+pub use crate::decoded::FileSizes;
 
 /// The file names an index of `kind` needs.
 pub fn index_file_names(kind: IndexKind) -> [&'static str; 2] {

@@ -340,16 +340,18 @@ impl<'d> VersionCheck<'d> {
                 Some(self.projected(version, &index.fields, later)?)
             };
             let now = now.as_ref().unwrap_or(&at_build);
-            checked_entries(&at_build, now, index, il, stored.into_pairs()).map_err(|e| match e {
-                Checked::Model(error) => DatasetError::Model {
-                    file: field.clone(),
-                    error: Box::new(error),
+            checked_entries(&at_build, now, index, il, stored.into_pairs()).map_err(
+                |e| match e {
+                    Checked::Model(error) => DatasetError::Model {
+                        file: field.clone(),
+                        error: Box::new(error),
+                    },
+                    Checked::Index(error) => DatasetError::IndexFile {
+                        field: field.clone(),
+                        error: Box::new(error),
+                    },
                 },
-                Checked::Index(error) => DatasetError::IndexFile {
-                    field: field.clone(),
-                    error: Box::new(error),
-                },
-            })?;
+            )?;
         }
         Ok(())
     }

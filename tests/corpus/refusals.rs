@@ -52,3 +52,25 @@ fn a_detached_manifest_is_accepted_and_joins_no_history() {
     assert_eq!(d.versions(), vec![1, 2]);
     assert_eq!(read_all(case).unwrap(), 2);
 }
+
+#[test]
+fn an_index_built_over_no_rows_has_no_files_and_reads() {
+    // covers: IDX-FILE-7, IDX-READ-11
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("conformance-cases/indices/empty-index-without-files/dataset");
+    assert!(
+        !root.join("_indices").exists(),
+        "the reference writer wrote files for an index over no rows"
+    );
+    let dataset = lance_reference_io::Dataset::open(&root).unwrap();
+    for version in [2, 3] {
+        let (snapshot, layout) = dataset.read_version(version).unwrap();
+        let index = snapshot.index("v_idx").unwrap();
+        assert!(index.covers_no_fragment(), "v{version}");
+        assert!(index.entries.is_empty(), "v{version}");
+        assert!(
+            layout.indices.iter().all(|il| il.files.is_empty()),
+            "v{version}"
+        );
+    }
+}

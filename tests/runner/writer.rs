@@ -538,11 +538,19 @@ fn a_writer_asked_for_2_2_that_writes_2_0_fails_the_file_version_check() {
         .filter(|c| c.outcome != Outcome::Skipped)
         .count();
     assert!(sent >= 5, "only {sent} overlay cases were sent");
+    // A case the 2.0 file cannot hold at all (a NULL struct) fails its write instead; no case
+    // may pass.
     let missed: Vec<&str> = report
         .cases
         .iter()
         .filter(|c| c.outcome != Outcome::Skipped && !caught.contains(&c.id.as_str()))
+        .filter(|c| c.outcome != Outcome::Failed || c.id != "struct-null-in-v2-2-base")
         .map(|c| c.id.as_str())
         .collect();
-    assert_eq!(caught.len(), sent, "not caught: {missed:?}");
+    assert!(missed.is_empty(), "not caught: {missed:?}");
+    assert!(
+        caught.len() + 1 >= sent,
+        "caught {} of {sent}",
+        caught.len()
+    );
 }

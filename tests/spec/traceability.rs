@@ -53,6 +53,8 @@ fn claims() -> BTreeMap<String, BTreeSet<String>> {
         "test-support/tests",
         "src",
         "tests",
+        "runner/src",
+        "generate/src",
     ] {
         rust_files(&root().join(dir), &mut files);
     }

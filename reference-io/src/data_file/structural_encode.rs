@@ -256,8 +256,11 @@ pub fn encode_dictionary_page(
     }
     // A top-level leaf's levels: 1 for a NULL row (the only dictionary pages the kit writes).
     let levels: Vec<u16> = values.iter().map(|v| u16::from(v.is_null())).collect();
-    let (words, chunks) =
-        mini_block_chunks(ValueKind::Flat(32), &indices, any_null.then_some(levels.as_slice()))?;
+    let (words, chunks) = mini_block_chunks(
+        ValueKind::Flat(32),
+        &indices,
+        any_null.then_some(levels.as_slice()),
+    )?;
     let Some(pb::page_layout::Layout::MiniBlockLayout(mut layout)) = page.layout.layout else {
         return Ok(None);
     };

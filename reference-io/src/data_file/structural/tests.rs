@@ -112,6 +112,7 @@ fn well_formed_mini_block_page_decodes_in_both_grammars() {
 
 #[test]
 fn mini_block_layout_that_lies_about_its_item_count_is_refused() {
+    // covers: DS-PAGE-1
     let (meta, c) = chunk(&[7, 8, 9], None, true);
     let e = decode_mini(&mini(4, true, false), &[&meta, &c], 3).unwrap_err();
     assert_eq!(e.code(), "invalid_page_data");
@@ -204,6 +205,7 @@ fn dictionary_page(
 
 #[test]
 fn dictionary_indices_name_items_and_out_of_range_ones_are_refused() {
+    // covers: DS-PAGE-2
     let (layout, bufs) = dictionary_page(&[1, 0, 9, 1], &[0, 0, 1, 0], &["ab", "c"]);
     let refs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
     // Index 9 sits in a NULL row: ignored.
