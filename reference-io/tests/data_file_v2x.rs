@@ -154,7 +154,7 @@ fn check_file(stem: &str) -> usize {
 #[test]
 fn lance_written_v2_1_and_v2_2_files_decode_cell_for_cell() {
     let stems = stems();
-    assert_eq!(stems.len(), 7, "{stems:?}");
+    assert_eq!(stems.len(), 8, "{stems:?}");
     let kernels: usize = stems.iter().map(|s| check_file(s)).sum();
     // Bit unpacking occurs from 100 rows on (levels, values, dictionary indices).
     assert!(kernels >= 20, "{kernels} columns used a kernel");
