@@ -695,6 +695,9 @@ fn damage_page(
     Ok(page)
 }
 
+/// Makes a damaged file from the good bytes, the file's path and the field's id.
+type Rewrite<'a> = dyn Fn(&[u8], &str, FieldId) -> Result<Vec<u8>, StoreError> + 'a;
+
 /// Writes a damaged copy of the file holding `field` in fragment `fragment` (the base file, or
 /// the value file of overlay `overlay`) as `<name>-damaged.lance`, made by `rewrite` from the
 /// good bytes, its path and the field's id, and points the manifest `m` at it.
@@ -706,7 +709,7 @@ fn damaged_copy(
     fragment: u64,
     field: &str,
     overlay: Option<usize>,
-    rewrite: &dyn Fn(&[u8], &str, FieldId) -> Result<Vec<u8>, StoreError>,
+    rewrite: &Rewrite<'_>,
 ) -> Result<(), StoreError> {
     let missing = |problem: String| {
         StoreError::Corrupt(CorruptError::Target {

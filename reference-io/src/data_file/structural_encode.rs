@@ -740,7 +740,8 @@ mod tests {
         };
         use lance_reference::model::Field;
         // 5,000 rows (two chunks), NULLs, three distinct values per type.
-        let cases: Vec<(DataType, Box<dyn Fn(usize) -> Value>)> = vec![
+        type Row = Box<dyn Fn(usize) -> Value>;
+        let cases: Vec<(DataType, Row)> = vec![
             (
                 DataType::Int32,
                 Box::new(|i| Value::Int32([7, -9, 7][i % 3])),
