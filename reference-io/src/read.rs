@@ -711,10 +711,11 @@ impl Dataset {
             } else {
                 continue; // from the future: `validate` above refused it
             };
-            let listed = layout.indices.get(n).is_some_and(|il| !il.files.is_empty());
-            // [IDX-READ-11]: an index covering no fragment that lists no file answers nothing;
-            // there is nothing to read.
-            if snapshot.indices[n].covers_no_fragment() && !listed {
+            if layout
+                .indices
+                .get(n)
+                .is_some_and(|il| nothing_to_read(&snapshot.indices[n], il))
+            {
                 snapshot.indices[n].entries = Vec::new();
                 continue;
             }
@@ -757,6 +758,12 @@ impl Dataset {
 }
 
 pub use crate::decoded::FileSizes;
+
+/// [IDX-READ-11]: an index covering no fragment that lists no file answers nothing, so a
+/// reader reads no file for it.
+pub(crate) fn nothing_to_read(index: &Index, layout: &IndexLayout) -> bool {
+    index.covers_no_fragment() && layout.files.is_empty()
+}
 
 /// The file names an index of `kind` needs.
 pub fn index_file_names(kind: IndexKind) -> [&'static str; 2] {

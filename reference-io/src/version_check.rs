@@ -311,9 +311,7 @@ impl<'d> VersionCheck<'d> {
                     file: file.to_string(),
                     field: format!("indices[{n}] layout"),
                 })?;
-            // [IDX-READ-11]: an index covering no fragment that lists no file answers nothing;
-            // there is nothing to read.
-            if index.covers_no_fragment() && il.files.is_empty() {
+            if crate::read::nothing_to_read(index, il) {
                 continue;
             }
             // The index files first (their key type is the claimed version's), then that

@@ -25,21 +25,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A copy of fixture `name` that a test may damage.
 fn copy(name: &str) -> tempfile::TempDir {
-    fn walk(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let p = e.unwrap().path();
-            let target = to.join(p.file_name().unwrap());
-            if p.is_dir() {
-                walk(&p, &target);
-            } else {
-                std::fs::copy(&p, &target).unwrap();
-            }
-        }
-    }
-    let dir = tempfile::tempdir().unwrap();
-    walk(&fixture(name), dir.path());
-    dir
+    crate::copy_dir(&fixture(name))
 }
 
 fn edit_manifest(root: &Path, version: u64, edit: impl FnOnce(&mut Manifest)) {

@@ -8,3 +8,23 @@ mod dataset_v2x;
 mod index_files;
 mod ivf_pq;
 mod write_v2_2;
+
+/// A copy of the dataset directory `from` that a test may damage.
+#[allow(clippy::unwrap_used)]
+fn copy_dir(from: &std::path::Path) -> tempfile::TempDir {
+    fn walk(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let p = e.unwrap().path();
+            let target = to.join(p.file_name().unwrap());
+            if p.is_dir() {
+                walk(&p, &target);
+            } else {
+                std::fs::copy(&p, &target).unwrap();
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    walk(from, dir.path());
+    dir
+}
