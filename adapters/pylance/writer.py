@@ -87,6 +87,23 @@ def set_helpers(**helpers):
     H.update(helpers)
 
 
+def with_struct_ancestors(fields, leaves, coverage):
+    """The fields a value file lists for `leaves`: each leaf with its struct ancestors, in
+    schema order. Adds to `coverage` each struct's coverage, the union of its covered
+    children's."""
+    listed = []
+    for name in sorted(leaves, key=lambda n: fields.get(n)["id"]):
+        for a in fields.ancestors(name) + [name]:
+            if a not in listed:
+                listed.append(a)
+    listed.sort(key=lambda n: fields.order.index(n))
+    for name in listed:
+        if name not in leaves:  # a struct: covers what its covered children cover
+            kids = [n for n in leaves if n.startswith(name + ".")]
+            coverage[name] = sorted(set().union(*[set(coverage[k]) for k in kids]))
+    return listed
+
+
 class WriteRefused(Exception):
     """The step is not committed: an `error` response with class `refused`."""
 
@@ -625,16 +642,7 @@ class Writer:
             raise WriteRefused(f"unknown overlay shape {shape!r}")
         # The value file lists the covered leaves in field-id order, each struct ancestor before
         # its first descendant (the form Lance's own writers produce).
-        listed = []
-        for name in sorted(leaves, key=lambda n: fields.get(n)["id"]):
-            for a in fields.ancestors(name) + [name]:
-                if a not in listed:
-                    listed.append(a)
-        listed.sort(key=lambda n: fields.order.index(n))
-        for name in listed:
-            if name not in leaves:  # a struct: covers what its covered children cover
-                kids = [n for n in leaves if n.startswith(name + ".")]
-                coverage[name] = sorted(set().union(*[set(coverage[k]) for k in kids]))
+        listed = with_struct_ancestors(fields, leaves, coverage)
         lengths = {len(coverage[n]) for n in listed}
         if len(lengths) > 1:
             # LanceFileWriter writes record batches, whose columns all have one length, so one
@@ -657,16 +665,7 @@ class Writer:
         """The value file of `leaves` (dotted leaf name -> {offset: value}) covering `coverage`
         (name -> offsets), with their struct ancestors, and its DataOverlayFile."""
         coverage = dict(coverage)
-        listed = []
-        for name in sorted(leaves, key=lambda n: fields.get(n)["id"]):
-            for a in fields.ancestors(name) + [name]:
-                if a not in listed:
-                    listed.append(a)
-        listed.sort(key=lambda n: fields.order.index(n))
-        for name in listed:
-            if name not in leaves:  # a struct: covers what its covered children cover
-                kids = [n for n in leaves if n.startswith(name + ".")]
-                coverage[name] = sorted(set().union(*[set(coverage[k]) for k in kids]))
+        listed = with_struct_ancestors(fields, leaves, coverage)
         lengths = {len(coverage[n]) for n in listed}
         if len(lengths) > 1:
             raise WriteUnsupported(
