@@ -326,7 +326,7 @@ fn nullable_page_matches_facts_layout() {
 }
 
 mod page {
-    pub use super::super::page_decode::describe;
+    pub(super) use super::super::page_decode::describe;
 }
 
 #[test]

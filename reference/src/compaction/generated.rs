@@ -16,29 +16,29 @@ use crate::model::{
 use crate::resolve::resolve_column;
 
 /// `a`: int32.
-pub const A: FieldId = 0;
+pub(crate) const A: FieldId = 0;
 /// `b`: utf8.
-pub const B: FieldId = 1;
+pub(crate) const B: FieldId = 1;
 /// `v`: fixed_size_list<float32, 2>.
-pub const V: FieldId = 2;
+pub(crate) const V: FieldId = 2;
 /// `s`: struct.
-pub const S: FieldId = 3;
+pub(crate) const S: FieldId = 3;
 /// `s.x`: int32.
-pub const SX: FieldId = 4;
+pub(crate) const SX: FieldId = 4;
 /// The snapshot's version: overlays are committed at 1..=VERSION.
-pub const VERSION: u64 = 5;
+pub(crate) const VERSION: u64 = 5;
 
 /// A small deterministic generator (splitmix64), seeded by proptest.
-pub struct Gen(u64);
+pub(crate) struct Gen(u64);
 
 impl Gen {
     /// A generator for `seed`.
-    pub fn new(seed: u64) -> Gen {
+    pub(crate) fn new(seed: u64) -> Gen {
         Gen(seed)
     }
 
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -47,18 +47,18 @@ impl Gen {
     }
 
     /// A number in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 
     /// True with probability 1/n.
-    pub fn one_in(&mut self, n: u64) -> bool {
+    pub(crate) fn one_in(&mut self, n: u64) -> bool {
         self.below(n) == 0
     }
 }
 
 /// The schema: `a`, `b`, `v`, `s { x }`.
-pub fn schema() -> Schema {
+pub(crate) fn schema() -> Schema {
     Schema::new(vec![
         Field::new(A, "a", DataType::Int32),
         Field::new(B, "b", DataType::Utf8),
@@ -188,7 +188,7 @@ fn fragment(g: &mut Gen, id: u64, next_row_id: &mut u64, stable: bool) -> Fragme
 }
 
 /// What an index built at `dataset_version` over `fragments` holds for `field`.
-pub fn entries_as_of(
+pub(crate) fn entries_as_of(
     schema: &Schema,
     fragments: &[Fragment],
     bitmap: Option<&RoaringBitmap>,
@@ -235,7 +235,7 @@ pub fn entries_as_of(
 }
 
 /// A valid snapshot at [`VERSION`] with one to three fragments and up to three indices.
-pub fn snapshot(seed: u64) -> Snapshot {
+pub(crate) fn snapshot(seed: u64) -> Snapshot {
     let g = &mut Gen::new(seed);
     let schema = schema();
     let stable = g.one_in(2);

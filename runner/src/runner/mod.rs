@@ -33,23 +33,23 @@
 
 pub mod arrow_reader;
 pub mod capability;
-pub mod compare;
+internal_api! { mod compare; }
 pub mod conformance_reader;
 pub mod conformance_writer;
-pub mod execute;
+internal_api! { mod execute; }
 pub mod filter;
 pub mod kit_fault;
 pub mod known_failures;
-pub mod needs;
+internal_api! { mod needs; }
 pub mod output;
-pub mod prepared_commit;
-pub mod process;
+internal_api! { mod prepared_commit; }
+internal_api! { mod process; }
 pub mod protocol;
-pub mod reference;
+internal_api! { mod reference; }
 pub mod report;
-pub mod serve;
-pub mod write_step;
-pub mod writer;
+internal_api! { mod serve; }
+internal_api! { mod write_step; }
+internal_api! { mod writer; }
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -61,6 +61,7 @@ pub use filter::Filters;
 pub use known_failures::KnownFailures;
 pub use reference::ReferenceReader;
 pub use report::{CaseResult, CheckResult, FailureKind, Outcome, Report, Verdict};
+pub use writer::run_writer_suite;
 
 use crate::case::RequirementIndex;
 use crate::checksums;

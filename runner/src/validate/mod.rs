@@ -26,14 +26,14 @@
 //! | [`location`] | the table argument: a path, `file://`, or an object-store URI |
 //! | `object_storage` | (feature `object-store`) `s3://`, `gs://`, `az://` through `object_store` |
 
-pub mod carried;
+internal_api! { mod carried; }
 pub mod finding;
-pub mod history;
+internal_api! { mod history; }
 pub mod location;
 #[cfg(feature = "object-store")]
 pub mod object_storage;
 pub mod report;
-pub mod version;
+internal_api! { mod version; }
 
 use std::path::Path;
 use std::sync::Arc;
@@ -45,6 +45,7 @@ use lance_reference_io::{Dataset, ReadOptions, Storage, StorageError};
 use finding::Finding;
 use location::{Location, LocationError};
 use report::Report;
+pub use version::Level;
 
 /// Why validate cannot judge at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
