@@ -11,8 +11,10 @@
 //! Invariant: the crates form one chain, `lance-conformance-runner` (the judge) ←
 //! `lance-conformance-generate` (the builder) ← this crate (the CLI), and this crate only adds
 //! modules beside theirs: every path of the kit (`lance_conformance::runner::run_suite`,
-//! `lance_conformance::case::Case`, ...) names the same item as before the split. An
-//! implementer who needs only the judge depends on `lance-conformance-runner`.
+//! `lance_conformance::case::Case`, ...) names the same item as before the split. This
+//! facade is the command line's library and the workspace tests' way in (it turns on the
+//! runner crate's `internal-api`), not an API: a Rust implementer depends on
+//! `lance-conformance-runner` alone and uses what it makes public without that feature.
 //!
 //! | module | concept | crate |
 //! |---|---|---|

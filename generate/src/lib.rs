@@ -13,6 +13,10 @@
 //! builder. The judge's modules are imported at this crate's root under their own names, so
 //! `crate::case` here is the runner crate's [`case`].
 //!
+//! This crate is the kit's own machinery, not an API: its modules are public for the command
+//! line (`lance-conformance`) and the workspace's tests, and change with them. An implementer
+//! needs only the judge, `lance-conformance-runner`.
+//!
 //! | module | concept |
 //! |---|---|
 //! | [`scenario`] | executing steps on the reference: one snapshot per committed version |
