@@ -26,6 +26,11 @@ use crate::validate::finding::HistoryError;
 /// The file, relative to `spec/`.
 pub const FILE: &str = "error-codes.md";
 
+/// The table's requirement column as Rust, relative to the repository root: what `validate`
+/// (in `lance-conformance-runner`) names for a code. Generated beside [`FILE`] from the same
+/// rows, so that the runner crate holds its own copy and packages without `spec/`.
+pub const PINNED_FILE: &str = "runner/src/validate/pinned.rs";
+
 /// Every error type that can reach a reader's report, with its rows, in the order the table
 /// lists them: the semantics first, then the on-disk I/O, then the writer and commit rules only `validate`
 /// judges.
@@ -105,9 +110,12 @@ pub fn problems(cases: &[CaseDir]) -> Vec<String> {
     out
 }
 
-/// The text of `spec/error-codes.md` for `cases`.
-pub fn render(cases: &[CaseDir]) -> String {
-    let mut pinned: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<String>)> = BTreeMap::new();
+/// By code: the requirement ids and the case names (`area/id`) of the cases that expect it.
+type Pinned<'a> = BTreeMap<&'a str, (BTreeSet<&'a str>, BTreeSet<String>)>;
+
+/// Which cases pin which code, and the requirement ids they carry.
+fn pinned(cases: &[CaseDir]) -> Pinned<'_> {
+    let mut pinned = Pinned::new();
     for c in cases {
         if let Some(code) = c.case.expect_error.as_ref().and_then(|e| e.code.as_deref()) {
             let entry = pinned.entry(code).or_default();
@@ -117,6 +125,34 @@ pub fn render(cases: &[CaseDir]) -> String {
             entry.1.insert(format!("{}/{}", c.area, c.case.id));
         }
     }
+    pinned
+}
+
+/// The text of [`PINNED_FILE`] for `cases`: the requirement column of `spec/error-codes.md`,
+/// one entry per code some case pins, in code order.
+pub fn render_pinned(cases: &[CaseDir]) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "//! The requirement ids the corpus pins to each error code: the requirement column of\n\
+         //! `spec/error-codes.md`, generated with it by `lance-conformance generate` (edit the\n\
+         //! cases, not this file). `generate --check` fails when it is stale.\n\
+         //!\n\
+         //! Invariant: codes in ascending order, each once, only codes some case expects.\n\n\
+         /// By code: the requirement ids of the corpus cases that expect it.\n\
+         #[rustfmt::skip]\n\
+         pub(crate) const PINNED: &[(&str, &[&str])] = &[\n",
+    );
+    for (code, (reqs, _)) in pinned(cases) {
+        let ids: Vec<String> = reqs.iter().map(|r| format!("{r:?}")).collect();
+        let _ = writeln!(s, "    ({code:?}, &[{}]),", ids.join(", "));
+    }
+    s.push_str("];\n");
+    s
+}
+
+/// The text of `spec/error-codes.md` for `cases`.
+pub fn render(cases: &[CaseDir]) -> String {
+    let pinned = pinned(cases);
     let mut s = String::new();
     s.push_str("# Error codes\n\n");
     s.push_str(

@@ -10,15 +10,71 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
-
-use crate::build;
-use crate::case::RequirementIndex;
-use crate::checksums::{GENERATED_DIRS, SUMS_FILE, generated_files, sums};
-use crate::corpus::{self, CaseDir};
+use crate::build::{self, BuildError};
+use crate::case::{CaseError, RequirementIndex};
+use crate::checksums::{ChecksumError, GENERATED_DIRS, SUMS_FILE, generated_files, sums};
+use crate::corpus::{self, CaseDir, CorpusError};
 use crate::error_codes;
+
+/// Why `generate` could not regenerate (or check) the corpus: the command exits 2.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    /// The requirement index does not load.
+    #[error(transparent)]
+    Requirements(#[from] CaseError),
+    /// The corpus does not load.
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+    /// The error-code tables contradict themselves or the corpus ([`error_codes::problems`]).
+    #[error("the error-code tables: {}", .0.join("; "))]
+    CodeTables(Vec<String>),
+    /// A case selector names no case.
+    #[error("no case matches {0:?} (give an id or a case directory)")]
+    NoSuchCase(String),
+    /// A case does not build.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// A twin does not read exactly as the case whose `expected/` it shares.
+    #[error("twin {twin}: {problem}")]
+    Twin {
+        /// The twin's id.
+        twin: String,
+        /// What differs.
+        problem: String,
+    },
+    /// The generated files cannot be read or hashed.
+    #[error(transparent)]
+    Checksums(#[from] ChecksumError),
+    /// A file or directory cannot be written, removed or created.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done (`writing`, `removing`, ...).
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+type Result<T, E = GenerateError> = std::result::Result<T, E>;
+
+/// An I/O failure of `what` at `path`.
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> GenerateError {
+    let path = path.to_path_buf();
+    move |source| GenerateError::Io { what, path, source }
+}
+
+/// Writes `text` to `path` unless the file already holds exactly that (an unchanged source
+/// file keeps its modification time, so cargo does not rebuild what includes it).
+fn write_if_changed(path: &Path, text: &str) -> Result<()> {
+    if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(io("writing", path))
+}
 
 /// The corpus README, whose case table the generator maintains between [`TABLE_BEGIN`] and
 /// [`TABLE_END`].
@@ -35,13 +91,17 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
     let index = RequirementIndex::load(requirements)?;
     let all = corpus::load(root, &index)?;
     let selected = select(&all, selectors)?;
-    let codes_file = requirements
+    let spec = requirements.parent().unwrap_or(Path::new("."));
+    let codes_file = spec.join(error_codes::FILE);
+    // The runner crate's copy of the table's requirement column, beside `spec/` in the
+    // repository (not there for a corpus and spec copied elsewhere).
+    let pinned_file = spec
         .parent()
-        .unwrap_or(Path::new("."))
-        .join(error_codes::FILE);
+        .map(|repo| repo.join(error_codes::PINNED_FILE))
+        .filter(|p| p.parent().is_some_and(Path::is_dir));
     let table_problems = error_codes::problems(&all);
     if !table_problems.is_empty() {
-        anyhow::bail!("the error-code tables: {}", table_problems.join("; "));
+        return Err(GenerateError::CodeTables(table_problems));
     }
     if check {
         let mut problems = check_cases(root, &all, &selected)?;
@@ -52,6 +112,16 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
                 codes_file.display()
             ));
         }
+        if let Some(pinned_file) = &pinned_file {
+            if std::fs::read_to_string(pinned_file).ok().as_deref()
+                != Some(&error_codes::render_pinned(&all))
+            {
+                problems.push(format!(
+                    "{} differs from the error-code tables",
+                    pinned_file.display()
+                ));
+            }
+        }
         if problems.is_empty() {
             println!(
                 "generate --check: {} case(s) and {SUMS_FILE} are up to date",
@@ -60,13 +130,14 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
             return Ok(0);
         }
         let mut err = std::io::stderr().lock();
-        writeln!(
+        // Best effort: the exit code says it, whether or not stderr takes the list.
+        let _ = writeln!(
             err,
             "generate --check: {} difference(s); run `lance-conformance generate`:",
             problems.len()
-        )?;
+        );
         for p in &problems {
-            writeln!(err, "  {p}")?;
+            let _ = writeln!(err, "  {p}");
         }
         return Ok(1);
     }
@@ -77,15 +148,16 @@ pub fn command(root: &Path, requirements: &Path, selectors: &[String], check: bo
     for c in selected.iter().filter(|c| c.twin_of.is_some()) {
         write_case(c, &c.dir)?;
     }
-    std::fs::write(&codes_file, error_codes::render(&all))
-        .with_context(|| format!("writing {}", codes_file.display()))?;
-    std::fs::write(root.join(SUMS_FILE), sums(root, &all)?)
-        .with_context(|| format!("writing {}", root.join(SUMS_FILE).display()))?;
+    write_if_changed(&codes_file, &error_codes::render(&all))?;
+    if let Some(pinned_file) = &pinned_file {
+        write_if_changed(pinned_file, &error_codes::render_pinned(&all))?;
+    }
+    let sums_file = root.join(SUMS_FILE);
+    std::fs::write(&sums_file, sums(root, &all)?).map_err(io("writing", &sums_file))?;
     let readme = root.join(README_FILE);
     if let Ok(text) = std::fs::read_to_string(&readme) {
         if let Some(updated) = with_table(&text, &all) {
-            std::fs::write(&readme, updated)
-                .with_context(|| format!("writing {}", readme.display()))?;
+            std::fs::write(&readme, updated).map_err(io("writing", &readme))?;
         }
     }
     println!(
@@ -119,7 +191,7 @@ pub fn select<'a>(all: &'a [CaseDir], selectors: &[String]) -> Result<Vec<&'a Ca
         match found {
             Some(c) if !out.iter().any(|o| o.case.id == c.case.id) => out.push(c),
             Some(_) => {}
-            None => bail!("no case matches {s:?} (give an id or a case directory)"),
+            None => return Err(GenerateError::NoSuchCase(s.clone())),
         }
     }
     Ok(out)
@@ -133,7 +205,7 @@ fn write_case(c: &CaseDir, dir: &Path) -> Result<()> {
     for sub in GENERATED_DIRS {
         let p = dir.join(sub);
         if p.exists() {
-            std::fs::remove_dir_all(&p).with_context(|| format!("removing {}", p.display()))?;
+            std::fs::remove_dir_all(&p).map_err(io("removing", &p))?;
         }
     }
     let Some(source) = &c.twin_of else {
@@ -150,24 +222,28 @@ fn write_case(c: &CaseDir, dir: &Path) -> Result<()> {
         .filter(|(rel, _)| rel.starts_with("expected/"))
         .map(|(rel, bytes)| (rel.as_str(), bytes))
         .collect();
+    let twin = |problem: String| GenerateError::Twin {
+        twin: c.case.id.clone(),
+        problem,
+    };
     for (rel, bytes) in &built.files {
         match shared.get(rel.as_str()) {
             Some(stored) if *stored == bytes => {}
-            Some(_) => bail!(
-                "twin {}: its {rel} would differ from {}'s; a twin must read exactly as the \
-                 case whose expected/ it shares",
-                c.case.id,
-                case.id
-            ),
-            None => bail!("twin {}: {} has no {rel}", c.case.id, case.id),
+            Some(_) => {
+                return Err(twin(format!(
+                    "its {rel} would differ from {}'s; a twin must read exactly as the case \
+                     whose expected/ it shares",
+                    case.id
+                )));
+            }
+            None => return Err(twin(format!("{} has no {rel}", case.id))),
         }
     }
     if let Some(extra) = shared.keys().find(|rel| !built.files.contains_key(**rel)) {
-        bail!(
-            "twin {}: it generates no {extra}, which {} has",
-            c.case.id,
+        return Err(twin(format!(
+            "it generates no {extra}, which {} has",
             case.id
-        );
+        )));
     }
     Ok(())
 }
@@ -175,17 +251,17 @@ fn write_case(c: &CaseDir, dir: &Path) -> Result<()> {
 /// Regenerates `selected` into a scratch directory and lists every difference from the
 /// committed files, then checks `SHA256SUMS` against all committed generated files.
 fn check_cases(root: &Path, all: &[CaseDir], selected: &[&CaseDir]) -> Result<Vec<String>> {
-    let scratch = tempfile::tempdir().context("creating a scratch directory")?;
+    let scratch = tempfile::tempdir().map_err(io("creating", &std::env::temp_dir()))?;
     let mut problems = Vec::new();
     for c in selected {
         let fresh_dir = scratch.path().join(&c.area).join(&c.case.id);
-        std::fs::create_dir_all(&fresh_dir)?;
+        std::fs::create_dir_all(&fresh_dir).map_err(io("creating", &fresh_dir))?;
         match write_case(c, &fresh_dir) {
             Ok(()) => {}
             // A twin that no longer reads as the committed case it shares `expected/` with is
             // a difference to list (that case's files may be the stale ones).
             Err(e) if c.twin_of.is_some() => {
-                problems.push(format!("{e:#}"));
+                problems.push(e.to_string());
                 continue;
             }
             Err(e) => return Err(e),

@@ -9,17 +9,80 @@
 //! of a negative case it prints the error the reference raises and the one the case requires.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
 use lance_reference::model::Snapshot;
 use lance_reference::query::{self, RowRef};
 use lance_reference::resolve::{self, precedence, resolve_column};
 
 use super::execute::load_expected;
+use super::kit_fault::KitFault;
 use super::reference::read_checked;
+use crate::case::cell::CellError;
 use crate::case::names::{dotted_name, field_id};
-use crate::case::{Case, QuerySpec};
+use crate::case::{Case, CaseError, QuerySpec};
+
+/// Why a case cannot be explained: the command exits 2.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// The corpus directory cannot be listed.
+    #[error("listing {}: {source}", corpus.display())]
+    Listing {
+        /// The corpus root.
+        corpus: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// No case of that id.
+    #[error("no case {id:?} under {}", corpus.display())]
+    NoCase {
+        /// The id asked for.
+        id: String,
+        /// The corpus root.
+        corpus: PathBuf,
+    },
+    /// The case's `case.toml` does not load.
+    #[error(transparent)]
+    Case(#[from] CaseError),
+    /// The case's `expected/` does not load.
+    #[error(transparent)]
+    Expected(#[from] KitFault),
+    /// The case has no generated version to explain.
+    #[error("the case has no generated versions")]
+    NoVersions,
+    /// `--cell` is not `FRAGMENT:OFFSET:FIELD` with numbers and a field of the version.
+    #[error("--cell {cell:?}: {problem}")]
+    Cell {
+        /// The argument.
+        cell: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// `--query` names no query of the case.
+    #[error("no query {name:?}; the case declares {declared:?}")]
+    NoQuery {
+        /// The name asked for.
+        name: String,
+        /// The case's query names.
+        declared: Vec<String>,
+    },
+    /// The query cannot be run at this version.
+    #[error("query {name:?}: {problem}")]
+    Query {
+        /// The query's name.
+        name: String,
+        /// What stops it.
+        problem: String,
+    },
+    /// The query's predicate does not fit the schema.
+    #[error(transparent)]
+    Predicate(#[from] CellError),
+    /// The reference refuses the cell or the query.
+    #[error(transparent)]
+    Reference(#[from] lance_reference::Error),
+}
+
+type Result<T, E = ExplainError> = std::result::Result<T, E>;
 
 /// What to explain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +96,7 @@ pub enum Focus {
 }
 
 /// Finds `<corpus>/<area>/<id>/` for a case id (or `area/id`).
-pub fn case_dir(corpus: &Path, id: &str) -> Result<std::path::PathBuf> {
+pub fn case_dir(corpus: &Path, id: &str) -> Result<PathBuf> {
     if let Some((area, case)) = id.split_once('/') {
         let dir = corpus.join(area).join(case);
         if dir.join("case.toml").is_file() {
@@ -41,14 +104,20 @@ pub fn case_dir(corpus: &Path, id: &str) -> Result<std::path::PathBuf> {
         }
     }
     let mut areas: Vec<_> = std::fs::read_dir(corpus)
-        .with_context(|| format!("listing {}", corpus.display()))?
+        .map_err(|source| ExplainError::Listing {
+            corpus: corpus.to_path_buf(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join(id).join("case.toml").is_file())
         .collect();
     areas.sort();
     match areas.first() {
         Some(area) => Ok(area.join(id)),
-        None => bail!("no case {id:?} under {}", corpus.display()),
+        None => Err(ExplainError::NoCase {
+            id: id.to_string(),
+            corpus: corpus.to_path_buf(),
+        }),
     }
 }
 
@@ -56,12 +125,12 @@ pub fn case_dir(corpus: &Path, id: &str) -> Result<std::path::PathBuf> {
 pub fn explain(corpus: &Path, id: &str, version: Option<u64>, focus: &Focus) -> Result<String> {
     let dir = case_dir(corpus, id)?;
     let case = Case::load(&dir.join("case.toml"))?;
-    let expected = load_expected(&dir).map_err(anyhow::Error::msg)?;
+    let expected = load_expected(&dir)?;
     let newest = expected.versions.last().map(|v| v.version);
     let version = version
         .or(newest)
         .or(expected.error.as_ref().map(|e| e.version))
-        .context("the case has no generated versions")?;
+        .ok_or(ExplainError::NoVersions)?;
     let mut out = String::new();
     let _ = writeln!(out, "case {} — {}", case.id, case.title);
     let dataset = dir.join("dataset");
@@ -97,16 +166,24 @@ pub fn explain(corpus: &Path, id: &str, version: Option<u64>, focus: &Focus) -> 
     match focus {
         Focus::Version => layout(&mut out, &snapshot, &case),
         Focus::Cell(cell) => {
+            let bad = |problem: String| ExplainError::Cell {
+                cell: cell.clone(),
+                problem,
+            };
             let parts: Vec<&str> = cell.split(':').collect();
             let [fragment, offset, field] = parts.as_slice() else {
-                bail!("--cell takes FRAGMENT:OFFSET:FIELD, got {cell:?}");
+                return Err(bad("takes FRAGMENT:OFFSET:FIELD".into()));
             };
-            let fragment: u64 = fragment.parse().context("FRAGMENT must be a number")?;
-            let offset: u64 = offset.parse().context("OFFSET must be a number")?;
+            let fragment: u64 = fragment
+                .parse()
+                .map_err(|_| bad("FRAGMENT must be a number".into()))?;
+            let offset: u64 = offset
+                .parse()
+                .map_err(|_| bad("OFFSET must be a number".into()))?;
             let field = match field.parse::<i32>() {
                 Ok(id) => id,
                 Err(_) => field_id(&snapshot.schema, field)
-                    .with_context(|| format!("no field named {field:?}"))?,
+                    .ok_or_else(|| bad(format!("no field named {field:?}")))?,
             };
             let f = snapshot.fragment(fragment)?;
             let _ = writeln!(out, "v{version}:");
@@ -121,9 +198,9 @@ pub fn explain(corpus: &Path, id: &str, version: Option<u64>, focus: &Focus) -> 
                 .queries
                 .iter()
                 .find(|q| q.name == *name)
-                .with_context(|| {
-                    let names: Vec<&str> = case.queries.iter().map(|q| q.name.as_str()).collect();
-                    format!("no query {name:?}; the case declares {names:?}")
+                .ok_or_else(|| ExplainError::NoQuery {
+                    name: name.clone(),
+                    declared: case.queries.iter().map(|q| q.name.clone()).collect(),
                 })?;
             query_trail(&mut out, &snapshot, spec)?;
         }
@@ -190,14 +267,18 @@ fn rows(v: &[RowRef]) -> String {
 
 fn query_trail(out: &mut String, s: &Snapshot, spec: &QuerySpec) -> Result<()> {
     let schema = &s.schema;
+    let problem = |problem: String| ExplainError::Query {
+        name: spec.name.clone(),
+        problem,
+    };
     let index = s
         .index(&spec.index)
-        .with_context(|| format!("v{} has no index {:?}", s.version, spec.index))?;
+        .ok_or_else(|| problem(format!("v{} has no index {:?}", s.version, spec.index)))?;
     let key = index
         .fields
         .first()
         .copied()
-        .context("the index has no field")?;
+        .ok_or_else(|| problem(format!("the index {:?} has no field", spec.index)))?;
     let _ = writeln!(
         out,
         "v{}: query {:?} through index {} on {} (built from v{})",
@@ -272,10 +353,7 @@ fn query_trail(out: &mut String, s: &Snapshot, spec: &QuerySpec) -> Result<()> {
             scored(&r.final_rows)
         );
     } else {
-        bail!(
-            "query {:?} has neither `where` nor `vector` and `k`",
-            spec.name
-        );
+        return Err(problem("has neither `where` nor `vector` and `k`".into()));
     }
     Ok(())
 }

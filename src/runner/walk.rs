@@ -8,7 +8,6 @@
 //! `spec`), so a reference that drifted from the spec's own numbers fails the README command
 //! even if the corpus was regenerated with the drift.
 
-use anyhow::{Context, Result};
 use lance_reference::model::{Column, Snapshot, Value};
 use lance_reference::query::{Predicate, RowRef, reconcile};
 use lance_reference::resolve::{explain, resolve_column};
@@ -18,6 +17,20 @@ use lance_reference::{exclusion, flags};
 
 use super::report::{CaseResult, CheckResult, FailureKind, Verdict};
 use crate::case::Level;
+
+/// Why the reference could not walk its own example (a kit fault of the walk, never a
+/// reader's failure).
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    /// A rule of the reference refused the example's data.
+    #[error(transparent)]
+    Reference(#[from] lance_reference::Error),
+    /// The example is not shaped as the walk reads it.
+    #[error("the worked example {0}")]
+    Shape(&'static str),
+}
+
+type Result<T, E = WalkError> = std::result::Result<T, E>;
 
 /// One claim of the walk.
 pub struct Check {
@@ -91,7 +104,7 @@ fn query_check(
 pub fn checks() -> Result<Vec<Check>> {
     let [v1, v2, v3, v4]: [Snapshot; 4] = versions()?
         .try_into()
-        .map_err(|_| anyhow::anyhow!("the worked example has four versions"))?;
+        .map_err(|_| WalkError::Shape("does not have four versions"))?;
     let ints = |v: &[i32]| v.iter().map(|x| Value::Int32(*x)).collect::<Vec<_>>();
     let texts = |v: &[&str]| {
         v.iter()
@@ -126,7 +139,9 @@ pub fn checks() -> Result<Vec<Check>> {
         trail: vec![format!("{updated:?}")],
     });
     out.push(column_check("2 read", &v2, AGE, ints(&[30, 26, 40, 23]))?);
-    let index = v2.index(AGE_INDEX).context("age index")?;
+    let index = v2
+        .index(AGE_INDEX)
+        .ok_or(WalkError::Shape("has no age index at v2"))?;
     let set = exclusion::exclusion_set(&v2.schema, index, &v2.fragments[0]);
     out.push(Check {
         step: "3 index query",
@@ -175,7 +190,10 @@ pub fn checks() -> Result<Vec<Check>> {
         ok: f4.overlays.is_empty()
             && f4.files[0].fields == [1, -2, -2, -2]
             && scan(&v4, None)? == scan(&v3, None)?
-            && !v4.index(AGE_INDEX).context("age index")?.covers(0),
+            && !v4
+                .index(AGE_INDEX)
+                .ok_or(WalkError::Shape("has no age index at v4"))?
+                .covers(0),
         trail: f4
             .files
             .iter()
@@ -204,7 +222,7 @@ pub fn as_case() -> CaseResult {
             "walk".into(),
             Level::Must,
             &super::kit_fault::KitFault::Walk {
-                message: format!("{e:#}"),
+                message: e.to_string(),
             },
         )],
     };

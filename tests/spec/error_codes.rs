@@ -29,6 +29,18 @@ fn the_table_matches_the_declarations() {
 }
 
 #[test]
+fn the_runner_crates_copy_of_the_requirement_column_is_current() {
+    // `validate` names requirements from this copy (the runner crate packages without `spec/`).
+    let on_disk = std::fs::read_to_string(root().join(error_codes::PINNED_FILE)).unwrap();
+    assert!(
+        on_disk == error_codes::render_pinned(&cases()),
+        "{} is stale: run `cargo run --release -- generate`",
+        error_codes::PINNED_FILE
+    );
+    assert!(on_disk.contains("(\"base_length_mismatch\", &["));
+}
+
+#[test]
 fn codes_are_unique_and_every_case_code_is_declared() {
     let problems = error_codes::problems(&cases());
     assert!(problems.is_empty(), "{problems:#?}");

@@ -55,6 +55,89 @@ pub type Answer<T> = Result<T, Refusal>;
 ///   `scalar-query` / `vector-query`) returns a query's final rows, and the reconciliation's
 ///   lists too when the reader declares `exclusion`.
 /// - Nothing may panic for the runner's sake: return [`Refusal::Broken`] instead.
+///
+/// # Example
+///
+/// A complete reader, with the reference crates standing in for your engine: it opens and
+/// checks a version, scans it as Arrow record batches (converted by
+/// [`scan_result`](super::arrow_reader::scan_result)), and declares the data features it reads
+/// but no lineage, exclusion or query capability, so those checks are `unsupported` and never
+/// sent. It passes a positive case and a negative one (it refuses the damaged version with the
+/// right class, and reads the undamaged twin):
+///
+/// ```
+/// # use std::path::Path;
+/// use lance_conformance_runner::expected::FragmentLineage;
+/// use lance_conformance_runner::runner::arrow_reader::scan_result;
+/// use lance_conformance_runner::runner::protocol::*;
+/// use lance_conformance_runner::runner::{Answer, ConformanceReader, Description, Refusal};
+/// use lance_conformance_runner::runner::{Options, run_suite};
+/// use lance_reference::{error::CodedError, model::Snapshot};
+///
+/// struct Minimal;
+///
+/// fn refused(e: &dyn CodedError) -> Refusal {
+///     let class = e.class().as_str().to_string();
+///     Refusal::Error(ReadError { class, code: None, message: e.to_string() })
+/// }
+///
+/// fn read(at: &VersionRef) -> Answer<Snapshot> {
+///     let dataset = lance_reference_io::Dataset::open(Path::new(&at.dataset));
+///     let version = dataset.and_then(|d| d.read_version(at.version));
+///     version.map(|(snapshot, _)| snapshot).map_err(|e| refused(&e))
+/// }
+///
+/// impl ConformanceReader for Minimal {
+///     fn describe(&mut self) -> Answer<Description> {
+///         let implementation = Implementation {
+///             name: "minimal".into(),
+///             version: "0.1.0".into(),
+///             language: Some("rust".into()),
+///             homepage: None,
+///         };
+///         let words = ["overlays", "sparse-overlays", "deletions", "stable-row-ids"];
+///         let capabilities = words.map(String::from).into();
+///         Ok(Description { implementation, capabilities })
+///     }
+///     fn open(&mut self, at: &VersionRef) -> Answer<OpenResult> {
+///         Ok(OpenResult { version: read(at)?.version })
+///     }
+///     fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
+///         let snapshot = read(&request.at)?;
+///         let columns = snapshot.schema.top_level();
+///         let fields: Vec<i32> = match &request.columns {
+///             None => columns.map(|f| f.id).collect(),
+///             Some(names) => names
+///                 .iter()
+///                 .filter_map(|n| snapshot.schema.top_level().find(|f| f.name == *n))
+///                 .map(|f| f.id)
+///                 .collect(),
+///         };
+///         let batches = lance_reference::scan::scan_batches(&snapshot, Some(&fields));
+///         scan_result(request, &batches.map_err(|e| refused(&e))?)
+///     }
+///     fn lineage(&mut self, _: &VersionRef, _: u64) -> Answer<FragmentLineage> {
+///         Err(Refusal::Unsupported("lineage placement".into()))
+///     }
+///     fn exclusion(&mut self, _: &VersionRef) -> Answer<ExclusionResult> {
+///         Err(Refusal::Unsupported("exclusion sets".into()))
+///     }
+///     fn query(&mut self, _: &VersionRef, _: &QueryRequest) -> Answer<QueryAnswer> {
+///         Err(Refusal::Unsupported("queries".into()))
+///     }
+/// }
+///
+/// let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance-cases");
+/// let mut options = Options::new(corpus);
+/// options.filters.cases = vec![
+///     "overlays/base-null-first-field".into(), // reads: a NULL base cell beside an overlay
+///     "overlays/base-column-short".into(),     // refuses: a base column one value short
+/// ];
+/// let report = run_suite(&mut Minimal, options)?;
+/// assert_eq!((report.summary.passed, report.summary.failed), (2, 0));
+/// assert!(report.passed());
+/// # Ok::<(), lance_conformance_runner::runner::RunnerError>(())
+/// ```
 pub trait ConformanceReader {
     /// Who the reader is and what it can do.
     fn describe(&mut self) -> Answer<Description>;

@@ -147,6 +147,32 @@ pub fn load_corpus(options: &Options) -> Result<Vec<CaseDir>, RunnerError> {
 
 /// Runs the selected cases against `reader` and reports. No report is returned unless the
 /// corpus is verified ([`checksums::Verification`]).
+///
+/// # Example
+///
+/// The built-in reference reader against one area of the corpus, printed as `run` prints it;
+/// a filter that selects no case is an error of the inputs, not an empty pass:
+///
+/// ```
+/// # use std::path::Path;
+/// use lance_conformance_runner::runner::output::{Detail, human};
+/// use lance_conformance_runner::runner::{Options, ReferenceReader, RunnerError, run_suite};
+///
+/// let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance-cases");
+/// let mut options = Options::new(&corpus);
+/// options.filters.areas = vec!["flags".into()];
+/// options.label = Some("the reference, flags only".into());
+/// let report = run_suite(&mut ReferenceReader::new(), options)?;
+/// println!("{}", human(&report, Detail::Quiet));
+/// assert!(report.passed() && report.summary.passed > 0);
+/// assert_eq!(report.exit_code(), 0);
+///
+/// let mut typo = Options::new(&corpus);
+/// typo.filters.areas = vec!["flag".into()];
+/// let refused = run_suite(&mut ReferenceReader::new(), typo);
+/// assert!(matches!(refused, Err(RunnerError::Input(_))));
+/// # Ok::<(), RunnerError>(())
+/// ```
 pub fn run_suite(
     reader: &mut dyn ConformanceReader,
     options: Options,

@@ -901,6 +901,56 @@ pub fn run_case(
 /// reports; with `data_file_version`, every request asks for that data file version and every
 /// version written is checked to hold only files of it. No report is returned unless the
 /// corpus is verified.
+///
+/// # Example
+///
+/// A writer that declares only `write:create` and declines every step: the cases whose steps
+/// are all `create` are sent to it, and each fails as `refused-write`; every other case needs
+/// a word it does not declare and is `unsupported`. (A complete writer is the reference's,
+/// `ReferenceWriter` in `lance-conformance-generate`, which `lance-conformance testee` serves.)
+///
+/// ```
+/// # use std::path::Path;
+/// use lance_conformance_runner::runner::protocol::*;
+/// use lance_conformance_runner::runner::{Answer, ConformanceWriter, Description, Refusal};
+/// use lance_conformance_runner::runner::{FailureKind, Options, Outcome, run_writer_suite};
+///
+/// struct Declines;
+///
+/// impl ConformanceWriter for Declines {
+///     fn describe(&mut self) -> Answer<Description> {
+///         let implementation = Implementation {
+///             name: "declines".into(),
+///             version: "0.1.0".into(),
+///             language: None,
+///             homepage: None,
+///         };
+///         let capabilities = ["write:create".to_string()].into();
+///         Ok(Description { implementation, capabilities })
+///     }
+///     fn write(&mut self, _: &WriteRequest) -> Answer<WriteResult> {
+///         let message = "this writer commits nothing".to_string();
+///         Err(Refusal::Error(ReadError { class: "refused".into(), code: None, message }))
+///     }
+///     fn prepare(&mut self, _: &WriteRequest) -> Answer<PrepareResult> {
+///         Err(Refusal::Unsupported("prepare".into()))
+///     }
+///     fn commit(&mut self, _: &str, _: &str) -> Answer<WriteResult> {
+///         Err(Refusal::Unsupported("commit".into()))
+///     }
+/// }
+///
+/// let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance-cases");
+/// let scratch = std::env::temp_dir().join(format!("writer-example-{}", std::process::id()));
+/// let mut options = Options::new(corpus);
+/// options.filters.areas = vec!["dataset".into()];
+/// let report = run_writer_suite(&mut Declines, options, &scratch, None)?;
+/// let _ = std::fs::remove_dir_all(&scratch);
+/// let failed: Vec<_> = report.cases.iter().filter(|c| c.outcome == Outcome::Failed).collect();
+/// assert!(!failed.is_empty() && report.exit_code() == 1);
+/// assert!(failed.iter().all(|c| c.kind == Some(FailureKind::RefusedWrite)));
+/// # Ok::<(), lance_conformance_runner::runner::RunnerError>(())
+/// ```
 pub fn run_writer_suite(
     writer: &mut dyn ConformanceWriter,
     options: Options,

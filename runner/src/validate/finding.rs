@@ -11,8 +11,7 @@ use lance_reference::error::CodedError;
 use lance_reference_io::DatasetError;
 use lance_reference_io::index_file::IndexFileError;
 
-/// The generated error-code table: which requirement ids the corpus pins to each code.
-const ERROR_CODES_MD: &str = include_str!("../../../spec/error-codes.md");
+use super::pinned::PINNED;
 
 /// One broken requirement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,20 +112,11 @@ impl Finding {
 }
 
 /// The requirement ids `spec/error-codes.md` lists for `code` (those of the corpus cases that
-/// pin it); empty when no case pins it.
+/// pin it, from its generated copy `validate/pinned.rs`); empty when no case pins it.
 pub fn pinned_requirements(code: &str) -> Vec<String> {
-    let key = format!("| `{code}` |");
-    ERROR_CODES_MD
-        .lines()
-        .find(|l| l.starts_with(&key))
-        .and_then(|l| l.split('|').nth(4))
-        .map(|cell| {
-            cell.split(',')
-                .map(str::trim)
-                .filter(|r| !r.is_empty() && *r != "-")
-                .map(str::to_string)
-                .collect()
-        })
+    PINNED
+        .binary_search_by(|(c, _)| (*c).cmp(code))
+        .map(|i| PINNED[i].1.iter().map(|r| (*r).to_string()).collect())
         .unwrap_or_default()
 }
 

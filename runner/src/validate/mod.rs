@@ -24,6 +24,7 @@
 //! | [`carried`] | the rows a commit may carry, followed by row id without holding them |
 //! | [`report`] | human and JSON output |
 //! | [`location`] | the table argument: a path, `file://`, or an object-store URI |
+//! | `pinned` | (generated) the requirement ids the corpus pins to each error code |
 //! | `object_storage` | (feature `object-store`) `s3://`, `gs://`, `az://` through `object_store` |
 
 internal_api! { mod carried; }
@@ -32,6 +33,7 @@ internal_api! { mod history; }
 pub mod location;
 #[cfg(feature = "object-store")]
 pub mod object_storage;
+mod pinned;
 pub mod report;
 internal_api! { mod version; }
 
@@ -77,6 +79,27 @@ pub enum SetupError {
 }
 
 /// Judges the dataset directory at `root` (every attached version, or only `only`).
+///
+/// # Example
+///
+/// A corpus case's dataset as the reference wrote it conforms; the same case with a base
+/// column one value short (a negative case's damaged version) is a finding naming the
+/// version, the code and the requirement it breaks:
+///
+/// ```
+/// # use std::path::Path;
+/// use lance_conformance_runner::validate::validate;
+///
+/// let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance-cases/overlays");
+/// let clean = validate(&cases.join("base-null-first-field/dataset"), None)?;
+/// assert!(clean.conforming(), "{clean:?}");
+///
+/// let damaged = validate(&cases.join("base-column-short/dataset"), None)?;
+/// let finding = &damaged.findings[0];
+/// assert_eq!(finding.code, "base_length_mismatch");
+/// assert!(finding.requirements.iter().any(|r| r == "OVL-LAYOUT-7"));
+/// # Ok::<(), lance_conformance_runner::validate::SetupError>(())
+/// ```
 pub fn validate(root: &Path, only: Option<u64>) -> Result<Report, SetupError> {
     validate_at(&Location::Local(root.to_path_buf()), only)
 }
