@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use lance_conformance::validate::history::CommitKind;
 use lance_conformance::validate::validate;
 use lance_reference::compaction::{merge_overlays, rewrite_rows};
 use lance_reference::flags::set_commit_flags;
@@ -294,7 +295,10 @@ fn validate_cannot_judge_a_missing_directory_or_version() {
     assert!(validate(dir.path(), Some(9)).is_err());
     let one = validate(dir.path(), Some(4)).unwrap();
     assert_eq!(one.versions.len(), 1);
-    assert_eq!(one.commits, vec![(4, vec!["fold", "index"])]);
+    assert_eq!(
+        one.commits,
+        vec![(4, vec![CommitKind::Fold, CommitKind::Index])]
+    );
 }
 
 /// The worked example's first three versions and a fourth made by `next` from the third.
@@ -570,7 +574,7 @@ fn a_row_moving_update_keeps_its_stamps_inline_whatever_the_budget() {
         report
             .commits
             .iter()
-            .any(|(v, k)| *v == 4 && k.contains(&"update")),
+            .any(|(v, k)| *v == 4 && k.contains(&CommitKind::Update)),
         "{:?}",
         report.commits
     );
@@ -694,5 +698,5 @@ fn a_version_whose_index_the_kit_cannot_read_is_judged_without_it() {
             .all(|f| f.code == "index_unsupported")
     );
     // The commits around the versions read without their index are judged in full.
-    assert_eq!(report.commits.last(), Some(&(6, vec!["delete"])));
+    assert_eq!(report.commits.last(), Some(&(6, vec![CommitKind::Delete])));
 }

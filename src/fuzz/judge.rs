@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::case::{Capability, Case, PredicateSpec, QuerySpec, RequirementIndex, Step};
 use crate::corpus::CaseDir;
 use crate::runner::execute::{self, Expected};
-use crate::runner::{CheckResult, ConformanceReader, FailureKind, needs};
+use crate::runner::{Check, CheckResult, ConformanceReader, FailureKind, needs};
 use crate::scenario::Execution;
 
 /// What a disagreement is, independent of seeds, version numbers, fragment ids and
@@ -83,36 +83,51 @@ impl Signature {
         // A query is named by what it is, not by its name (which carries the field the
         // generator drew): a struct child's query fails where a top-level field's does not
         // (INTEROP.md 1), a field's name says nothing more.
-        let query = case
-            .queries
-            .iter()
-            .find(|q| check.name.contains(&format!("query {:?}", q.name)));
-        match query {
-            Some(q) => {
-                let mut check = check.clone();
-                check.name = check.name.replace(
-                    &format!("query {:?}", q.name),
-                    &format!("query ({})", query_kind(q)),
-                );
-                Signature::of_check(damage, &check)
-            }
-            None => Signature::of_check(damage, check),
-        }
+        let query = match &check.name {
+            Check::Query { name, .. } => case.queries.iter().find(|q| &q.name == name),
+            _ => None,
+        };
+        Signature::named(damage, check, query.map(query_kind))
     }
 
     /// The signature of a failing check of a case damaged with `damage` (a corruption kind).
     pub fn of_check(damage: Option<String>, check: &CheckResult) -> Signature {
+        Signature::named(damage, check, None)
+    }
+
+    /// The signature of `check`, a query of kind `query` named by it.
+    fn named(damage: Option<String>, check: &CheckResult, query: Option<&str>) -> Signature {
         // `v2 scan [b, a]` is the scan projecting the columns in reverse order: the same
-        // reading as the full scan, and its column list changes with the schema.
-        let name = match (check.name.find(" ["), check.name.ends_with(']')) {
-            (Some(at), true) => &check.name[..at],
-            _ => check.name.as_str(),
+        // reading as the full scan, and its column list changes with the schema. The undamaged
+        // twin (`v3 twin scan`) is read as any version is: the same reading, the same
+        // disagreement.
+        let general = match check.name.clone() {
+            Check::ProjectedScan { version, .. } | Check::Scan { version, .. } => Check::Scan {
+                version,
+                twin: false,
+            },
+            Check::Needs { version, .. } => Check::Needs {
+                version,
+                twin: false,
+            },
+            Check::RefusesForFeature { version, needs, .. } => Check::RefusesForFeature {
+                version,
+                twin: false,
+                needs,
+            },
+            Check::RefusalClass { version, class, .. } => Check::RefusalClass {
+                version,
+                twin: false,
+                class,
+            },
+            other => other,
         };
-        // The undamaged twin (`v3 twin scan`) is read as any version is: the same reading,
-        // the same disagreement.
-        let twinless = name.replace(" twin ", " ");
+        let name = match (&general, query) {
+            (Check::Query { version, .. }, Some(kind)) => format!("v{version} query ({kind})"),
+            _ => general.to_string(),
+        };
         let mut masked = String::new();
-        for c in twinless.chars() {
+        for c in name.chars() {
             if c.is_ascii_digit() {
                 if !masked.ends_with('#') {
                     masked.push('#');
@@ -125,9 +140,14 @@ impl Signature {
         // failure is the disagreement, whatever the damage.
         // A refusal for a capability the reader lacks (`v# refuses (needs spilled-lineage)`)
         // is asked whatever the damage: the damage says nothing about it either.
-        let of_damaged = (masked.contains("refuses") || masked.contains("refusal"))
-            && !masked.contains("(needs ")
-            && check.kind != Some(FailureKind::Inconclusive);
+        let of_damaged = matches!(
+            general,
+            Check::Refuses { .. }
+                | Check::RefusalClass { .. }
+                | Check::RefusalCode { .. }
+                | Check::RefusesWrite { .. }
+                | Check::RefusesPrepared { .. }
+        ) && check.kind != Some(FailureKind::Inconclusive);
         Signature {
             kind: check.kind.map_or("fail", FailureKind::as_str).to_string(),
             check: masked,
@@ -419,7 +439,7 @@ mod tests {
 
     fn failing(name: &str, kind: FailureKind, message: &str) -> CheckResult {
         CheckResult {
-            name: name.into(),
+            name: name.parse().unwrap(),
             verdict: Verdict::Fail,
             level: Level::Must,
             kind: Some(kind),

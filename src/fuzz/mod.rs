@@ -381,17 +381,29 @@ fn shrunk(
         }
     };
     small.requires = judged.requires.clone();
-    let check = judged
+    let again = judged
         .failing_with(&signature)
-        .or(judged.first_failure().map(|(c, _)| c))
-        .cloned()
-        .unwrap_or_else(|| CheckResult {
-            name: signature.check.clone(),
-            verdict: Verdict::Fail,
-            level: small.level,
-            kind: None,
-            message: Some("(did not reproduce when judged again)".into()),
-        });
+        .or(judged.first_failure().map(|(c, _)| c));
+    let check = match again {
+        Some(c) => c.clone(),
+        // Not failing when judged again: the drawn trial's check (which has the signature:
+        // it was computed from it) stands for it.
+        None => {
+            let drawn_check = drawn.failing_with(&signature).ok_or_else(|| {
+                io(format!(
+                    "{id}: the drawn trial has no check with signature {}",
+                    signature.line()
+                ))
+            })?;
+            CheckResult {
+                verdict: Verdict::Fail,
+                level: small.level,
+                kind: None,
+                message: Some("(did not reproduce when judged again)".into()),
+                ..drawn_check.clone()
+            }
+        }
+    };
     let lines: Vec<&str> =
         crate::runner::report::message_lines(check.message.as_deref().unwrap_or_default())
             .collect();

@@ -15,6 +15,7 @@ use lance_reference::scan::scan;
 use lance_reference::worked_example::{AGE, AGE_INDEX, EMBEDDING, NAME, versions};
 use lance_reference::{exclusion, flags};
 
+use super::check;
 use super::report::{CaseResult, CheckResult, FailureKind, Verdict};
 use crate::case::Level;
 
@@ -210,7 +211,10 @@ pub fn as_case() -> CaseResult {
         Ok(list) => list
             .into_iter()
             .map(|c| CheckResult {
-                name: format!("step {}: {}", c.step, c.claim),
+                name: check::Check::WalkStep {
+                    step: c.step.to_string(),
+                    claim: c.claim.clone(),
+                },
                 verdict: if c.ok { Verdict::Pass } else { Verdict::Fail },
                 level: Level::Must,
                 kind: (!c.ok).then_some(FailureKind::WrongValue),
@@ -219,7 +223,7 @@ pub fn as_case() -> CaseResult {
             .collect(),
         // The reference could not walk its own example: the kit's fault, not the reader's.
         Err(e) => vec![CheckResult::kit_fault(
-            "walk".into(),
+            check::Check::Walk,
             Level::Must,
             &super::kit_fault::KitFault::Walk {
                 message: e.to_string(),

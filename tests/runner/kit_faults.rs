@@ -328,7 +328,7 @@ fn report_of(cases: Vec<CaseResult>, known: Option<&KnownFailures>) -> Report {
 fn a_kit_fault_outranks_every_verdict_of_the_implementation_and_no_entry_covers_it() {
     let fault = KitFault::UndeclaredQuery { name: "q".into() };
     let failing = CheckResult::new(
-        "v1 scan".into(),
+        "v1 scan".parse().unwrap(),
         Verdict::Fail,
         Level::Must,
         Some(lance_conformance::runner::FailureKind::WrongValue),
@@ -337,7 +337,7 @@ fn a_kit_fault_outranks_every_verdict_of_the_implementation_and_no_entry_covers_
     for level in [Level::Must, Level::Should] {
         let checks = vec![
             failing.clone(),
-            CheckResult::kit_fault("v1 query \"q\"".into(), level, &fault),
+            CheckResult::kit_fault("v1 query \"q\"".parse().unwrap(), level, &fault),
         ];
         let known = KnownFailures::parse("c  wrong-value  # listed\n", "k").unwrap();
         let report = report_of(vec![case_with(checks, level)], Some(&known));

@@ -244,6 +244,54 @@ fn known_failures_cannot_rot() {
     let (_d, path) = known("null-cover\n");
     let out = run(&["run", "--known-failures", &path]);
     assert_eq!(out.status.code(), Some(2));
+    // So is a misspelt check: it names the line, instead of pinning a check that never runs.
+    let (_d, path) = known("# header\nnull-cover  wrong-value  `v1 sacn`  # typo\n");
+    let out = run(&["run", "--known-failures", &path]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{path}:2: \"v1 sacn\" is not a check name")),
+        "{err}"
+    );
+}
+
+/// Every known-failure file the adapters keep parses, each check it pins is a check the
+/// runner makes, and reads back spelt exactly as written.
+#[test]
+fn every_adapter_known_failure_file_names_real_checks() {
+    use lance_conformance::runner::KnownFailures;
+    let mut files = 0;
+    let mut checks = 0;
+    for adapter in std::fs::read_dir(root().join("adapters")).unwrap() {
+        let dir = adapter.unwrap().path().join("known-failures");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for file in entries {
+            let path = file.unwrap().path();
+            if path.extension().is_none_or(|e| e != "txt") {
+                continue;
+            }
+            files += 1;
+            let known = KnownFailures::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            for entry in &known.entries {
+                if let Some(check) = &entry.check {
+                    checks += 1;
+                    let spelt = format!("`{check}`");
+                    assert!(
+                        entry.text.contains(&spelt),
+                        "{}: {}",
+                        path.display(),
+                        entry.text
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        files >= 10 && checks >= 500,
+        "{files} files, {checks} checks"
+    );
 }
 
 #[test]

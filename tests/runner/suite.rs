@@ -216,7 +216,7 @@ fn a_reader_returning_wrong_rows_fails_every_readable_case() {
         for c in &report.cases {
             // Negative cases scan their earlier versions too, unless the damage made them
             // unreadable; the only case left is a single-version negative case.
-            let scans = c.checks.iter().any(|k| k.name.contains("scan"));
+            let scans = c.checks.iter().any(|k| k.name.to_string().contains("scan"));
             if scans {
                 assert_eq!(c.verdict, Verdict::Fail, "{} passed a broken scan", c.id);
             } else {
@@ -291,7 +291,7 @@ fn a_refusal_counts_only_when_the_twin_reads() {
         let refuses = c
             .checks
             .iter()
-            .find(|k| k.name.ends_with(" refuses"))
+            .find(|k| k.name.to_string().ends_with(" refuses"))
             .unwrap();
         assert_eq!(refuses.verdict, Verdict::Inconclusive, "{}", c.id);
         assert!(
@@ -306,7 +306,7 @@ fn a_refusal_counts_only_when_the_twin_reads() {
         let twin = c
             .checks
             .iter()
-            .find(|k| k.name.ends_with(" twin scan"))
+            .find(|k| k.name.to_string().ends_with(" twin scan"))
             .unwrap();
         assert_eq!(twin.kind, Some(FailureKind::RefusedReadable), "{}", c.id);
         if c.level == Level::Must {
@@ -325,20 +325,24 @@ fn the_refusal_class_is_a_check_of_its_own_at_the_level_the_spec_gives() {
     let class = tiny
         .checks
         .iter()
-        .find(|k| k.name.contains("refusal class"))
+        .find(|k| k.name.to_string().contains("refusal class"))
         .unwrap();
     assert_eq!((class.verdict, class.level), (Verdict::Fail, Level::Must));
     assert_eq!(class.kind, Some(FailureKind::WrongClass));
     assert_eq!(tiny.outcome, Outcome::Failed);
     // Refusing is the MUST, and passes whatever the class.
-    let refuses = tiny.checks.iter().find(|k| k.name == "v1 refuses").unwrap();
+    let refuses = tiny
+        .checks
+        .iter()
+        .find(|k| k.name.to_string() == "v1 refuses")
+        .unwrap();
     assert_eq!(refuses.verdict, Verdict::Pass);
     // FLG-READ-1 only says "refuses": the class is SHOULD and its failure advisory.
     let flag = case("unknown-reader-flag");
     let class = flag
         .checks
         .iter()
-        .find(|k| k.name.contains("refusal class"))
+        .find(|k| k.name.to_string().contains("refusal class"))
         .unwrap();
     assert_eq!((class.verdict, class.level), (Verdict::Fail, Level::Should));
     assert_eq!(flag.outcome, Outcome::Advisory);
@@ -372,13 +376,14 @@ fn a_reader_without_a_feature_is_judged_by_its_refusal_profile() {
         precedence
             .checks
             .iter()
-            .any(|k| k.name == "v1 scan" && k.verdict == Verdict::Pass)
+            .any(|k| k.name.to_string() == "v1 scan" && k.verdict == Verdict::Pass)
     );
     assert!(
         precedence
             .checks
             .iter()
-            .any(|k| k.name == "v2 refuses (needs overlays)" && k.verdict == Verdict::Pass)
+            .any(|k| k.name.to_string() == "v2 refuses (needs overlays)"
+                && k.verdict == Verdict::Pass)
     );
     let spilled = report
         .cases
@@ -419,16 +424,19 @@ fn a_reader_declaring_nothing_is_sent_everything_and_never_sent_checks_it_lacks(
     for c in &report.cases {
         // Every version that needs a data capability must be refused, and this reader reads
         // them all: a case fails exactly when some version needs something.
-        let profiled = c.checks.iter().any(|k| k.name.contains("(needs "));
+        let profiled = c
+            .checks
+            .iter()
+            .any(|k| k.name.to_string().contains("(needs "));
         assert_eq!(c.verdict.is_failure(), profiled, "{}", c.id);
         assert_eq!(profiled, !c.refusal_profile.is_empty(), "{}", c.id);
         // Whatever ran, no check needing a check capability was sent.
         assert!(
             c.checks
                 .iter()
-                .filter(|k| k.name.ends_with("exclusion")
-                    || k.name.contains("query")
-                    || k.name.ends_with("lineage"))
+                .filter(|k| k.name.to_string().ends_with("exclusion")
+                    || k.name.to_string().contains("query")
+                    || k.name.to_string().ends_with("lineage"))
                 .all(|k| k.verdict == Verdict::Unsupported),
             "{}",
             c.id
@@ -455,11 +463,11 @@ fn missing_check_capabilities_leave_the_scans_judged() {
     for id in ["worked-example", "precedence-dense"] {
         let c = report.cases.iter().find(|c| c.id == id).unwrap();
         assert_eq!(c.verdict, Verdict::Pass, "{id}");
-        let unsupported: Vec<&str> = c
+        let unsupported: Vec<String> = c
             .checks
             .iter()
             .filter(|k| k.verdict == Verdict::Unsupported)
-            .map(|k| k.name.as_str())
+            .map(|k| k.name.to_string())
             .collect();
         assert!(
             unsupported.iter().any(|n| n.ends_with("exclusion")),
@@ -472,7 +480,7 @@ fn missing_check_capabilities_leave_the_scans_judged() {
         assert!(
             c.checks
                 .iter()
-                .any(|k| k.name.ends_with("scan") && k.verdict == Verdict::Pass)
+                .any(|k| k.name.to_string().ends_with("scan") && k.verdict == Verdict::Pass)
         );
     }
     // A version needing an undeclared data capability is refused, by the refusal profile.

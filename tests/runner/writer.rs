@@ -232,7 +232,11 @@ fn committer_cases(report: &Report) -> BTreeSet<String> {
     report
         .cases
         .iter()
-        .filter(|c| c.checks.iter().any(|k| k.name.contains("refuses prepared")))
+        .filter(|c| {
+            c.checks
+                .iter()
+                .any(|k| k.name.to_string().contains("refuses prepared"))
+        })
         .map(|c| c.id.clone())
         .collect()
 }
@@ -261,7 +265,7 @@ fn the_reference_committer_refuses_each_malformed_commit_and_commits_its_twin() 
             "{id}: {:?}",
             c.primary_failure()
         );
-        let names: Vec<&str> = c.checks.iter().map(|k| k.name.as_str()).collect();
+        let names: Vec<String> = c.checks.iter().map(|k| k.name.to_string()).collect();
         // The refusal carries the reader's code, and the twin is committed and then judged.
         assert!(
             names.iter().any(|n| n.contains("refusal code")),
@@ -282,14 +286,14 @@ fn the_reference_committer_refuses_each_malformed_commit_and_commits_its_twin() 
         merge
             .checks
             .iter()
-            .any(|k| k.name == "v2 refuses prepared (merge)")
+            .any(|k| k.name.to_string() == "v2 refuses prepared (merge)")
     );
     let overlay = case(&report, "coverage-past-end");
     assert!(
         overlay
             .checks
             .iter()
-            .any(|k| k.name == "v2 refuses prepared (overlay)")
+            .any(|k| k.name.to_string() == "v2 refuses prepared (overlay)")
     );
     // A new fragment's files are an append, a new deletion file a delete.
     for (id, name) in [
@@ -297,7 +301,10 @@ fn the_reference_committer_refuses_each_malformed_commit_and_commits_its_twin() 
         ("deletion-past-end", "v3 refuses prepared (delete)"),
     ] {
         assert!(
-            case(&report, id).checks.iter().any(|k| k.name == name),
+            case(&report, id)
+                .checks
+                .iter()
+                .any(|k| k.name.to_string() == name),
             "{id}"
         );
     }
@@ -332,8 +339,12 @@ fn a_committer_refusing_every_prepared_commit_fails_every_committer_case() {
         let c = case(&report, id);
         fails_as(c, FailureKind::RefusedWrite);
         // The malformed commit's refusal passed: the twin is what a refuse-all fails.
-        assert!(c.checks.iter().any(|k| k.name.contains("refuses prepared")
-            && k.verdict == lance_conformance::runner::Verdict::Pass));
+        assert!(
+            c.checks
+                .iter()
+                .any(|k| k.name.to_string().contains("refuses prepared")
+                    && k.verdict == lance_conformance::runner::Verdict::Pass)
+        );
     }
 }
 
@@ -345,9 +356,10 @@ fn a_writer_without_prepared_commits_writes_those_cases_itself() {
         let c = case(&report, id);
         assert_eq!(c.outcome, Outcome::Passed, "{id}");
         let written = ["overlay", "append", "delete"].iter().any(|op| {
-            c.checks
-                .iter()
-                .any(|k| k.name.starts_with('v') && k.name.ends_with(&format!(" write ({op})")))
+            c.checks.iter().any(|k| {
+                k.name.to_string().starts_with('v')
+                    && k.name.to_string().ends_with(&format!(" write ({op})"))
+            })
         });
         assert!(written, "{id}");
     }
@@ -489,7 +501,7 @@ fn a_writer_with_an_encoding_of_its_own_is_judged_on_placement_where_bytes_decid
     let lineage = budget
         .checks
         .iter()
-        .find(|k| k.name == "v3 lineage")
+        .find(|k| k.name.to_string() == "v3 lineage")
         .unwrap();
     assert_eq!(lineage.verdict, lance_conformance::runner::Verdict::Pass);
 }
@@ -503,7 +515,7 @@ fn the_reference_writer_asked_for_2_2_writes_2_2_and_passes() {
         .cases
         .iter()
         .flat_map(|c| &c.checks)
-        .filter(|k| k.name.ends_with(" data file version"))
+        .filter(|k| k.name.to_string().ends_with(" data file version"))
         .count();
     assert!(
         checked >= 20,
@@ -525,7 +537,7 @@ fn a_writer_asked_for_2_2_that_writes_2_0_fails_the_file_version_check() {
         .iter()
         .filter(|c| {
             c.checks.iter().any(|k| {
-                k.name.ends_with(" data file version")
+                k.name.to_string().ends_with(" data file version")
                     && k.kind == Some(FailureKind::BrokeRule)
                     && k.message.as_deref().is_some_and(|m| m.contains(": 2.0"))
             })

@@ -22,6 +22,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::capability::{self, ERROR_CODES, EXCLUSION, LINEAGE_PLACEMENT, SCALAR_QUERY};
+use super::check::Check;
 use super::compare;
 use super::conformance_reader::{ConformanceReader, Refusal};
 use super::kit_fault::KitFault;
@@ -147,7 +148,7 @@ struct Checks<'a> {
 impl Checks<'_> {
     fn add(
         &mut self,
-        name: String,
+        name: Check,
         verdict: Verdict,
         level: Level,
         kind: Option<FailureKind>,
@@ -160,7 +161,7 @@ impl Checks<'_> {
     /// A check at the case's level.
     fn push(
         &mut self,
-        name: String,
+        name: Check,
         verdict: Verdict,
         kind: Option<FailureKind>,
         message: Option<String>,
@@ -171,14 +172,14 @@ impl Checks<'_> {
 
     /// Records a check the kit could not judge; the rest of the case is not run (what it
     /// would judge rests on the same corpus or runner problem).
-    fn kit_fault(&mut self, name: String, fault: &KitFault) {
+    fn kit_fault(&mut self, name: Check, fault: &KitFault) {
         self.broken = true;
         self.out
             .push(CheckResult::kit_fault(name, self.level, fault));
     }
 
     /// Records a refusal of a readable version as a check verdict.
-    fn refused_readable(&mut self, name: String, refusal: Refusal, level: Level) {
+    fn refused_readable(&mut self, name: Check, refusal: Refusal, level: Level) {
         match refusal {
             Refusal::Error(e) => self.add(
                 name,
@@ -192,7 +193,7 @@ impl Checks<'_> {
     }
 
     /// Records a refusal that is not a data error (unsupported, skipped, broken).
-    fn not_an_answer(&mut self, name: String, refusal: Refusal, level: Level) {
+    fn not_an_answer(&mut self, name: Check, refusal: Refusal, level: Level) {
         match refusal {
             Refusal::Error(e) => self.add(name, Verdict::Fail, level, None, Some(shown(&e))),
             Refusal::Unsupported(r) => self.add(name, Verdict::Unsupported, level, None, Some(r)),
@@ -211,13 +212,13 @@ impl Checks<'_> {
     }
 
     /// Whether the capabilities are declared; records `unsupported` when not.
-    fn can(&mut self, name: &str, needs: &[&str]) -> bool {
+    fn can(&mut self, name: &Check, needs: &[&str]) -> bool {
         let missing = capability::missing(needs, self.declared);
         if missing.is_empty() {
             return true;
         }
         self.push(
-            name.to_string(),
+            name.clone(),
             Verdict::Unsupported,
             None,
             Some(format!("needs {}", missing.join(", "))),
@@ -293,10 +294,10 @@ pub fn run_case(
             dataset: dataset.clone(),
             version: v.version,
         };
-        match missing(&mut checks, &at, &format!("v{}", v.version)) {
+        match missing(&mut checks, &at, false) {
             Some(lacking) if lacking.is_empty() => version(&mut checks, &dataset, case, v),
             Some(lacking) => {
-                refuse_for_feature(&mut checks, &at, &format!("v{}", v.version), &lacking);
+                refuse_for_feature(&mut checks, &at, false, &lacking);
                 profile.extend(lacking);
             }
             None => {}
@@ -318,14 +319,17 @@ pub fn run_case(
     (checks.out, profile)
 }
 
-/// The data capabilities version `at` needs that the reader does not declare; `None` (and a
-/// kit fault) when the runner cannot tell.
-fn missing(checks: &mut Checks, at: &VersionRef, prefix: &str) -> Option<Vec<Capability>> {
+/// The data capabilities version `at` (of the undamaged twin when `twin`) needs that the
+/// reader does not declare; `None` (and a kit fault) when the runner cannot tell.
+fn missing(checks: &mut Checks, at: &VersionRef, twin: bool) -> Option<Vec<Capability>> {
     match needs::of_version(Path::new(&at.dataset), at.version) {
         Ok(n) => Some(needs::missing(&n, checks.declared)),
         Err(e) => {
             checks.kit_fault(
-                format!("{prefix} needs"),
+                Check::Needs {
+                    version: at.version,
+                    twin,
+                },
                 &KitFault::Needs {
                     dataset: PathBuf::from(&at.dataset),
                     version: at.version,
@@ -350,7 +354,7 @@ fn absolute(p: &Path) -> String {
 fn refuse_for_feature(
     checks: &mut Checks,
     at: &VersionRef,
-    prefix: &str,
+    twin: bool,
     lacking: &[Capability],
 ) -> bool {
     let words = needs::words(lacking);
@@ -363,7 +367,11 @@ fn refuse_for_feature(
     } else {
         checks.level
     };
-    let name = format!("{prefix} refuses (needs {words})");
+    let name = Check::RefusesForFeature {
+        version: at.version,
+        twin,
+        needs: words.clone(),
+    };
     let refusal = match checks.open_and_scan(at) {
         Ok(_) => {
             let rule = if rules.is_empty() {
@@ -395,7 +403,11 @@ fn refuse_for_feature(
         None,
         Some(format!("refused: {}", shown(&got))),
     );
-    let class_name = format!("{prefix} refusal class (unsupported_feature)");
+    let class_name = Check::RefusalClass {
+        version: at.version,
+        twin,
+        class: "unsupported_feature".into(),
+    };
     if got.class == "unsupported_feature" {
         checks.add(class_name, Verdict::Pass, Level::Should, None, None);
     } else {
@@ -426,14 +438,13 @@ fn twin(
         dataset: absolute(&case.dir.join(UNDAMAGED_DIR)),
         version: n,
     };
-    let prefix = format!("v{n} twin");
-    let lacking = match missing(checks, &at, &prefix) {
+    let lacking = match missing(checks, &at, true) {
         Some(l) => l,
         None => return Twin::NotRead("could not be judged".into()),
     };
     if !lacking.is_empty() {
         profile.extend(lacking.iter().copied());
-        return if refuse_for_feature(checks, &at, &prefix, &lacking) {
+        return if refuse_for_feature(checks, &at, true, &lacking) {
             Twin::RefusedForFeature(lacking)
         } else {
             Twin::NotRead(format!(
@@ -442,7 +453,10 @@ fn twin(
             ))
         };
     }
-    let name = format!("{prefix} scan");
+    let name = Check::Scan {
+        version: n,
+        twin: true,
+    };
     let all: Vec<usize> = (0..expected.columns.len()).collect();
     let level = checks.level;
     match checks.open_and_scan(&at) {
@@ -497,7 +511,7 @@ fn negative(
         dataset: dataset.to_string(),
         version: n,
     };
-    let name = format!("v{n} refuses");
+    let name = Check::Refuses { version: n };
     // Damage to index files surfaces only in queries for a reader that reads them lazily: a
     // refusal by one of the damaged version's declared queries counts as the refusal.
     let read = match checks.open_and_scan(&at) {
@@ -543,7 +557,7 @@ fn negative(
                         Some(FailureKind::AcceptedDamage),
                         Some("read the damaged version; refusing it is recommended".into()),
                     );
-                    let read_name = format!("v{n} read as its twin");
+                    let read_name = Check::ReadAsTwin { version: n };
                     let all: Vec<usize> = (0..undamaged.columns.len()).collect();
                     let read = compare::scan(&undamaged.columns, &undamaged.rows, &all, &scanned)
                         .and_then(|()| answered_as_twin(undamaged, &answers));
@@ -612,7 +626,11 @@ fn negative(
     };
     checks.push(name, Verdict::Pass, None, Some(message));
     // The class: the spec's, or for a reader refusing the feature, unsupported_feature too.
-    let class_name = format!("v{n} refusal class ({})", error.class);
+    let class_name = Check::RefusalClass {
+        version: n,
+        twin: false,
+        class: error.class.clone(),
+    };
     let level = weaker(class_level, checks.level);
     let accepted =
         got.class == error.class || (lacking.is_some() && got.class == "unsupported_feature");
@@ -634,7 +652,10 @@ fn negative(
     let Some(code) = &error.code else {
         return;
     };
-    let code_name = format!("v{n} refusal code ({code})");
+    let code_name = Check::RefusalCode {
+        version: n,
+        code: code.clone(),
+    };
     if lacking.is_some() {
         return;
     }
@@ -794,21 +815,28 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
     let level = checks.level;
     match checks.reader.open(&at) {
         Ok(opened) if opened.version == n => {
-            checks.push(format!("v{n} open"), Verdict::Pass, None, None)
+            checks.push(Check::Open { version: n }, Verdict::Pass, None, None)
         }
         Ok(opened) => checks.push(
-            format!("v{n} open"),
+            Check::Open { version: n },
             Verdict::Fail,
             Some(FailureKind::WrongValue),
             Some(format!("opened version {} instead", opened.version)),
         ),
         Err(r) => {
-            checks.refused_readable(format!("v{n} open"), r, level);
+            checks.refused_readable(Check::Open { version: n }, r, level);
             return;
         }
     }
     let all: Vec<usize> = (0..v.columns.len()).collect();
-    let mut scans = vec![(format!("v{n} scan"), None, all.clone())];
+    let mut scans = vec![(
+        Check::Scan {
+            version: n,
+            twin: false,
+        },
+        None,
+        all.clone(),
+    )];
     if v.columns.len() >= 2 {
         let reversed: Vec<usize> = all.iter().rev().copied().collect();
         let names: Vec<String> = reversed
@@ -816,7 +844,10 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
             .filter_map(|i| v.columns.get(*i).map(|c| c.name.clone()))
             .collect();
         scans.push((
-            format!("v{n} scan [{}]", names.join(", ")),
+            Check::ProjectedScan {
+                version: n,
+                columns: names.clone(),
+            },
             Some(names),
             reversed,
         ));
@@ -837,7 +868,7 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
             Err(r) => checks.refused_readable(name, r, level),
         }
     }
-    let name = format!("v{n} lineage");
+    let name = Check::Lineage { version: n };
     if !checks.broken && checks.can(&name, &[LINEAGE_PLACEMENT]) {
         let mut problem = None;
         for f in &v.fragments {
@@ -860,7 +891,7 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
             Some(Err(r)) => checks.refused_readable(name, r, level),
         }
     }
-    let name = format!("v{n} exclusion");
+    let name = Check::Exclusion { version: n };
     if !checks.broken && checks.can(&name, &[EXCLUSION]) {
         match checks.reader.exclusion(&at) {
             Ok(got) => match compare::exclusion(&v.exclusion_sets, &got.exclusion_sets) {
@@ -877,7 +908,10 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
         if checks.broken {
             return;
         }
-        let name = format!("v{n} query {:?}", q.name);
+        let name = Check::Query {
+            version: n,
+            name: q.name.clone(),
+        };
         let needs = match q.kind {
             QueryKind::Scalar => SCALAR_QUERY,
             QueryKind::Vector => capability::VECTOR_QUERY,

@@ -1,8 +1,10 @@
 //! Known-failure files, and the rules that keep them honest.
 //!
 //! One entry per line: ``<case-id> [<kind>] [`<check>`]  # <reason>``. The kind is one of the
-//! [`FailureKind`] words (`accepted-damage`, `wrong-class`, ...), the check a check name in
-//! backticks (`` `v2 refuses` ``); both are optional, and the reason is not.
+//! [`FailureKind`] words (`accepted-damage`, `wrong-class`, ...), the check a [`Check`] name in
+//! backticks (`` `v2 refuses` ``), spelt as the runner spells it (a misspelt check is an error
+//! naming its line, never an entry that silently matches nothing); both are optional, and the
+//! reason is not.
 //!
 //! Invariant: a known-failure file can only describe the run it is used with. An entry covers
 //! its case when the case fails, and, if the entry names a check and a kind, when that check
@@ -15,6 +17,7 @@
 
 use std::collections::BTreeSet;
 
+use super::check::Check;
 use super::report::{FailureKind, Outcome, Report, entry_line};
 
 /// One entry.
@@ -27,7 +30,7 @@ pub struct Entry {
     /// The failure kind the entry pins, if any.
     pub kind: Option<FailureKind>,
     /// The check the entry pins, if any.
-    pub check: Option<String>,
+    pub check: Option<Check>,
     /// Why it fails (text after `#`).
     pub reason: String,
     /// The line as written.
@@ -87,7 +90,10 @@ impl KnownFailures {
                     let Some(end) = after.find('`') else {
                         return Err(format!("{path}:{line}: an unclosed `` ` `` in the check"));
                     };
-                    if check.replace(after[..end].to_string()).is_some() {
+                    let named = after[..end]
+                        .parse::<Check>()
+                        .map_err(|e| format!("{path}:{line}: {e}"))?;
+                    if check.replace(named).is_some() {
                         return Err(format!("{path}:{line}: {shape}: two checks"));
                     }
                     rest = after[end + 1..].trim_start();
@@ -161,7 +167,7 @@ impl KnownFailures {
 pub fn line_for(
     case: &str,
     kind: Option<FailureKind>,
-    check: Option<&str>,
+    check: Option<&Check>,
     reason: &str,
 ) -> String {
     let mut line = case.to_string();
@@ -169,7 +175,7 @@ pub fn line_for(
         line.push_str("  ");
         line.push_str(k.as_str());
     }
-    if let Some(c) = check.filter(|c| !c.contains('`')) {
+    if let Some(c) = check.map(Check::to_string).filter(|c| !c.contains('`')) {
         line.push_str(&format!("  `{c}`"));
     }
     let reason = reason.replace('\n', " ");
@@ -259,16 +265,39 @@ mod tests {
         .unwrap();
         let x = k.get("x").unwrap();
         assert_eq!(x.kind, Some(FailureKind::AcceptedDamage));
-        assert_eq!(x.check.as_deref(), Some("v2 query \"a # b\""));
+        assert_eq!(
+            x.check.as_ref().map(Check::to_string).as_deref(),
+            Some("v2 query \"a # b\"")
+        );
         assert_eq!(x.reason, "Lance bug: reads it");
         let y = k.get("y").unwrap();
-        assert_eq!((y.kind, y.check.as_deref()), (None, Some("v1 scan [a, b]")));
+        assert_eq!(
+            (y.kind, y.check.as_ref()),
+            (
+                None,
+                Some(&Check::ProjectedScan {
+                    version: 1,
+                    columns: vec!["a".into(), "b".into()]
+                })
+            )
+        );
+        let misspelt = KnownFailures::parse(
+            "a # r
+x  `v2 refuse`  # r
+",
+            "k",
+        )
+        .unwrap_err();
+        assert_eq!(
+            misspelt,
+            "k:2: \"v2 refuse\" is not a check name (no check of a version is named so)"
+        );
         assert!(KnownFailures::parse("x crashed # r\n", "k").is_err());
         assert!(KnownFailures::parse("x crash crash # r\n", "k").is_err());
         let line = line_for(
             "x",
             Some(FailureKind::Crash),
-            Some("v1 refuses"),
+            Some(&Check::Refuses { version: 1 }),
             "Lance panicked:\nindex out of range",
         );
         assert_eq!(

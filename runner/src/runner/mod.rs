@@ -21,6 +21,7 @@
 //! | [`mod@reference`] | the built-in reference reader |
 //! | [`process`] | a reader in another process (timeouts, restarts, process groups) |
 //! | [`serve`] | serving a reader over the protocol (`lance-conformance testee`) |
+//! | [`check`] | the names of the checks, one spelling each |
 //! | [`execute`] | one case's checks |
 //! | [`writer`] | one case's checks of a writer: its steps replayed, each version judged |
 //! | [`write_step`] | the wire form of a step (`write`, `prepare`) |
@@ -33,6 +34,7 @@
 
 pub mod arrow_reader;
 pub mod capability;
+pub mod check;
 internal_api! { mod compare; }
 pub mod conformance_reader;
 pub mod conformance_writer;
@@ -55,6 +57,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
+pub use check::Check;
 pub use conformance_reader::{Answer, ConformanceReader, Description, Refusal};
 pub use conformance_writer::ConformanceWriter;
 pub use filter::Filters;
@@ -279,7 +282,7 @@ fn judge_selected(
                 Err(fault) => cases.push(CaseResult::of_case(
                     c,
                     vec![CheckResult::kit_fault(
-                        "expected".into(),
+                        Check::Expected,
                         c.case.level,
                         &fault,
                     )],

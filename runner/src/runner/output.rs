@@ -14,6 +14,7 @@
 
 use std::fmt::Write as _;
 
+use super::check::Check;
 use super::report::{CaseResult, CheckResult, Outcome, Report, Verdict};
 
 /// How much the human form shows.
@@ -157,7 +158,9 @@ pub fn human(report: &Report, detail: Detail) -> String {
                     out,
                     "         listed as a known failure, but now fails otherwise: {} [{}]",
                     c.kind.map_or("?", |k| k.as_str()),
-                    c.failing_check.as_deref().unwrap_or("?")
+                    c.failing_check
+                        .as_ref()
+                        .map_or_else(|| "?".to_string(), Check::to_string)
                 );
             }
             _ => {}

@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use super::check::Check;
 use super::known_failures::{Entry, KnownFailures, line_for};
 use super::protocol::Implementation;
 use crate::case::Level;
@@ -180,7 +181,7 @@ impl FailureKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckResult {
     /// What was checked.
-    pub name: String,
+    pub name: Check,
     /// Its verdict.
     pub verdict: Verdict,
     /// The level it is judged at: the case's, or lower for a refusal's class and code.
@@ -198,7 +199,7 @@ impl CheckResult {
     /// said otherwise, a failure or inconclusive keeps `kind`, any other verdict (a kit fault
     /// included: it is no failure of the reader) has none.
     pub fn new(
-        name: String,
+        name: Check,
         verdict: Verdict,
         level: Level,
         kind: Option<FailureKind>,
@@ -219,11 +220,7 @@ impl CheckResult {
     }
 
     /// A check the kit could not judge, and why ([`super::kit_fault`]).
-    pub fn kit_fault(
-        name: String,
-        level: Level,
-        fault: &super::kit_fault::KitFault,
-    ) -> CheckResult {
+    pub fn kit_fault(name: Check, level: Level, fault: &super::kit_fault::KitFault) -> CheckResult {
         CheckResult::new(
             name,
             Verdict::KitFault,
@@ -296,7 +293,7 @@ pub struct CaseResult {
     pub kind: Option<FailureKind>,
     /// The name of that check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failing_check: Option<String>,
+    pub failing_check: Option<Check>,
     /// The known-failure reason, when listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_failure: Option<String>,

@@ -26,6 +26,7 @@ use lance_reference::lineage::SpillConfig;
 use lance_reference::model::Snapshot;
 
 use super::capability::{ERROR_CODES, PREPARED_COMMIT, REFERENCE_LINEAGE_ENCODING};
+use super::check::Check;
 use super::conformance_reader::{ConformanceReader, Refusal};
 use super::conformance_writer::ConformanceWriter;
 use super::execute::{self, Expected, shown};
@@ -314,14 +315,14 @@ struct Replay<'a> {
 }
 
 impl Replay<'_> {
-    fn push(&mut self, name: String, verdict: Verdict, kind: Option<FailureKind>, msg: String) {
+    fn push(&mut self, name: Check, verdict: Verdict, kind: Option<FailureKind>, msg: String) {
         let message = (!msg.is_empty()).then_some(msg);
         self.out
             .push(CheckResult::new(name, verdict, self.level, kind, message));
     }
 
     /// Records a check the kit could not judge; the case stops there.
-    fn kit_fault(&mut self, name: String, fault: &KitFault) {
+    fn kit_fault(&mut self, name: Check, fault: &KitFault) {
         self.out
             .push(CheckResult::kit_fault(name, self.level, fault));
         self.stopped = true;
@@ -347,7 +348,7 @@ impl Replay<'_> {
             .ok_or_else(|| format!("the stored case's v{version}"))
     }
 
-    fn request(&mut self, name: &str, step: &Step, version: u64) -> Option<WriteRequest> {
+    fn request(&mut self, name: &Check, step: &Step, version: u64) -> Option<WriteRequest> {
         let wire = self
             .stored(version)
             .and_then(|stored| to_wire(step, &stored.schema));
@@ -359,7 +360,7 @@ impl Replay<'_> {
                 data_file_version: self.data_file_version.clone(),
             }),
             Err(message) => {
-                self.kit_fault(name.to_string(), &KitFault::StoredCase { version, message });
+                self.kit_fault(name.clone(), &KitFault::StoredCase { version, message });
                 None
             }
         }
@@ -368,7 +369,7 @@ impl Replay<'_> {
     /// Records a write's answer; true when it committed `version`.
     fn committed(
         &mut self,
-        name: String,
+        name: Check,
         answer: Result<super::protocol::WriteResult, Refusal>,
         version: u64,
     ) -> bool {
@@ -398,7 +399,7 @@ impl Replay<'_> {
     }
 
     /// Records a refusal of a step the case commits; the case stops there.
-    fn refusal(&mut self, name: String, r: Refusal) {
+    fn refusal(&mut self, name: Check, r: Refusal) {
         self.stopped = true;
         match r {
             Refusal::Error(e) => self.push(
@@ -425,7 +426,7 @@ impl Replay<'_> {
     /// The manifest's numbers are what is compared; `vN rules` already holds each file's footer
     /// to them.
     fn file_versions(&mut self, version: u64, asked: &str) {
-        let name = format!("v{version} data file version");
+        let name = Check::DataFileVersion { version };
         let layout = lance_reference_io::Dataset::open(Path::new(&self.dir))
             .and_then(|d| d.read_manifest_level(version));
         let layout = match layout {
@@ -462,7 +463,7 @@ impl Replay<'_> {
 
     /// Judges version `version` as the writer left it: `validate`, then the reads.
     fn judge(&mut self, version: u64) {
-        let name = format!("v{version} rules");
+        let name = Check::Rules { version };
         match crate::validate::validate(Path::new(&self.dir), Some(version)) {
             Ok(report) if report.findings.is_empty() => {
                 self.push(name, Verdict::Pass, None, String::new())
@@ -497,7 +498,10 @@ impl Replay<'_> {
         }
         let Some(expected) = self.expected.get(&version).copied() else {
             self.kit_fault(
-                format!("v{version} scan"),
+                Check::Scan {
+                    version,
+                    twin: false,
+                },
                 &KitFault::NoExpectedVersion { version },
             );
             return;
@@ -547,7 +551,10 @@ impl Replay<'_> {
     }
 
     fn write(&mut self, step: &Step, version: u64) {
-        let name = format!("v{version} write ({})", step.op());
+        let name = Check::Write {
+            version,
+            op: step.op().into(),
+        };
         let Some(request) = self.request(&name, step, version) else {
             return;
         };
@@ -558,7 +565,10 @@ impl Replay<'_> {
     }
 
     fn retry(&mut self, write: &Step, conflict: &Step, version: u64) {
-        let name = format!("v{} prepare ({})", version + 1, write.op());
+        let name = Check::Prepare {
+            version: version + 1,
+            op: write.op().into(),
+        };
         let Some(request) = self.request(&name, write, version + 1) else {
             return;
         };
@@ -585,7 +595,10 @@ impl Replay<'_> {
         if self.stopped {
             return;
         }
-        let name = format!("v{} commit ({}, retried)", version + 1, write.op());
+        let name = Check::CommitRetried {
+            version: version + 1,
+            op: write.op().into(),
+        };
         let answer = self.writer.commit(&self.dir, &token);
         if self.committed(name, answer, version + 1) {
             self.judge(version + 1);
@@ -593,7 +606,10 @@ impl Replay<'_> {
     }
 
     fn refuse(&mut self, attempt: &Step, code: &str, at: u64) {
-        let name = format!("v{at} refuses ({})", attempt.op());
+        let name = Check::RefusesWrite {
+            version: at,
+            op: attempt.op().into(),
+        };
         let Some(request) = self.request(&name, attempt, at) else {
             return;
         };
@@ -605,7 +621,7 @@ impl Replay<'_> {
     /// `code` is the reference's code for the refusal, judged as `v<label> refusal code`.
     fn refused(
         &mut self,
-        name: String,
+        name: Check,
         answer: Result<super::protocol::WriteResult, Refusal>,
         code: Option<&str>,
         at: u64,
@@ -620,7 +636,10 @@ impl Replay<'_> {
                 };
                 // The code is the reference's vocabulary: judged only for a writer that
                 // reports it, and at SHOULD, as for readers (§4).
-                let name = format!("v{label} refusal code ({code})");
+                let name = Check::RefusalCode {
+                    version: label,
+                    code: code.into(),
+                };
                 let (verdict, kind, message) = if !self.error_codes {
                     (Verdict::Unsupported, None, "needs error-codes".to_string())
                 } else if e.code.as_deref() == Some(code) {
@@ -670,7 +689,7 @@ impl Replay<'_> {
     /// directory, its transaction built on the writer's version `version - 1`.
     fn prepared_request(
         &mut self,
-        name: &str,
+        name: &Check,
         committer: &CommitterCase,
         side: &Side,
     ) -> Option<CommitPreparedRequest> {
@@ -696,7 +715,7 @@ impl Replay<'_> {
             }),
             Err(message) => {
                 self.kit_fault(
-                    name.to_string(),
+                    name.clone(),
                     &KitFault::StoredCase {
                         version: committer.version,
                         message,
@@ -711,7 +730,10 @@ impl Replay<'_> {
     fn prepared(&mut self, committer: &CommitterCase, code: Option<&str>) {
         let version = committer.version;
         let op = committer.operation.as_str();
-        let name = format!("v{version} refuses prepared ({op})");
+        let name = Check::RefusesPrepared {
+            version,
+            op: op.into(),
+        };
         let Some(request) = self.prepared_request(&name, committer, &committer.damaged) else {
             return;
         };
@@ -720,7 +742,10 @@ impl Replay<'_> {
         if self.stopped {
             return;
         }
-        let name = format!("v{version} commit prepared ({op})");
+        let name = Check::CommitPrepared {
+            version,
+            op: op.into(),
+        };
         let Some(request) = self.prepared_request(&name, committer, &committer.twin) else {
             return;
         };
@@ -751,7 +776,7 @@ pub fn run_case(
     // A case not sent is judged by one check of its own.
     let unsupported = |message: String| {
         vec![CheckResult::new(
-            "write".into(),
+            Check::WriterCase,
             Verdict::Unsupported,
             case.case.level,
             None,
@@ -801,7 +826,7 @@ pub fn run_case(
                     Ok(found) => committer = found,
                     Err(message) => {
                         return vec![CheckResult::kit_fault(
-                            "write".into(),
+                            Check::WriterCase,
                             case.case.level,
                             &KitFault::StoredCase {
                                 version: *version,
@@ -824,7 +849,7 @@ pub fn run_case(
     }
     let fault = |source| {
         vec![CheckResult::kit_fault(
-            "write".into(),
+            Check::WriterCase,
             case.case.level,
             &KitFault::Scratch {
                 path: dir.to_path_buf(),

@@ -60,13 +60,81 @@ const SEQUENCES: [(SequenceKind, FieldId, &str); 3] = [
     ),
 ];
 
+/// What a commit did, as classified. Declared in name order, so a set of kinds iterates (and
+/// a report lists them) alphabetically.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CommitKind {
+    /// Fragments added holding new rows, or, without stable row ids, fragments only added.
+    Append,
+    /// The table config changed.
+    Config,
+    /// Deletions of a kept fragment changed.
+    Delete,
+    /// Every overlay of a fragment folded into its base files.
+    Fold,
+    /// An index was built, rebuilt, dropped or had its coverage changed.
+    Index,
+    /// A contiguous run of overlays replaced by one new overlay.
+    Merge,
+    /// Overlays appended after a fragment's old ones.
+    Overlay,
+    /// Fragments replaced without stable row ids (a rewrite cannot be told from a delete and
+    /// an append).
+    Replace,
+    /// Rows carried unchanged into new fragments.
+    Rewrite,
+    /// The schema changed.
+    Schema,
+    /// Rows carried into new fragments with last-updated-at stamped.
+    Update,
+}
+
+impl CommitKind {
+    /// Every kind, in name order.
+    pub const ALL: [CommitKind; 11] = [
+        CommitKind::Append,
+        CommitKind::Config,
+        CommitKind::Delete,
+        CommitKind::Fold,
+        CommitKind::Index,
+        CommitKind::Merge,
+        CommitKind::Overlay,
+        CommitKind::Replace,
+        CommitKind::Rewrite,
+        CommitKind::Schema,
+        CommitKind::Update,
+    ];
+
+    /// The word a report prints (`overlay`, `merge`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommitKind::Append => "append",
+            CommitKind::Config => "config",
+            CommitKind::Delete => "delete",
+            CommitKind::Fold => "fold",
+            CommitKind::Index => "index",
+            CommitKind::Merge => "merge",
+            CommitKind::Overlay => "overlay",
+            CommitKind::Replace => "replace",
+            CommitKind::Rewrite => "rewrite",
+            CommitKind::Schema => "schema",
+            CommitKind::Update => "update",
+        }
+    }
+}
+
+impl std::fmt::Display for CommitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What one commit was judged to do, and what it broke.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Judged {
-    /// What the commit did, as classified (`overlay`, `merge`, `fold`, `append`, `update`,
-    /// `rewrite`, `replace` (fragments replaced without stable row ids), `delete`, `index`,
-    /// `config`, `schema`), in name order; empty when nothing a rule looks at changed.
-    pub kinds: BTreeSet<&'static str>,
+    /// What the commit did, as classified, in name order; empty when nothing a rule looks at
+    /// changed.
+    pub kinds: BTreeSet<CommitKind>,
     /// The findings.
     pub findings: Vec<Finding>,
 }
@@ -133,7 +201,7 @@ struct Commit<'a> {
     /// of an added fragment is followed.
     data: bool,
     findings: Vec<Finding>,
-    kinds: BTreeSet<&'static str>,
+    kinds: BTreeSet<CommitKind>,
 }
 
 /// Lineage values of one sequence, an absent version sequence read as version 1.
@@ -174,7 +242,7 @@ impl<'a> Commit<'a> {
                 .iter()
                 .any(|fp| fp.id == fc.id && fp.deletions != fc.deletions)
         }) {
-            self.kinds.insert("delete");
+            self.kinds.insert(CommitKind::Delete);
         }
         if p.indices.len() != c.indices.len()
             || p.indices.iter().zip(&c.indices).any(|(a, b)| {
@@ -183,13 +251,13 @@ impl<'a> Commit<'a> {
                     || a.fragment_bitmap != b.fragment_bitmap
             })
         {
-            self.kinds.insert("index");
+            self.kinds.insert(CommitKind::Index);
         }
         if p.config != c.config {
-            self.kinds.insert("config");
+            self.kinds.insert(CommitKind::Config);
         }
         if p.schema != c.schema {
-            self.kinds.insert("schema");
+            self.kinds.insert(CommitKind::Schema);
         }
     }
 
@@ -256,16 +324,16 @@ impl<'a> Commit<'a> {
             .windows(2)
             .all(|w| w[0].committed_version <= w[1].committed_version);
         if appended {
-            self.kinds.insert("overlay");
+            self.kinds.insert(CommitKind::Overlay);
             self.overlay_commit(&at, fp, fc);
         } else if permuted && !sorted {
             // Stored out of order: the version's own check reports [OVL-PREC-5], and a stable
             // sort on committed_version resolves every cell as before ([OVL-PREC-4]).
         } else if fc.overlays.is_empty() && fp.files != fc.files {
-            self.kinds.insert("fold");
+            self.kinds.insert(CommitKind::Fold);
             self.fold(&at, fp, fc);
         } else if let Some(merged) = merged_overlay(fp, fc) {
-            self.kinds.insert("merge");
+            self.kinds.insert(CommitKind::Merge);
             self.merge(&at, fp, fc, merged);
         } else {
             self.push(
@@ -539,8 +607,11 @@ impl<'a> Commit<'a> {
             let removed = self.prev.fragments.len() + added.len() > self.cur.fragments.len();
             // Without stable row ids a rewrite cannot be told from a delete and an append;
             // without the columns no row is followed.
-            self.kinds
-                .insert(if removed { "replace" } else { "append" });
+            self.kinds.insert(if removed {
+                CommitKind::Replace
+            } else {
+                CommitKind::Append
+            });
             return;
         }
         let fields: Vec<FieldId> = self.cur.schema.top_level().map(|f| f.id).collect();
@@ -635,13 +706,13 @@ impl<'a> Commit<'a> {
             .iter()
             .any(|f| !self.cur.fragments.iter().any(|c| c.id == f.id));
         if inserted_any {
-            self.kinds.insert("append");
+            self.kinds.insert(CommitKind::Append);
         }
         if carried_stamped {
-            self.kinds.insert("update");
+            self.kinds.insert(CommitKind::Update);
         }
         if removed_any && !inserted_any && carried_unchanged > 0 {
-            self.kinds.insert("rewrite");
+            self.kinds.insert(CommitKind::Rewrite);
             self.rewrite_complete(&moved, &seen);
         }
     }
@@ -905,5 +976,21 @@ fn present(v: &Option<Vec<u64>>) -> String {
     match v {
         Some(v) => format!("{} values", v.len()),
         None => "absent".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CommitKind;
+
+    #[test]
+    fn commit_kinds_order_by_their_words() {
+        let words: Vec<&str> = CommitKind::ALL.iter().map(|k| k.as_str()).collect();
+        let mut sorted = words.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(words, sorted, "declared in name order, each word once");
+        assert!(CommitKind::ALL.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(CommitKind::Merge.to_string(), "merge");
     }
 }

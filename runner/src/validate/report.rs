@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use serde_json::{Value as Json, json};
 
 use super::finding::Finding;
+use super::history::CommitKind;
 use super::version::Level;
 
 /// What `validate` found in one dataset directory.
@@ -24,7 +25,7 @@ pub struct Report {
     pub versions: Vec<(u64, Option<Level>)>,
     /// The commits judged against the version before them: version and what the commit was
     /// classified as.
-    pub commits: Vec<(u64, Vec<&'static str>)>,
+    pub commits: Vec<(u64, Vec<CommitKind>)>,
     /// Every finding, in version order.
     pub findings: Vec<Finding>,
     /// What could not be judged, in version order: refusals that are limits of the kit
@@ -60,7 +61,7 @@ pub fn human(report: &Report) -> String {
             if k.is_empty() {
                 "-".to_string()
             } else {
-                k.join(", ")
+                k.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
             }
         });
         let _ = writeln!(
@@ -136,7 +137,10 @@ pub fn to_json(report: &Report) -> Json {
         "commits": report
             .commits
             .iter()
-            .map(|(v, kinds)| json!({"version": v, "kinds": kinds}))
+            .map(|(v, kinds)| {
+                let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+                json!({"version": v, "kinds": kinds})
+            })
             .collect::<Vec<_>>(),
         "findings": report.findings.iter().map(finding_json).collect::<Vec<_>>(),
         "unjudged": report.unjudged.iter().map(finding_json).collect::<Vec<_>>(),
