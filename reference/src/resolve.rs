@@ -313,8 +313,9 @@ pub fn base_everywhere(fragment: &Fragment, field: FieldId) -> Option<(usize, &C
 }
 
 /// The winner of one cell: where the value at an offset comes from. Resolution first decides
-/// the winner of every offset ([`plan_column`]), then builds its output with one gather, as
-/// `Value`s ([`resolve_column`]) or as an Arrow array ([`crate::columnar`]).
+/// the winners of every offset ([`plan_column`]), as runs of consecutive offsets, then builds
+/// its output by copying each run's values, as `Value`s ([`resolve_column`]) or as an Arrow
+/// array ([`crate::columnar`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Winner {
     /// The row is deleted: it has no value.
@@ -333,11 +334,54 @@ pub enum Winner {
     Null,
 }
 
+/// Consecutive offsets `start..start + len` that one source decides: the winner of offset
+/// `start + i` is `winner`, with the rank advanced by `i` for an overlay (consecutive covered
+/// offsets of one bitmap have consecutive ranks). A run is never empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    /// First offset of the run.
+    pub start: u32,
+    /// Number of offsets, at least 1.
+    pub len: u32,
+    /// The winner of the first offset.
+    pub winner: Winner,
+}
+
+impl Run {
+    /// The winner of offset `start + i` of this run (`i < len`).
+    pub fn winner_at(&self, i: u32) -> Winner {
+        match self.winner {
+            Winner::Overlay { position, rank } => Winner::Overlay {
+                position,
+                rank: rank + i,
+            },
+            other => other,
+        }
+    }
+
+    /// The run of `len` more offsets after this one, when it continues it: the same source,
+    /// and for an overlay the next ranks.
+    fn continues_with(&self, next: &Run) -> bool {
+        next.start == self.start + self.len
+            && match (self.winner, next.winner) {
+                (
+                    Winner::Overlay { position, rank },
+                    Winner::Overlay {
+                        position: p,
+                        rank: r,
+                    },
+                ) => p == position && r == rank + self.len,
+                (a, b) => a == b,
+            }
+    }
+}
+
 /// The winners of every offset of one non-struct field, and the columns they read.
 #[derive(Debug, Clone)]
 pub struct ColumnPlan<'a> {
-    /// Entry `i` is the winner at offset `i`; one entry per physical row.
-    pub winners: Vec<Winner>,
+    /// The winners as maximal runs, in offset order; together they cover offsets
+    /// `0..physical_rows` once each.
+    pub runs: Vec<Run>,
     /// The base column [`Winner::Base`] reads (at the cell's own offset), with the index of
     /// its file in `Fragment::files`; `None` when no base file holds the field.
     pub base: Option<(usize, &'a Column)>,
@@ -346,25 +390,42 @@ pub struct ColumnPlan<'a> {
     pub overlays: Vec<Option<&'a Column>>,
 }
 
+impl ColumnPlan<'_> {
+    /// The winner of every offset, one entry per physical row (the runs expanded).
+    pub fn winners(&self) -> impl Iterator<Item = Winner> + '_ {
+        self.runs
+            .iter()
+            .flat_map(|run| (0..run.len).map(move |i| run.winner_at(i)))
+    }
+
+    /// Offsets whose winner is not [`Winner::Deleted`]: the rows of the output.
+    pub fn live_rows(&self) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| r.winner != Winner::Deleted)
+            .map(|r| r.len as usize)
+            .sum()
+    }
+}
+
 /// Decides the winner of every offset of the non-struct field `field` (the module's rule,
 /// in its order: deleted, newest covering overlay, base, NULL). Every lookup a gather makes
 /// through the plan is in bounds: each value column holds one value per covered offset and
 /// the base column one per physical row, or this is an error.
 pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnPlan<'a>> {
-    let rows = fragment.offset_count()? as usize;
+    let rows = fragment.offset_count()?;
     let base = base_column(fragment, field);
     let fall_through = if base.is_some() {
         Winner::Base
     } else {
         Winner::Null
     };
-    let mut winners = vec![fall_through; rows];
-    for offset in &fragment.deletions {
-        *winners
-            .get_mut(offset as usize)
-            .ok_or_else(|| deletion_out_of_range(fragment, offset))? = Winner::Deleted;
+    if let Some(offset) = first_at_or_above(&fragment.deletions, rows) {
+        return Err(deletion_out_of_range(fragment, offset));
     }
+    // The overlays carrying the field, newest first: the order in which they claim offsets.
     let mut overlays = vec![None; fragment.overlays.len()];
+    let mut claims: Vec<(u32, &RoaringBitmap)> = Vec::new();
     for position in precedence(fragment) {
         let overlay = &fragment.overlays[position];
         let Some((bitmap, values)) = covered_values(overlay, fragment.id, field)? else {
@@ -378,35 +439,147 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
             offset: position as u64,
             physical_rows: u64::from(u32::MAX),
         })?;
-        // Walking the bitmap in order yields each offset with its rank; a newer overlay has
-        // claimed an offset already when its winner is an overlay, and a deleted offset stays
-        // deleted.
-        for (rank, offset) in (0u32..).zip(bitmap.iter()) {
-            let slot = winners
-                .get_mut(offset as usize)
-                .ok_or_else(|| Error::OffsetOutOfRange {
-                    fragment: fragment.id,
-                    file: overlay.file.path.clone(),
-                    what: format!("coverage of field {field}"),
-                    offset: u64::from(offset),
-                    physical_rows: fragment.physical_rows,
-                })?;
-            if matches!(slot, Winner::Base | Winner::Null) {
-                *slot = Winner::Overlay {
-                    position: position32,
-                    rank,
-                };
-            }
+        if let Some(offset) = first_at_or_above(bitmap, rows) {
+            return Err(Error::OffsetOutOfRange {
+                fragment: fragment.id,
+                file: overlay.file.path.clone(),
+                what: format!("coverage of field {field}"),
+                offset: u64::from(offset),
+                physical_rows: fragment.physical_rows,
+            });
         }
+        claims.push((position32, bitmap));
     }
     if let Some((file, column)) = base {
         check_base_length(fragment, file, field, column)?;
     }
     Ok(ColumnPlan {
-        winners,
+        runs: decide_runs(rows, &fragment.deletions, &claims, fall_through),
         base,
         overlays,
     })
+}
+
+/// The smallest member of `bitmap` at or above `limit`, if any.
+fn first_at_or_above(bitmap: &RoaringBitmap, limit: u32) -> Option<u32> {
+    let below = match limit.checked_sub(1) {
+        Some(last) => bitmap.rank(last),
+        None => 0,
+    };
+    (below < bitmap.len())
+        .then(|| bitmap.select(below as u32))
+        .flatten()
+}
+
+/// The module's rule applied to offsets `0..rows`, 64 offsets at a time (one word of each
+/// bitmap): a deleted offset is claimed first; then each overlay of `claims` (newest first,
+/// with its coverage, every member below `rows`) claims the offsets it covers that nothing
+/// has claimed yet, at their rank in its coverage; what nobody claimed falls through to
+/// `fall_through`. Returns the winners as maximal runs in offset order.
+fn decide_runs(
+    rows: u32,
+    deleted: &RoaringBitmap,
+    claims: &[(u32, &RoaringBitmap)],
+    fall_through: Winner,
+) -> Vec<Run> {
+    let mut runs = Runs::default();
+    let mut deleted = Words::new(deleted);
+    let mut coverage: Vec<(u32, Words)> = claims
+        .iter()
+        .map(|&(position, bitmap)| (position, Words::new(bitmap)))
+        .collect();
+    // The winner of each offset of the block that some source claimed.
+    let mut claimed_by = [Winner::Deleted; 64];
+    for block in (0..rows).step_by(64) {
+        let width = (rows - block).min(64);
+        let mut claimed = deleted.next_word(block);
+        for (position, words) in &mut coverage {
+            let covered = words.next_word(block);
+            let mut wins = covered & !claimed;
+            claimed |= covered;
+            while wins != 0 {
+                let bit = wins.trailing_zeros();
+                let below = covered & ((1u64 << bit) - 1);
+                claimed_by[bit as usize] = Winner::Overlay {
+                    position: *position,
+                    rank: words.rank + below.count_ones(),
+                };
+                wins &= wins - 1;
+            }
+            words.rank += covered.count_ones();
+        }
+        // Offsets claimed by nobody fall through; the claimed ones take their claimant.
+        let mut from = 0;
+        let mut rest = claimed;
+        while rest != 0 {
+            let bit = rest.trailing_zeros();
+            if bit > from {
+                runs.push(block + from, bit - from, fall_through);
+            }
+            let deleted_bit = deleted.word & (1u64 << bit) != 0;
+            let winner = if deleted_bit {
+                Winner::Deleted
+            } else {
+                claimed_by[bit as usize]
+            };
+            runs.push(block + bit, 1, winner);
+            rest &= rest - 1;
+            from = bit + 1;
+        }
+        if from < width {
+            runs.push(block + from, width - from, fall_through);
+        }
+    }
+    runs.0
+}
+
+/// The members of a bitmap, one 64-offset word at a time, in increasing blocks, with the
+/// count of members before the current block (the rank of its first member).
+struct Words<'a> {
+    members: std::iter::Peekable<roaring::bitmap::Iter<'a>>,
+    /// The last word returned.
+    word: u64,
+    /// Members below the block of the next word.
+    rank: u32,
+}
+
+impl<'a> Words<'a> {
+    fn new(bitmap: &'a RoaringBitmap) -> Self {
+        Words {
+            members: bitmap.iter().peekable(),
+            word: 0,
+            rank: 0,
+        }
+    }
+
+    /// The members in `block..block + 64` as bits (bit `i` = offset `block + i`). Blocks are
+    /// asked for in increasing order; members below `block` have been consumed before.
+    fn next_word(&mut self, block: u32) -> u64 {
+        let mut word = 0u64;
+        while let Some(&offset) = self.members.peek() {
+            match offset.checked_sub(block) {
+                Some(bit) if bit < 64 => word |= 1u64 << bit,
+                _ => break,
+            }
+            self.members.next();
+        }
+        self.word = word;
+        word
+    }
+}
+
+/// Runs under construction: a new run extends the last one when it continues it.
+#[derive(Default)]
+struct Runs(Vec<Run>);
+
+impl Runs {
+    fn push(&mut self, start: u32, len: u32, winner: Winner) {
+        let run = Run { start, len, winner };
+        match self.0.last_mut() {
+            Some(last) if last.continues_with(&run) => last.len += len,
+            _ => self.0.push(run),
+        }
+    }
 }
 
 /// Resolves every physical row of one field. Entry `i` is the value at offset `i`, or `None`
@@ -424,9 +597,9 @@ pub fn resolve_column(
         return resolve_struct(schema, fragment, field);
     }
     let plan = plan_column(fragment, field)?;
-    // The sources as values, each converted once; then the gather: one pass in offset order,
-    // each winning value cloned once. A winner the plan's bounds do not back cannot occur; it
-    // would read as NULL.
+    // The sources as values, each converted once; then the gather: one pass over the runs in
+    // offset order, each winning value cloned once. A winner the plan's bounds do not back
+    // cannot occur; it would read as NULL.
     let base = plan
         .base
         .map_or_else(Vec::new, |(_, column)| column.values());
@@ -435,20 +608,24 @@ pub fn resolve_column(
         .iter()
         .map(|values| values.map_or_else(Vec::new, Column::values))
         .collect();
-    let mut out = Vec::with_capacity(plan.winners.len());
-    for (offset, winner) in plan.winners.iter().enumerate() {
-        let value = match *winner {
+    let mut out = Vec::with_capacity(base.len().max(plan.live_rows()));
+    for run in &plan.runs {
+        let (start, len) = (run.start as usize, run.len as usize);
+        let from: Option<&[Value]> = match run.winner {
             Winner::Deleted => {
-                out.push(None);
+                out.extend(std::iter::repeat_n(None, len));
                 continue;
             }
             Winner::Overlay { position, rank } => overlays
                 .get(position as usize)
-                .and_then(|values| values.get(rank as usize)),
-            Winner::Base => base.get(offset),
+                .and_then(|values| values.get(rank as usize..rank as usize + len)),
+            Winner::Base => base.get(start..start + len),
             Winner::Null => None,
         };
-        out.push(Some(value.cloned().unwrap_or(Value::Null)));
+        match from {
+            Some(values) => out.extend(values.iter().cloned().map(Some)),
+            None => out.extend(std::iter::repeat_n(Some(Value::Null), len)),
+        }
     }
     Ok(out)
 }
