@@ -105,8 +105,8 @@ pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Re
         });
     }
     let indices: Vec<(usize, usize)> = plan
-        .runs
-        .iter()
+        .runs()
+        .into_iter()
         .flat_map(|run| {
             (0..run.len as usize).filter_map(move |i| match run.winner {
                 Winner::Deleted => None,
@@ -132,35 +132,38 @@ fn copy_runs<T: ArrowPrimitiveType>(plan: &ColumnPlan, sources: &[ArrayRef]) -> 
         .iter()
         .map(|s| s.as_any().downcast_ref::<PrimitiveArray<T>>())
         .collect::<Option<_>>()?;
+    let slices: Vec<&[T::Native]> = sources.iter().map(|s| s.values().as_ref()).collect();
     let rows = plan.live_rows();
     let mut values: Vec<T::Native> = Vec::with_capacity(rows);
     // Validity is built only when some cell can be NULL.
     let nullable = plan.base.is_none() || sources.iter().any(|s| s.null_count() > 0);
     let mut validity = nullable.then(|| BooleanBufferBuilder::new(rows));
-    for run in &plan.runs {
+    let mut inside = true;
+    plan.for_each_run(|run| {
         let len = run.len as usize;
         let (source, first) = match run.winner {
-            Winner::Deleted => continue,
+            Winner::Deleted => return,
             Winner::Null => {
                 values.extend(std::iter::repeat_n(T::Native::default(), len));
                 if let Some(v) = validity.as_mut() {
                     v.append_n(len, false);
                 }
-                continue;
+                return;
             }
-            Winner::Base => (*sources.first()?, run.start as usize),
-            Winner::Overlay { position, rank } => {
-                (*sources.get(1 + position as usize)?, rank as usize)
-            }
+            Winner::Base => (0, run.start as usize),
+            Winner::Overlay { position, rank } => (1 + position as usize, rank as usize),
         };
-        let slice = source.values().get(first..first + len)?;
+        let Some(slice) = slices.get(source).and_then(|s| s.get(first..first + len)) else {
+            inside = false;
+            return;
+        };
         if let [one] = slice {
             values.push(*one);
         } else {
             values.extend_from_slice(slice);
         }
         if let Some(v) = validity.as_mut() {
-            match source.nulls() {
+            match sources[source].nulls() {
                 Some(nulls) => {
                     let offset = nulls.offset();
                     v.append_packed_range(offset + first..offset + first + len, nulls.validity());
@@ -168,11 +171,12 @@ fn copy_runs<T: ArrowPrimitiveType>(plan: &ColumnPlan, sources: &[ArrayRef]) -> 
                 None => v.append_n(len, true),
             }
         }
-    }
+    });
     let nulls = validity
         .map(|mut v| NullBuffer::new(v.finish()))
         .filter(|n| n.null_count() > 0);
-    Some(Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls)) as ArrayRef)
+    inside
+        .then(|| Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls)) as ArrayRef)
 }
 
 /// A stored column as a gather source of the field's Arrow type `arrow`: the column's own

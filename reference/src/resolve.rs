@@ -22,11 +22,15 @@
 //! tombstone matching and base lookup ([`file_column`], [`base_column`]). Compaction, queries
 //! and the kit call these functions rather than restating them.
 //!
-//! Resolution decides the [`Winner`] of every offset first ([`plan_column`]) and then builds
-//! its output with one gather, as `Value`s ([`resolve_column`]) or as an Arrow array
-//! ([`crate::columnar`]); the gathers restate no rule. A plan costs O(physical_rows + covered
-//! cells): overlays are visited newest first, each covered offset is claimed at most once, and
-//! ranks come from walking each bitmap in order, never from a search. [`explain`] answers the same question for one cell and
+//! Resolution decides the [`Winner`] of every offset first ([`plan_column`]), as maximal
+//! [`Run`]s of consecutive offsets that one source decides, and then builds its output by
+//! copying each run's values, as `Value`s ([`resolve_column`]) or as an Arrow array
+//! ([`crate::columnar`]); the gathers restate no rule. Runs are decided 64 offsets at a time
+//! ([`ColumnPlan::for_each_run`]): one word of the deletion bitmap, then one word of each
+//! overlay's coverage, newest first, each claiming what is still unclaimed; so a plan costs
+//! O(physical_rows / 64 × overlays + covered cells + runs), ranks come from counting each
+//! bitmap's members in order, never from a search, and a long stretch from one source is one
+//! run. [`explain`] answers the same question for one cell and
 //! records every step, for people and for `lance-conformance explain`.
 
 use std::fmt;
@@ -379,9 +383,17 @@ impl Run {
 /// The winners of every offset of one non-struct field, and the columns they read.
 #[derive(Debug, Clone)]
 pub struct ColumnPlan<'a> {
-    /// The winners as maximal runs, in offset order; together they cover offsets
-    /// `0..physical_rows` once each.
-    pub runs: Vec<Run>,
+    /// Physical rows: the plan decides offsets `0..rows`.
+    pub rows: u32,
+    /// The deleted offsets (all below `rows`).
+    pub deleted: &'a RoaringBitmap,
+    /// The overlays carrying the field, newest first (the order in which they claim offsets):
+    /// each one's position in the fragment's overlay list and its coverage of the field (all
+    /// below `rows`, as many members as its value column has values).
+    pub claims: Vec<(u32, &'a RoaringBitmap)>,
+    /// The winner of an offset nobody claims: [`Winner::Base`], or [`Winner::Null`] when no
+    /// base file holds the field.
+    pub fall_through: Winner,
     /// The base column [`Winner::Base`] reads (at the cell's own offset), with the index of
     /// its file in `Fragment::files`; `None` when no base file holds the field.
     pub base: Option<(usize, &'a Column)>,
@@ -391,20 +403,104 @@ pub struct ColumnPlan<'a> {
 }
 
 impl ColumnPlan<'_> {
+    /// The winners as maximal runs, in offset order; together they cover offsets `0..rows`
+    /// once each.
+    pub fn runs(&self) -> Vec<Run> {
+        let mut runs = Vec::new();
+        self.for_each_run(|run| runs.push(run));
+        runs
+    }
+
     /// The winner of every offset, one entry per physical row (the runs expanded).
-    pub fn winners(&self) -> impl Iterator<Item = Winner> + '_ {
-        self.runs
-            .iter()
-            .flat_map(|run| (0..run.len).map(move |i| run.winner_at(i)))
+    pub fn winners(&self) -> Vec<Winner> {
+        let mut winners = Vec::with_capacity(self.rows as usize);
+        self.for_each_run(|run| winners.extend((0..run.len).map(|i| run.winner_at(i))));
+        winners
     }
 
     /// Offsets whose winner is not [`Winner::Deleted`]: the rows of the output.
     pub fn live_rows(&self) -> usize {
-        self.runs
+        (u64::from(self.rows) - self.deleted.len()) as usize
+    }
+
+    /// Calls `f` with each of [`ColumnPlan::runs`] in offset order, deciding them 64 offsets
+    /// at a time (one word of each bitmap) by the module's rule: a deleted offset is claimed
+    /// first; then each overlay, newest first, claims the offsets it covers that nothing has
+    /// claimed yet, at their rank in its coverage; what nobody claimed falls through.
+    pub fn for_each_run(&self, f: impl FnMut(Run)) {
+        let mut runs = Joined { pending: None, f };
+        let mut deleted = Words::new(self.deleted);
+        let mut coverage: Vec<(u32, Words)> = self
+            .claims
             .iter()
-            .filter(|r| r.winner != Winner::Deleted)
-            .map(|r| r.len as usize)
-            .sum()
+            .map(|&(position, bitmap)| (position, Words::new(bitmap)))
+            .collect();
+        // The winner of each offset of the block that some overlay claimed.
+        let mut claimed_by = [Winner::Deleted; 64];
+        for block in (0..self.rows).step_by(64) {
+            let width = (self.rows - block).min(64);
+            let deleted = deleted.next_word(block);
+            let mut claimed = deleted;
+            for (position, words) in &mut coverage {
+                let covered = words.next_word(block);
+                let mut wins = covered & !claimed;
+                claimed |= covered;
+                while wins != 0 {
+                    let bit = wins.trailing_zeros();
+                    let below = covered & ((1u64 << bit) - 1);
+                    claimed_by[bit as usize] = Winner::Overlay {
+                        position: *position,
+                        rank: words.rank + below.count_ones(),
+                    };
+                    wins &= wins - 1;
+                }
+                words.rank += covered.count_ones();
+            }
+            // Offsets claimed by nobody fall through; a claimed one takes its claimant.
+            let mut from = 0;
+            let mut rest = claimed;
+            while rest != 0 {
+                let bit = rest.trailing_zeros();
+                if bit > from {
+                    runs.push(block + from, bit - from, self.fall_through);
+                }
+                let winner = if deleted & (1u64 << bit) != 0 {
+                    Winner::Deleted
+                } else {
+                    claimed_by[bit as usize]
+                };
+                runs.push(block + bit, 1, winner);
+                rest &= rest - 1;
+                from = bit + 1;
+            }
+            if from < width {
+                runs.push(block + from, width - from, self.fall_through);
+            }
+        }
+        runs.finish();
+    }
+}
+
+/// Pieces of runs, joined into maximal runs before they are handed to `f`.
+struct Joined<F: FnMut(Run)> {
+    pending: Option<Run>,
+    f: F,
+}
+
+impl<F: FnMut(Run)> Joined<F> {
+    fn push(&mut self, start: u32, len: u32, winner: Winner) {
+        let run = Run { start, len, winner };
+        match self.pending.as_mut() {
+            Some(pending) if pending.continues_with(&run) => pending.len += len,
+            Some(pending) => (self.f)(std::mem::replace(pending, run)),
+            None => self.pending = Some(run),
+        }
+    }
+
+    fn finish(mut self) {
+        if let Some(run) = self.pending.take() {
+            (self.f)(run);
+        }
     }
 }
 
@@ -423,7 +519,6 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
     if let Some(offset) = first_at_or_above(&fragment.deletions, rows) {
         return Err(deletion_out_of_range(fragment, offset));
     }
-    // The overlays carrying the field, newest first: the order in which they claim offsets.
     let mut overlays = vec![None; fragment.overlays.len()];
     let mut claims: Vec<(u32, &RoaringBitmap)> = Vec::new();
     for position in precedence(fragment) {
@@ -454,7 +549,10 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
         check_base_length(fragment, file, field, column)?;
     }
     Ok(ColumnPlan {
-        runs: decide_runs(rows, &fragment.deletions, &claims, fall_through),
+        rows,
+        deleted: &fragment.deletions,
+        claims,
+        fall_through,
         base,
         overlays,
     })
@@ -471,74 +569,14 @@ fn first_at_or_above(bitmap: &RoaringBitmap, limit: u32) -> Option<u32> {
         .flatten()
 }
 
-/// The module's rule applied to offsets `0..rows`, 64 offsets at a time (one word of each
-/// bitmap): a deleted offset is claimed first; then each overlay of `claims` (newest first,
-/// with its coverage, every member below `rows`) claims the offsets it covers that nothing
-/// has claimed yet, at their rank in its coverage; what nobody claimed falls through to
-/// `fall_through`. Returns the winners as maximal runs in offset order.
-fn decide_runs(
-    rows: u32,
-    deleted: &RoaringBitmap,
-    claims: &[(u32, &RoaringBitmap)],
-    fall_through: Winner,
-) -> Vec<Run> {
-    let mut runs = Runs::default();
-    let mut deleted = Words::new(deleted);
-    let mut coverage: Vec<(u32, Words)> = claims
-        .iter()
-        .map(|&(position, bitmap)| (position, Words::new(bitmap)))
-        .collect();
-    // The winner of each offset of the block that some source claimed.
-    let mut claimed_by = [Winner::Deleted; 64];
-    for block in (0..rows).step_by(64) {
-        let width = (rows - block).min(64);
-        let mut claimed = deleted.next_word(block);
-        for (position, words) in &mut coverage {
-            let covered = words.next_word(block);
-            let mut wins = covered & !claimed;
-            claimed |= covered;
-            while wins != 0 {
-                let bit = wins.trailing_zeros();
-                let below = covered & ((1u64 << bit) - 1);
-                claimed_by[bit as usize] = Winner::Overlay {
-                    position: *position,
-                    rank: words.rank + below.count_ones(),
-                };
-                wins &= wins - 1;
-            }
-            words.rank += covered.count_ones();
-        }
-        // Offsets claimed by nobody fall through; the claimed ones take their claimant.
-        let mut from = 0;
-        let mut rest = claimed;
-        while rest != 0 {
-            let bit = rest.trailing_zeros();
-            if bit > from {
-                runs.push(block + from, bit - from, fall_through);
-            }
-            let deleted_bit = deleted.word & (1u64 << bit) != 0;
-            let winner = if deleted_bit {
-                Winner::Deleted
-            } else {
-                claimed_by[bit as usize]
-            };
-            runs.push(block + bit, 1, winner);
-            rest &= rest - 1;
-            from = bit + 1;
-        }
-        if from < width {
-            runs.push(block + from, width - from, fall_through);
-        }
-    }
-    runs.0
-}
-
 /// The members of a bitmap, one 64-offset word at a time, in increasing blocks, with the
 /// count of members before the current block (the rank of its first member).
 struct Words<'a> {
-    members: std::iter::Peekable<roaring::bitmap::Iter<'a>>,
-    /// The last word returned.
-    word: u64,
+    members: roaring::bitmap::Iter<'a>,
+    /// Members taken from `members` in bulk; `buffer[at..len]` are not consumed yet.
+    buffer: [u32; 64],
+    at: usize,
+    len: usize,
     /// Members below the block of the next word.
     rank: u32,
 }
@@ -546,38 +584,31 @@ struct Words<'a> {
 impl<'a> Words<'a> {
     fn new(bitmap: &'a RoaringBitmap) -> Self {
         Words {
-            members: bitmap.iter().peekable(),
-            word: 0,
+            members: bitmap.iter(),
+            buffer: [0; 64],
+            at: 0,
+            len: 0,
             rank: 0,
         }
     }
 
     /// The members in `block..block + 64` as bits (bit `i` = offset `block + i`). Blocks are
-    /// asked for in increasing order; members below `block` have been consumed before.
+    /// asked for in increasing order, so members below `block` were consumed before.
     fn next_word(&mut self, block: u32) -> u64 {
         let mut word = 0u64;
-        while let Some(&offset) = self.members.peek() {
-            match offset.checked_sub(block) {
-                Some(bit) if bit < 64 => word |= 1u64 << bit,
-                _ => break,
+        loop {
+            if self.at == self.len {
+                self.len = self.members.next_many(&mut self.buffer).len();
+                self.at = 0;
+                if self.len == 0 {
+                    return word;
+                }
             }
-            self.members.next();
-        }
-        self.word = word;
-        word
-    }
-}
-
-/// Runs under construction: a new run extends the last one when it continues it.
-#[derive(Default)]
-struct Runs(Vec<Run>);
-
-impl Runs {
-    fn push(&mut self, start: u32, len: u32, winner: Winner) {
-        let run = Run { start, len, winner };
-        match self.0.last_mut() {
-            Some(last) if last.continues_with(&run) => last.len += len,
-            _ => self.0.push(run),
+            match self.buffer[self.at].checked_sub(block) {
+                Some(bit) if bit < 64 => word |= 1u64 << bit,
+                _ => return word,
+            }
+            self.at += 1;
         }
     }
 }
@@ -609,7 +640,7 @@ pub fn resolve_column(
         .map(|values| values.map_or_else(Vec::new, Column::values))
         .collect();
     let mut out = Vec::with_capacity(base.len().max(plan.live_rows()));
-    for run in &plan.runs {
+    for run in plan.runs() {
         let (start, len) = (run.start as usize, run.len as usize);
         let from: Option<&[Value]> = match run.winner {
             Winner::Deleted => {
