@@ -2,9 +2,10 @@
 //!
 //! Invariant: this module decides nothing about a cell. Every winner comes from
 //! [`crate::resolve::plan_column`] (struct validity from the base column, as
-//! [`crate::resolve::resolve_column`] takes it); here the winners are only gathered, with one
-//! `interleave` per column, into an array of the field's Arrow type ([`arrow_type`]) holding the
-//! live (non-deleted) rows in offset order. The sources are the stored columns themselves; one
+//! [`crate::resolve::resolve_column`] takes it); here the plan's runs of winners are only
+//! copied, in offset order, into an array of the field's Arrow type ([`arrow_type`]) holding the
+//! live (non-deleted) rows: a primitive column copies each run as one slice of its source
+//! ([`copy_runs`]), any other type gathers the same winners with one `interleave`. The sources are the stored columns themselves; one
 //! whose type is not the field's is an error ([`Error::TypeMismatch`]), never a silently
 //! different value. When every winner is the base ([`crate::resolve::base_everywhere`]: no
 //! overlay carries the field and no row is deleted) the gather is the identity, and its output
@@ -12,13 +13,19 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, StructArray, new_empty_array, new_null_array};
-use arrow_buffer::NullBuffer;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
+use arrow_array::{
+    Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray, StructArray, new_empty_array,
+    new_null_array,
+};
+use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields};
 
 use crate::error::{Error, Result};
 use crate::model::{Column, DataType, FieldId, Fragment, Schema, stored_type};
-use crate::resolve::{Winner, base_everywhere, check_base_length, plan_column, struct_presence};
+use crate::resolve::{
+    ColumnPlan, Winner, base_everywhere, check_base_length, plan_column, struct_presence,
+};
 
 /// The Arrow type of schema field `field`: a struct's children are its schema children, in
 /// schema order, named and nullable as there; any other type is its stored type
@@ -84,20 +91,92 @@ pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Re
             None => new_empty_array(&arrow),
         });
     }
+    let copied = match &arrow {
+        ArrowType::Int32 => Some(copy_runs::<Int32Type>(&plan, &sources)),
+        ArrowType::Int64 => Some(copy_runs::<Int64Type>(&plan, &sources)),
+        ArrowType::UInt64 => Some(copy_runs::<UInt64Type>(&plan, &sources)),
+        ArrowType::Float32 => Some(copy_runs::<Float32Type>(&plan, &sources)),
+        ArrowType::Float64 => Some(copy_runs::<Float64Type>(&plan, &sources)),
+        _ => None,
+    };
+    if let Some(array) = copied {
+        return array.ok_or_else(|| {
+            arrow_failure(fragment, field, &arrow, "a run outside its source".into())
+        });
+    }
     let indices: Vec<(usize, usize)> = plan
-        .winners
-        .iter()
-        .enumerate()
-        .filter_map(|(offset, winner)| match *winner {
-            Winner::Deleted => None,
-            Winner::Overlay { position, rank } => Some((1 + position as usize, rank as usize)),
-            Winner::Base => Some((0, offset)),
-            Winner::Null => Some((0, 0)),
+        .runs()
+        .into_iter()
+        .flat_map(|run| {
+            (0..run.len as usize).filter_map(move |i| match run.winner {
+                Winner::Deleted => None,
+                Winner::Overlay { position, rank } => {
+                    Some((1 + position as usize, rank as usize + i))
+                }
+                Winner::Base => Some((0, run.start as usize + i)),
+                Winner::Null => Some((0, 0)),
+            })
         })
         .collect();
     let refs: Vec<&dyn Array> = sources.iter().map(|a| a.as_ref()).collect();
     arrow_select::interleave::interleave(&refs, &indices)
-        .map_err(|e| arrow_failure(fragment, field, &arrow, e))
+        .map_err(|e| arrow_failure(fragment, field, &arrow, e.to_string()))
+}
+
+/// The gather of a primitive column by runs: each run's values are one slice of its source,
+/// copied as a whole (and its validity bits likewise), in offset order; deleted runs are
+/// skipped. `sources` are as [`resolve_array`] lists them, all of type `T`. `None` when a run
+/// lies outside its source, which the plan's bounds rule out.
+fn copy_runs<T: ArrowPrimitiveType>(plan: &ColumnPlan, sources: &[ArrayRef]) -> Option<ArrayRef> {
+    let sources: Vec<&PrimitiveArray<T>> = sources
+        .iter()
+        .map(|s| s.as_any().downcast_ref::<PrimitiveArray<T>>())
+        .collect::<Option<_>>()?;
+    let slices: Vec<&[T::Native]> = sources.iter().map(|s| s.values().as_ref()).collect();
+    let rows = plan.live_rows();
+    let mut values: Vec<T::Native> = Vec::with_capacity(rows);
+    // Validity is built only when some cell can be NULL.
+    let nullable = plan.base.is_none() || sources.iter().any(|s| s.null_count() > 0);
+    let mut validity = nullable.then(|| BooleanBufferBuilder::new(rows));
+    let mut inside = true;
+    plan.for_each_run(|run| {
+        let len = run.len as usize;
+        let (source, first) = match run.winner {
+            Winner::Deleted => return,
+            Winner::Null => {
+                values.extend(std::iter::repeat_n(T::Native::default(), len));
+                if let Some(v) = validity.as_mut() {
+                    v.append_n(len, false);
+                }
+                return;
+            }
+            Winner::Base => (0, run.start as usize),
+            Winner::Overlay { position, rank } => (1 + position as usize, rank as usize),
+        };
+        let Some(slice) = slices.get(source).and_then(|s| s.get(first..first + len)) else {
+            inside = false;
+            return;
+        };
+        if let [one] = slice {
+            values.push(*one);
+        } else {
+            values.extend_from_slice(slice);
+        }
+        if let Some(v) = validity.as_mut() {
+            match sources[source].nulls() {
+                Some(nulls) => {
+                    let offset = nulls.offset();
+                    v.append_packed_range(offset + first..offset + first + len, nulls.validity());
+                }
+                None => v.append_n(len, true),
+            }
+        }
+    });
+    let nulls = validity
+        .map(|mut v| NullBuffer::new(v.finish()))
+        .filter(|n| n.null_count() > 0);
+    inside
+        .then(|| Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls)) as ArrayRef)
 }
 
 /// A stored column as a gather source of the field's Arrow type `arrow`: the column's own
@@ -137,23 +216,18 @@ fn resolve_struct_array(schema: &Schema, fragment: &Fragment, field: FieldId) ->
     let arrow = ArrowType::Struct(fields.clone());
     StructArray::try_new_with_length(fields, children, nulls, length)
         .map(|a| Arc::new(a) as ArrayRef)
-        .map_err(|e| arrow_failure(fragment, field, &arrow, e))
+        .map_err(|e| arrow_failure(fragment, field, &arrow, e.to_string()))
 }
 
 /// An Arrow error while assembling a column. The plan's bounds and the sources' types leave
 /// none possible; should one occur it is reported as the type mismatch it would be.
-fn arrow_failure(
-    fragment: &Fragment,
-    field: FieldId,
-    arrow: &ArrowType,
-    e: arrow_schema::ArrowError,
-) -> Error {
+fn arrow_failure(fragment: &Fragment, field: FieldId, arrow: &ArrowType, e: String) -> Error {
     Error::TypeMismatch {
         fragment: fragment.id,
         file: "(resolved column)".into(),
         field,
         index: 0,
         expected: arrow.to_string(),
-        found: e.to_string(),
+        found: e,
     }
 }

@@ -22,11 +22,15 @@
 //! tombstone matching and base lookup ([`file_column`], [`base_column`]). Compaction, queries
 //! and the kit call these functions rather than restating them.
 //!
-//! Resolution decides the [`Winner`] of every offset first ([`plan_column`]) and then builds
-//! its output with one gather, as `Value`s ([`resolve_column`]) or as an Arrow array
-//! ([`crate::columnar`]); the gathers restate no rule. A plan costs O(physical_rows + covered
-//! cells): overlays are visited newest first, each covered offset is claimed at most once, and
-//! ranks come from walking each bitmap in order, never from a search. [`explain`] answers the same question for one cell and
+//! Resolution decides the [`Winner`] of every offset first ([`plan_column`]), as maximal
+//! [`Run`]s of consecutive offsets that one source decides, and then builds its output by
+//! copying each run's values, as `Value`s ([`resolve_column`]) or as an Arrow array
+//! ([`crate::columnar`]); the gathers restate no rule. Runs are decided 64 offsets at a time
+//! ([`ColumnPlan::for_each_run`]): one word of the deletion bitmap, then one word of each
+//! overlay's coverage, newest first, each claiming what is still unclaimed; so a plan costs
+//! O(physical_rows / 64 × overlays + covered cells + runs), ranks come from counting each
+//! bitmap's members in order, never from a search, and a long stretch from one source is one
+//! run. [`explain`] answers the same question for one cell and
 //! records every step, for people and for `lance-conformance explain`.
 
 use std::fmt;
@@ -313,8 +317,9 @@ pub fn base_everywhere(fragment: &Fragment, field: FieldId) -> Option<(usize, &C
 }
 
 /// The winner of one cell: where the value at an offset comes from. Resolution first decides
-/// the winner of every offset ([`plan_column`]), then builds its output with one gather, as
-/// `Value`s ([`resolve_column`]) or as an Arrow array ([`crate::columnar`]).
+/// the winners of every offset ([`plan_column`]), as runs of consecutive offsets, then builds
+/// its output by copying each run's values, as `Value`s ([`resolve_column`]) or as an Arrow
+/// array ([`crate::columnar`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Winner {
     /// The row is deleted: it has no value.
@@ -333,11 +338,62 @@ pub enum Winner {
     Null,
 }
 
+/// Consecutive offsets `start..start + len` that one source decides: the winner of offset
+/// `start + i` is `winner`, with the rank advanced by `i` for an overlay (consecutive covered
+/// offsets of one bitmap have consecutive ranks). A run is never empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    /// First offset of the run.
+    pub start: u32,
+    /// Number of offsets, at least 1.
+    pub len: u32,
+    /// The winner of the first offset.
+    pub winner: Winner,
+}
+
+impl Run {
+    /// The winner of offset `start + i` of this run (`i < len`).
+    pub fn winner_at(&self, i: u32) -> Winner {
+        match self.winner {
+            Winner::Overlay { position, rank } => Winner::Overlay {
+                position,
+                rank: rank + i,
+            },
+            other => other,
+        }
+    }
+
+    /// The run of `len` more offsets after this one, when it continues it: the same source,
+    /// and for an overlay the next ranks.
+    fn continues_with(&self, next: &Run) -> bool {
+        next.start == self.start + self.len
+            && match (self.winner, next.winner) {
+                (
+                    Winner::Overlay { position, rank },
+                    Winner::Overlay {
+                        position: p,
+                        rank: r,
+                    },
+                ) => p == position && r == rank + self.len,
+                (a, b) => a == b,
+            }
+    }
+}
+
 /// The winners of every offset of one non-struct field, and the columns they read.
 #[derive(Debug, Clone)]
 pub struct ColumnPlan<'a> {
-    /// Entry `i` is the winner at offset `i`; one entry per physical row.
-    pub winners: Vec<Winner>,
+    /// Physical rows: the plan decides offsets `0..rows`.
+    pub rows: u32,
+    /// The deleted offsets (all below `rows`).
+    pub deleted: &'a RoaringBitmap,
+    /// The overlays carrying the field, newest first (the order in which they claim offsets):
+    /// each one's position in the fragment's overlay list and its coverage of the field (all
+    /// below `rows`, as many members as its value column has values).
+    pub claims: Vec<(u32, &'a RoaringBitmap)>,
+    /// The winner of an offset nobody claims: [`Winner::Base`], or [`Winner::Null`] when no
+    /// base file holds the field.
+    pub fall_through: Winner,
     /// The base column [`Winner::Base`] reads (at the cell's own offset), with the index of
     /// its file in `Fragment::files`; `None` when no base file holds the field.
     pub base: Option<(usize, &'a Column)>,
@@ -346,25 +402,125 @@ pub struct ColumnPlan<'a> {
     pub overlays: Vec<Option<&'a Column>>,
 }
 
+impl ColumnPlan<'_> {
+    /// The winners as maximal runs, in offset order; together they cover offsets `0..rows`
+    /// once each.
+    pub fn runs(&self) -> Vec<Run> {
+        let mut runs = Vec::new();
+        self.for_each_run(|run| runs.push(run));
+        runs
+    }
+
+    /// The winner of every offset, one entry per physical row (the runs expanded).
+    pub fn winners(&self) -> Vec<Winner> {
+        let mut winners = Vec::with_capacity(self.rows as usize);
+        self.for_each_run(|run| winners.extend((0..run.len).map(|i| run.winner_at(i))));
+        winners
+    }
+
+    /// Offsets whose winner is not [`Winner::Deleted`]: the rows of the output.
+    pub fn live_rows(&self) -> usize {
+        (u64::from(self.rows) - self.deleted.len()) as usize
+    }
+
+    /// Calls `f` with each of [`ColumnPlan::runs`] in offset order, deciding them 64 offsets
+    /// at a time (one word of each bitmap) by the module's rule: a deleted offset is claimed
+    /// first; then each overlay, newest first, claims the offsets it covers that nothing has
+    /// claimed yet, at their rank in its coverage; what nobody claimed falls through.
+    pub fn for_each_run(&self, f: impl FnMut(Run)) {
+        let mut runs = Joined { pending: None, f };
+        let mut deleted = Words::new(self.deleted);
+        let mut coverage: Vec<(u32, Words)> = self
+            .claims
+            .iter()
+            .map(|&(position, bitmap)| (position, Words::new(bitmap)))
+            .collect();
+        // The winner of each offset of the block that some overlay claimed.
+        let mut claimed_by = [Winner::Deleted; 64];
+        for block in (0..self.rows).step_by(64) {
+            let width = (self.rows - block).min(64);
+            let deleted = deleted.next_word(block);
+            let mut claimed = deleted;
+            for (position, words) in &mut coverage {
+                let covered = words.next_word(block);
+                let mut wins = covered & !claimed;
+                claimed |= covered;
+                while wins != 0 {
+                    let bit = wins.trailing_zeros();
+                    let below = covered & ((1u64 << bit) - 1);
+                    claimed_by[bit as usize] = Winner::Overlay {
+                        position: *position,
+                        rank: words.rank + below.count_ones(),
+                    };
+                    wins &= wins - 1;
+                }
+                words.rank += covered.count_ones();
+            }
+            // Offsets claimed by nobody fall through; a claimed one takes its claimant.
+            let mut from = 0;
+            let mut rest = claimed;
+            while rest != 0 {
+                let bit = rest.trailing_zeros();
+                if bit > from {
+                    runs.push(block + from, bit - from, self.fall_through);
+                }
+                let winner = if deleted & (1u64 << bit) != 0 {
+                    Winner::Deleted
+                } else {
+                    claimed_by[bit as usize]
+                };
+                runs.push(block + bit, 1, winner);
+                rest &= rest - 1;
+                from = bit + 1;
+            }
+            if from < width {
+                runs.push(block + from, width - from, self.fall_through);
+            }
+        }
+        runs.finish();
+    }
+}
+
+/// Pieces of runs, joined into maximal runs before they are handed to `f`.
+struct Joined<F: FnMut(Run)> {
+    pending: Option<Run>,
+    f: F,
+}
+
+impl<F: FnMut(Run)> Joined<F> {
+    fn push(&mut self, start: u32, len: u32, winner: Winner) {
+        let run = Run { start, len, winner };
+        match self.pending.as_mut() {
+            Some(pending) if pending.continues_with(&run) => pending.len += len,
+            Some(pending) => (self.f)(std::mem::replace(pending, run)),
+            None => self.pending = Some(run),
+        }
+    }
+
+    fn finish(mut self) {
+        if let Some(run) = self.pending.take() {
+            (self.f)(run);
+        }
+    }
+}
+
 /// Decides the winner of every offset of the non-struct field `field` (the module's rule,
 /// in its order: deleted, newest covering overlay, base, NULL). Every lookup a gather makes
 /// through the plan is in bounds: each value column holds one value per covered offset and
 /// the base column one per physical row, or this is an error.
 pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnPlan<'a>> {
-    let rows = fragment.offset_count()? as usize;
+    let rows = fragment.offset_count()?;
     let base = base_column(fragment, field);
     let fall_through = if base.is_some() {
         Winner::Base
     } else {
         Winner::Null
     };
-    let mut winners = vec![fall_through; rows];
-    for offset in &fragment.deletions {
-        *winners
-            .get_mut(offset as usize)
-            .ok_or_else(|| deletion_out_of_range(fragment, offset))? = Winner::Deleted;
+    if let Some(offset) = first_at_or_above(&fragment.deletions, rows) {
+        return Err(deletion_out_of_range(fragment, offset));
     }
     let mut overlays = vec![None; fragment.overlays.len()];
+    let mut claims: Vec<(u32, &RoaringBitmap)> = Vec::new();
     for position in precedence(fragment) {
         let overlay = &fragment.overlays[position];
         let Some((bitmap, values)) = covered_values(overlay, fragment.id, field)? else {
@@ -378,35 +534,83 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
             offset: position as u64,
             physical_rows: u64::from(u32::MAX),
         })?;
-        // Walking the bitmap in order yields each offset with its rank; a newer overlay has
-        // claimed an offset already when its winner is an overlay, and a deleted offset stays
-        // deleted.
-        for (rank, offset) in (0u32..).zip(bitmap.iter()) {
-            let slot = winners
-                .get_mut(offset as usize)
-                .ok_or_else(|| Error::OffsetOutOfRange {
-                    fragment: fragment.id,
-                    file: overlay.file.path.clone(),
-                    what: format!("coverage of field {field}"),
-                    offset: u64::from(offset),
-                    physical_rows: fragment.physical_rows,
-                })?;
-            if matches!(slot, Winner::Base | Winner::Null) {
-                *slot = Winner::Overlay {
-                    position: position32,
-                    rank,
-                };
-            }
+        if let Some(offset) = first_at_or_above(bitmap, rows) {
+            return Err(Error::OffsetOutOfRange {
+                fragment: fragment.id,
+                file: overlay.file.path.clone(),
+                what: format!("coverage of field {field}"),
+                offset: u64::from(offset),
+                physical_rows: fragment.physical_rows,
+            });
         }
+        claims.push((position32, bitmap));
     }
     if let Some((file, column)) = base {
         check_base_length(fragment, file, field, column)?;
     }
     Ok(ColumnPlan {
-        winners,
+        rows,
+        deleted: &fragment.deletions,
+        claims,
+        fall_through,
         base,
         overlays,
     })
+}
+
+/// The smallest member of `bitmap` at or above `limit`, if any.
+fn first_at_or_above(bitmap: &RoaringBitmap, limit: u32) -> Option<u32> {
+    let below = match limit.checked_sub(1) {
+        Some(last) => bitmap.rank(last),
+        None => 0,
+    };
+    (below < bitmap.len())
+        .then(|| bitmap.select(below as u32))
+        .flatten()
+}
+
+/// The members of a bitmap, one 64-offset word at a time, in increasing blocks, with the
+/// count of members before the current block (the rank of its first member).
+struct Words<'a> {
+    members: roaring::bitmap::Iter<'a>,
+    /// Members taken from `members` in bulk; `buffer[at..len]` are not consumed yet.
+    buffer: [u32; 64],
+    at: usize,
+    len: usize,
+    /// Members below the block of the next word.
+    rank: u32,
+}
+
+impl<'a> Words<'a> {
+    fn new(bitmap: &'a RoaringBitmap) -> Self {
+        Words {
+            members: bitmap.iter(),
+            buffer: [0; 64],
+            at: 0,
+            len: 0,
+            rank: 0,
+        }
+    }
+
+    /// The members in `block..block + 64` as bits (bit `i` = offset `block + i`). Blocks are
+    /// asked for in increasing order, so members below `block` were consumed before.
+    fn next_word(&mut self, block: u32) -> u64 {
+        let mut word = 0u64;
+        loop {
+            if self.at == self.len {
+                self.len = self.members.next_many(&mut self.buffer).len();
+                self.at = 0;
+                if self.len == 0 {
+                    return word;
+                }
+            }
+            match self.buffer[self.at].checked_sub(block) {
+                Some(bit) if bit < 64 => word |= 1u64 << bit,
+                _ => return word,
+            }
+            self.at += 1;
+        }
+    }
 }
 
 /// Resolves every physical row of one field. Entry `i` is the value at offset `i`, or `None`
@@ -424,9 +628,9 @@ pub fn resolve_column(
         return resolve_struct(schema, fragment, field);
     }
     let plan = plan_column(fragment, field)?;
-    // The sources as values, each converted once; then the gather: one pass in offset order,
-    // each winning value cloned once. A winner the plan's bounds do not back cannot occur; it
-    // would read as NULL.
+    // The sources as values, each converted once; then the gather: one pass over the runs in
+    // offset order, each winning value cloned once. A winner the plan's bounds do not back
+    // cannot occur; it would read as NULL.
     let base = plan
         .base
         .map_or_else(Vec::new, |(_, column)| column.values());
@@ -435,20 +639,24 @@ pub fn resolve_column(
         .iter()
         .map(|values| values.map_or_else(Vec::new, Column::values))
         .collect();
-    let mut out = Vec::with_capacity(plan.winners.len());
-    for (offset, winner) in plan.winners.iter().enumerate() {
-        let value = match *winner {
+    let mut out = Vec::with_capacity(base.len().max(plan.live_rows()));
+    for run in plan.runs() {
+        let (start, len) = (run.start as usize, run.len as usize);
+        let from: Option<&[Value]> = match run.winner {
             Winner::Deleted => {
-                out.push(None);
+                out.extend(std::iter::repeat_n(None, len));
                 continue;
             }
             Winner::Overlay { position, rank } => overlays
                 .get(position as usize)
-                .and_then(|values| values.get(rank as usize)),
-            Winner::Base => base.get(offset),
+                .and_then(|values| values.get(rank as usize..rank as usize + len)),
+            Winner::Base => base.get(start..start + len),
             Winner::Null => None,
         };
-        out.push(Some(value.cloned().unwrap_or(Value::Null)));
+        match from {
+            Some(values) => out.extend(values.iter().cloned().map(Some)),
+            None => out.extend(std::iter::repeat_n(Some(Value::Null), len)),
+        }
     }
     Ok(out)
 }

@@ -9,3 +9,4 @@ mod lineage_read;
 mod protos;
 mod reconciliation_properties;
 mod resolve;
+mod resolve_runs;
