@@ -167,6 +167,20 @@ pub fn decode_manifest(
     file: &str,
     max_fragment_rows: u64,
 ) -> Result<(Snapshot, Layout), DatasetError> {
+    decode_manifest_with(manifest_file, file, max_fragment_rows, true)
+}
+
+/// [`decode_manifest`], but without `lineage` every inline lineage sequence is left empty (its
+/// kind kept) once its fragment is decoded: the same checks in the same order, and the same
+/// errors, with at most one fragment's lineage expanded at a time. For a reader that holds a
+/// version at its manifest level and decodes a fragment again ([`decode_fragment_at`]) when it
+/// needs the fragment's lineage.
+pub fn decode_manifest_with(
+    manifest_file: &ManifestFile,
+    file: &str,
+    max_fragment_rows: u64,
+    lineage: bool,
+) -> Result<(Snapshot, Layout), DatasetError> {
     let m = &manifest_file.manifest;
     let schema = schema_from_proto(&m.fields, file)?;
     let base_ids: Vec<u32> = m.base_paths.iter().map(|b| b.id).collect();
@@ -180,6 +194,10 @@ pub fn decode_manifest(
             &base_ids,
             max_fragment_rows,
         )?;
+        let mut fragment = fragment;
+        if !lineage {
+            drop_lineage_values(&mut fragment);
+        }
         fragments.push(fragment);
         fragment_layouts.push(layout);
     }
@@ -232,6 +250,20 @@ pub fn decode_manifest(
         indices: index_layouts,
     };
     Ok((snapshot, layout))
+}
+
+/// Empties every inline lineage sequence of `fragment` (its kind stays): 8 bytes per row and
+/// sequence that a holder of a version's manifest level does not need.
+pub fn drop_lineage_values(fragment: &mut Fragment) {
+    for seq in [
+        &mut fragment.lineage.row_ids,
+        &mut fragment.lineage.created_at,
+        &mut fragment.lineage.last_updated_at,
+    ] {
+        if let LineageSequence::Inline(values) = seq {
+            *values = Vec::new();
+        }
+    }
 }
 
 /// Decodes fragment `i` of a manifest file alone, as [`decode_manifest`] decodes it (the

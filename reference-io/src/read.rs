@@ -56,7 +56,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::codec::decode_manifest;
+use super::codec::decode_manifest_with;
 use super::data_file::{MAX_DECODED_VALUES, read_data_file};
 use super::decoded::{ColumnRequest, IndexRequest};
 use super::deletion::{DeletionFile, read_deletion_file};
@@ -67,7 +67,7 @@ use super::index_file::{
 };
 use super::layout::IndexLayout;
 use super::layout::{FileLayout, FragmentLayout, Layout};
-use super::manifest_file::decode_manifest_file;
+use super::manifest_file::{ManifestFile, decode_manifest_file};
 use super::storage::{LocalStorage, Storage, StorageError};
 use super::version_names::{VERSIONS_DIR, VersionEntry, list_versions_in};
 use arrow_array::BooleanArray;
@@ -393,6 +393,17 @@ fn decode_file_columns(
     Ok(columns)
 }
 
+/// The fewest physical rows in a version for [`Dataset::read_version`] to share its fragments
+/// among threads.
+pub const PARALLEL_READ_MIN_ROWS: u64 = 1 << 16;
+
+/// The number of cores this process may use, asked of the system once (the answer reads
+/// cgroup files, which costs more than reading a small version).
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 impl Dataset {
     /// Opens the dataset at `root` with default [`ReadOptions`], listing its versions.
     pub fn open(root: &Path) -> Result<Dataset, DatasetError> {
@@ -504,6 +515,18 @@ impl Dataset {
     /// The decoded manifest of `version` (its name, framing and inner version checked) with
     /// the reader word checked, and the manifest's root-relative path.
     pub(crate) fn decoded(&self, version: u64) -> Result<(Snapshot, Layout, String), DatasetError> {
+        self.decoded_with(version, true)
+            .map(|(snapshot, layout, file, _)| (snapshot, layout, file))
+    }
+
+    /// [`Self::decoded`], with the manifest file it was decoded from; without `lineage` the
+    /// fragments' inline lineage values are dropped as each fragment is decoded
+    /// ([`decode_manifest_with`]), the checks and errors unchanged.
+    pub(crate) fn decoded_with(
+        &self,
+        version: u64,
+        lineage: bool,
+    ) -> Result<(Snapshot, Layout, String, ManifestFile), DatasetError> {
         let entry = self
             .entries
             .iter()
@@ -523,8 +546,12 @@ impl Dataset {
                 inner: manifest_file.manifest.version,
             });
         }
-        let (snapshot, layout) =
-            decode_manifest(&manifest_file, &file, self.options.max_fragment_rows)?;
+        let (snapshot, layout) = decode_manifest_with(
+            &manifest_file,
+            &file,
+            self.options.max_fragment_rows,
+            lineage,
+        )?;
         let flags = |error| DatasetError::Flags {
             file: file.clone(),
             error,
@@ -537,7 +564,7 @@ impl Dataset {
             &[(FlagWord::Reader, snapshot.reader_flags)],
         )
         .map_err(flags)?;
-        Ok((snapshot, layout, file))
+        Ok((snapshot, layout, file, manifest_file))
     }
 
     /// Reads fragment `i`'s deletion file, if it has one, into `fragment.deletions`.
@@ -578,7 +605,8 @@ impl Dataset {
     }
 
     /// Reads every fragment's data, overlay and deletion files into `snapshot`, the fragments
-    /// shared among the available cores. Each fragment is read by one thread, in the order
+    /// shared among the available cores (a version of fewer than [`PARALLEL_READ_MIN_ROWS`]
+    /// physical rows on the calling thread alone). Each fragment is read by one thread, in the order
     /// files, overlays, deletion file; the error returned is the one of the first fragment (in
     /// manifest order) that failed, as a sequential read would return, and fragments after a
     /// failed one are not started. Which thread read which fragment changes nothing read.
@@ -593,9 +621,17 @@ impl Dataset {
             self.read_fragment_files(schema, file, i, fragment, fl)
         };
         let count = snapshot.fragments.len().min(layout.fragments.len());
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(count);
+        let rows: u64 = snapshot.fragments[..count]
+            .iter()
+            .map(|f| f.physical_rows)
+            .fold(0, u64::saturating_add);
+        // Threads only pay for themselves on a version of some size: a small one (a test's, a
+        // fuzzer's) is read faster on the calling thread than threads start.
+        let workers = if rows < PARALLEL_READ_MIN_ROWS {
+            1
+        } else {
+            cores().min(count)
+        };
         if workers <= 1 {
             for (i, (fragment, fl)) in snapshot
                 .fragments

@@ -6,8 +6,11 @@
 //! same first error, but holds at most one fragment's decoded columns per worker at a time:
 //! each fragment's files are read, the fragment is checked ([`Fragment::validate`]) and its
 //! columns dropped before the worker takes the next. What it returns is the version's manifest
-//! level (every `columns` list empty, deletions read), which is what a commit is classified by;
-//! a fragment's columns are read again on demand ([`VersionCheck::fragment`]).
+//! level (every `columns` list empty, deletions read, inline lineage values dropped), which is
+//! what a commit is classified by; a fragment's columns and lineage are read again on demand
+//! ([`VersionCheck::fragment`]). Neither is ever held for the whole version: the manifest is
+//! decoded dropping each fragment's inline lineage values once its own checks passed, and each
+//! worker decodes its fragment's lineage again from the manifest for the fragment's check.
 //!
 //! The order of the checks is the reader's: the manifest, then each fragment's files in
 //! manifest order (the first fragment that fails is the error; fragments after it are not
@@ -35,7 +38,7 @@ use super::codec::{decode_fragment_at, schema_from_proto};
 use super::error::DatasetError;
 use super::index_file::index_dir;
 use super::layout::Layout;
-use super::manifest_file::decode_manifest_file;
+use super::manifest_file::{ManifestFile, decode_manifest_file};
 use super::read::{Checked, Dataset, checked_entries, read_index_files};
 
 /// Checks versions of one dataset fragment by fragment (see the module docs).
@@ -78,7 +81,7 @@ type FragmentOutcome = Result<(roaring::RoaringBitmap, lance_reference::Result<(
 impl<'d> VersionCheck<'d> {
     /// A check of `dataset` on the available cores.
     pub fn new(dataset: &'d Dataset) -> VersionCheck<'d> {
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = super::read::cores();
         VersionCheck::with_workers(dataset, workers)
     }
 
@@ -190,8 +193,10 @@ impl<'d> VersionCheck<'d> {
         version: u64,
         indices: bool,
     ) -> Result<(Snapshot, Layout), DatasetError> {
-        let (mut snapshot, layout, file) = self.dataset.decoded(version)?;
-        let outcomes = self.fragments(&snapshot, &layout, &file);
+        // The manifest level without lineage values: each worker decodes its fragment's
+        // lineage again, so a version's lineage is never expanded whole.
+        let (mut snapshot, layout, file, manifest) = self.dataset.decoded_with(version, false)?;
+        let outcomes = self.fragments(&snapshot, &layout, &file, &manifest);
         let mut verdicts = Vec::with_capacity(outcomes.len());
         for (fragment, outcome) in snapshot.fragments.iter_mut().zip(outcomes) {
             let (deletions, verdict) = outcome?;
@@ -216,11 +221,23 @@ impl<'d> VersionCheck<'d> {
     /// Reads and checks every fragment the layout describes, on the workers, holding one
     /// fragment's columns per worker; the outcomes in manifest order, up to and including the
     /// first read error (fragments after it are not started).
-    fn fragments(&self, snapshot: &Snapshot, layout: &Layout, file: &str) -> Vec<FragmentOutcome> {
+    fn fragments(
+        &self,
+        snapshot: &Snapshot,
+        layout: &Layout,
+        file: &str,
+        manifest: &ManifestFile,
+    ) -> Vec<FragmentOutcome> {
         let count = snapshot.fragments.len().min(layout.fragments.len());
+        let max_rows = self.dataset.options().max_fragment_rows;
         let one = |i: usize| -> FragmentOutcome {
             let _held = self.hold();
             let mut fragment = snapshot.fragments[i].clone();
+            // Its lineage, decoded again: the manifest decoded it once already, so this cannot
+            // fail where that passed.
+            if let Some(decoded) = decode_fragment_at(manifest, i, file, max_rows) {
+                fragment.lineage = decoded?.0.lineage;
+            }
             self.dataset.read_fragment_files(
                 &snapshot.schema,
                 file,

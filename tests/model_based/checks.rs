@@ -6,42 +6,30 @@ use super::*;
 // Running and checking.
 // ---------------------------------------------------------------------------------------------
 
-/// Executes `steps`, writes every version with the reference's writer into a fresh
-/// directory, and reads all of them back with its reader.
+/// Executes `steps`, writes every version with the reference's writer into a fresh in-memory
+/// store (the storage seam a directory is written through: the same bytes, no file system),
+/// and reads all of them back with its reader.
 pub(crate) fn run_on_disk(steps: &[Step]) -> Result<OnDisk, String> {
     let execution = scenario::execute(steps).map_err(|e| format!("execute: {e}"))?;
-    let dir = scratch_dir();
+    let store = MemoryStorage::new();
     for snapshot in &execution.versions {
-        write_version(dir.path(), snapshot, &WriteOptions::default())
+        write_version_in(&store, snapshot, &WriteOptions::default())
             .map_err(|e| format!("write version {}: {e}", snapshot.version))?;
     }
-    let dataset = Dataset::open(dir.path()).map_err(|e| format!("open: {e}"))?;
+    let dataset = Dataset::open_in(Arc::new(store.clone()), ReadOptions::default())
+        .map_err(|e| format!("open: {e}"))?;
     let read = dataset.read_all().map_err(|e| format!("read back: {e}"))?;
     Ok(OnDisk {
-        dir,
+        store,
         read,
         executed: execution.versions.len(),
     })
 }
 
-/// A fresh directory for one history's dataset: under `TMPDIR` when it is set, else under
-/// `/dev/shm` when the machine has it (the run is bound by file creation and removal, which a
-/// memory-backed file system makes several times cheaper), else the system temporary directory.
-/// The files written and read are the same wherever they live.
-fn scratch_dir() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
-        if let Ok(dir) = tempfile::tempdir_in(shm) {
-            return dir;
-        }
-    }
-    tempfile::tempdir().unwrap()
-}
-
-/// A history written to disk and read back.
+/// A history written as a dataset and read back.
 pub(crate) struct OnDisk {
-    /// The dataset directory (removed on drop).
-    pub(crate) dir: tempfile::TempDir,
+    /// The dataset's files.
+    pub(crate) store: MemoryStorage,
     /// Every version as the reader returns it, oldest first.
     pub(crate) read: Vec<(Snapshot, Layout)>,
     /// How many versions the scenario committed.
@@ -87,7 +75,7 @@ pub(crate) fn arm_of(seq: &LineageSequence) -> Arm {
 
 /// Every invariant of one version (see the module docs).
 pub(crate) fn check_version(
-    root: &Path,
+    store: &MemoryStorage,
     (read, layout): &(Snapshot, Layout),
     model: &MState,
     seed: u64,
@@ -139,7 +127,10 @@ pub(crate) fn check_version(
         ));
     }
     // Manifest round trip.
-    let bytes = std::fs::read(root.join(&layout.manifest)).unwrap();
+    let size = store.size(&layout.manifest).map_err(|e| e.to_string())?;
+    let bytes = store
+        .read_range(&layout.manifest, 0..size)
+        .map_err(|e| e.to_string())?;
     let decoded = decode_manifest_file(&bytes, &layout.manifest).map_err(|e| e.to_string())?;
     let again = encode_manifest_file(&decoded.manifest, decoded.index_section.as_ref())
         .map_err(|e| e.to_string())?;
@@ -300,7 +291,7 @@ pub(crate) fn twin(steps: &[Step], spill: Option<&str>) -> Vec<Step> {
 /// Runs a built history and checks every version; `Err` describes the first broken invariant.
 pub(crate) fn check_history(built: &Built) -> Result<(), String> {
     let OnDisk {
-        dir,
+        store,
         read,
         executed,
     } = run_on_disk(&built.steps)?;
@@ -313,7 +304,7 @@ pub(crate) fn check_history(built: &Built) -> Result<(), String> {
         ));
     }
     for (snapshot, model) in read.iter().zip(&built.versions) {
-        check_version(dir.path(), snapshot, model, built.query_seed)?;
+        check_version(&store, snapshot, model, built.query_seed)?;
     }
     // Twins differ from the history only where a rewrite places lineage; without one they
     // would repeat the same run.

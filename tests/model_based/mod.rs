@@ -63,8 +63,6 @@
 //! ```text
 //! cargo test --release --test integration model_based::                      # CI: 128 histories
 //! PROPTEST_CASES=5000 cargo test --release --test integration model_based::  # a long run
-//! TMPDIR=/tmp PROPTEST_CASES=5000 cargo test ...                 # the same, I/O on /tmp
-//!                                                                 # (default: /dev/shm if present)
 //! LANCE_CONFORMANCE_EXPORT_CASE=/tmp/case.toml cargo test --release --test integration model_based::
 //! ```
 //!
@@ -89,15 +87,16 @@ use lance_reference::query::{reconcile, reconcile_vector};
 use lance_reference::scan::{ScanRow, row_address, scan};
 use lance_reference_io::codec::encode_manifest;
 use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
-use lance_reference_io::{Dataset, Layout, WriteOptions, write_version};
+use lance_reference_io::{
+    Dataset, Layout, MemoryStorage, ReadOptions, Storage, WriteOptions, write_version_in,
+};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
+use std::sync::Arc;
 
-/// Histories per run unless `PROPTEST_CASES` says otherwise. The run is bound by file
-/// creation and removal (every history writes about three datasets), not by the checks, so the
-/// datasets go to `/dev/shm` when the machine has one and `TMPDIR` is unset (`checks.rs`,
-/// `scratch_dir`): 128 histories took about 30 s on a 2-core VM's disk and take about 5 s on
-/// tmpfs.
+/// Histories per run unless `PROPTEST_CASES` says otherwise. Every history writes about three
+/// datasets; they are written to and read from memory (`checks.rs`, `run_on_disk`: a
+/// `MemoryStorage`), which once went to a directory and was bound by file creation and removal.
 pub(crate) const DEFAULT_CASES: u32 = 128;
 /// The env var naming where a failing history is written as a `case.toml`.
 pub(crate) const EXPORT_VAR: &str = "LANCE_CONFORMANCE_EXPORT_CASE";

@@ -98,7 +98,10 @@ impl RowDatasetVersionSequence {
                     field: "RowDatasetVersionRun.span",
                 });
             };
-            let span = U64Segment::from_proto(span, &format!("{}.span", location()))?;
+            // The location is spelled only when the span is refused: a sequence of many runs
+            // would otherwise format one string per run to decode it.
+            let span = U64Segment::from_proto(span, "")
+                .or_else(|_| U64Segment::from_proto(span, &format!("{}.span", location())))?;
             total = total
                 .checked_add(span.len())
                 .ok_or(LineageError::LengthOverflow {

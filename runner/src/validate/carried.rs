@@ -32,9 +32,15 @@ pub struct FragmentRows {
 impl FragmentRows {
     /// Scans `fragment` (read with its columns) of `snapshot` for the top-level `fields`;
     /// `None` when the scan refuses it (a field it does not hold, a column it cannot resolve).
-    pub fn scan(snapshot: &Snapshot, fragment: &Fragment, fields: &[FieldId]) -> Option<Self> {
-        let one = Snapshot {
-            fragments: vec![fragment.clone()],
+    /// The fragment is given back unchanged: it is moved into the scan, not copied, as its
+    /// lineage is as large as the scan's own lineage columns.
+    pub fn scan(
+        snapshot: &Snapshot,
+        fragment: Fragment,
+        fields: &[FieldId],
+    ) -> (Option<Self>, Fragment) {
+        let mut one = Snapshot {
+            fragments: vec![fragment],
             version: snapshot.version,
             schema: snapshot.schema.clone(),
             indices: Vec::new(),
@@ -44,8 +50,11 @@ impl FragmentRows {
             reader_flags: snapshot.reader_flags,
             writer_flags: snapshot.writer_flags,
         };
-        let batch = scan_batches(&one, Some(fields)).ok()?.into_iter().next()?;
-        Some(FragmentRows { batch })
+        let batch = scan_batches(&one, Some(fields))
+            .ok()
+            .and_then(|batches| batches.into_iter().next());
+        let fragment = one.fragments.remove(0);
+        (batch.map(|batch| FragmentRows { batch }), fragment)
     }
 
     /// The number of rows.

@@ -45,6 +45,7 @@ use roaring::RoaringTreemap;
 
 use super::carried::{FragmentRows, MovedRows, OldRows};
 use super::finding::{Finding, HistoryError};
+use lance_reference_io::codec::drop_lineage_values;
 use lance_reference_io::version_check::VersionCheck;
 
 use super::version::{Level, ReadVersion};
@@ -621,7 +622,7 @@ impl<'a> Commit<'a> {
         let data = self.data;
         let mut old_rows = OldRows::new(|j| {
             let fp = source.fragment(prev, j, data)?;
-            FragmentRows::scan(prev_snapshot, &fp, &fields)
+            FragmentRows::scan(prev_snapshot, fp, &fields).0
         });
         let mut next_id = self.prev.next_row_id;
         let mut carried_unchanged = 0usize;
@@ -633,10 +634,16 @@ impl<'a> Commit<'a> {
             let Some(fc) = self.load(false, i) else {
                 continue;
             };
-            let fc = &fc;
-            let Some(rows) = FragmentRows::scan(self.cur, fc, &fields) else {
+            // Which lineage sequences the fragment has values for, before its scan (which
+            // holds the rows' lineage) lets its own copy go: a compaction's output fragment
+            // may hold millions of rows.
+            let present = SEQUENCES.map(|(_, field, _)| values(&fc, field).is_some());
+            let (rows, mut fc) = FragmentRows::scan(self.cur, fc, &fields);
+            let Some(rows) = rows else {
                 continue;
             };
+            drop_lineage_values(&mut fc);
+            let fc = &fc;
             let mut inserted_here = false;
             let mut carried_here = false;
             let mut stamped_here = false;
@@ -683,7 +690,7 @@ impl<'a> Commit<'a> {
             // Only a fragment of carried, unchanged rows is a compaction's output, which
             // [LIN-PLACE-3] places by the budget; an update's output is placed by the rules above.
             if carried_here && !inserted_here && !stamped_here {
-                self.carried_placement(&at, fc);
+                self.carried_placement(&at, fc, present);
             }
         }
         if self.cur.next_row_id < next_id {
@@ -730,7 +737,7 @@ impl<'a> Commit<'a> {
             let Some(fp) = self.load(true, j) else {
                 continue;
             };
-            let Some(rows) = FragmentRows::scan(self.prev, &fp, fields) else {
+            let Some(rows) = FragmentRows::scan(self.prev, fp, fields).0 else {
                 continue;
             };
             for k in 0..rows.len() {
@@ -848,13 +855,14 @@ impl<'a> Commit<'a> {
     /// right whenever the writer's encoding was longer than the budget, which bytes cannot
     /// refute, so it is not judged (the writer run judges a writer that declares the
     /// reference's encoding, `write:reference-lineage-encoding`, spec/conformance.md §7).
-    fn carried_placement(&mut self, at: &str, fc: &Fragment) {
+    /// `present[k]`: whether the fragment has values for the `k`-th of [`SEQUENCES`].
+    fn carried_placement(&mut self, at: &str, fc: &Fragment, present: [bool; 3]) {
         let Ok(config) = SpillConfig::from_table_config(&self.cur.config) else {
             return;
         };
         let stored = self.inline_lengths.get(&fc.id).copied().unwrap_or_default();
-        for (k, (kind, field, name)) in SEQUENCES.into_iter().enumerate() {
-            if values(fc, field).is_none() {
+        for (k, (kind, _, name)) in SEQUENCES.into_iter().enumerate() {
+            if !present[k] {
                 continue;
             }
             let word = |s: bool| if s { "spilled" } else { "inline" };

@@ -106,16 +106,46 @@ pub fn validate(root: &Path, only: Option<u64>) -> Result<Report, SetupError> {
 
 /// Judges the table at `location` (every attached version, or only `only`).
 pub fn validate_at(location: &Location, only: Option<u64>) -> Result<Report, SetupError> {
+    validate_at_with(location, only, &mut |_| {})
+}
+
+/// [`validate_at`], telling `progress` of each version before it is judged.
+pub fn validate_at_with(
+    location: &Location,
+    only: Option<u64>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, SetupError> {
     if let Some(root) = location.local_path() {
         if root.exists() && !root.is_dir() {
             return Err(SetupError::NotADirectory(root.display().to_string()));
         }
     }
-    validate_in(location.storage()?, only)
+    validate_in_with(location.storage()?, only, progress)
+}
+
+/// Where a validation is: the version about to be judged, and its place among the versions
+/// selected (`position` counts from 1). What is judged does not depend on who listens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// The version about to be judged.
+    pub version: u64,
+    /// Its place among the selected versions, from 1.
+    pub position: usize,
+    /// How many versions are selected.
+    pub total: usize,
 }
 
 /// Judges the table `storage` holds (every attached version, or only `only`).
 pub fn validate_in(storage: Arc<dyn Storage>, only: Option<u64>) -> Result<Report, SetupError> {
+    validate_in_with(storage, only, &mut |_| {})
+}
+
+/// [`validate_in`], telling `progress` of each version before it is judged.
+pub fn validate_in_with(
+    storage: Arc<dyn Storage>,
+    only: Option<u64>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, SetupError> {
     let name = storage.describe();
     if storage.list("") == Err(StorageError::NotFound) {
         return Err(SetupError::NoTable(name));
@@ -157,7 +187,13 @@ pub fn validate_in(storage: Arc<dyn Storage>, only: Option<u64>) -> Result<Repor
         .first()
         .and_then(|first| listed.iter().rev().find(|v| *v < first))
         .and_then(|v| version::check(&checker, *v).0);
-    for v in selected {
+    let total = selected.len();
+    for (k, v) in selected.into_iter().enumerate() {
+        progress(Progress {
+            version: v,
+            position: k + 1,
+            total,
+        });
         let (cur, findings) = version::check(&checker, v);
         report.versions.push((v, cur.as_ref().map(|c| c.level)));
         report.findings.extend(findings);

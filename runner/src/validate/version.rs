@@ -15,9 +15,10 @@
 //! time: each is the reference's own check.
 
 use lance_reference::flags::{FlagWord, check_mixed_versions, check_written_flags};
-use lance_reference::model::{LineageSequence, Snapshot, TOMBSTONE_FIELD_ID};
+use lance_reference::model::{Snapshot, TOMBSTONE_FIELD_ID};
 use std::collections::BTreeMap;
 
+use lance_reference_io::codec;
 use lance_reference_io::manifest_file::decode_manifest_file;
 use lance_reference_io::version_check::VersionCheck;
 use lance_reference_io::{Dataset, DatasetError, Layout};
@@ -136,19 +137,14 @@ pub fn check(checker: &VersionCheck, version: u64) -> (Option<ReadVersion>, Vec<
 /// Empties every inline lineage sequence of `snapshot` (its kind stays): a held version
 /// needs none, and a fragment a commit looks into is decoded again with its own
 /// ([`VersionCheck::fragment`]). A manifest holds its inline lineage expanded, 8 bytes per row
-/// and sequence: this is what keeps a held version's size following its fragment count.
+/// and sequence: this is what keeps a held version's size following its fragment count. (A
+/// version [`VersionCheck::check`] accepted has none already; one read at its manifest level
+/// has them.)
 fn drop_lineage_values(snapshot: &mut Snapshot) {
-    for f in &mut snapshot.fragments {
-        for seq in [
-            &mut f.lineage.row_ids,
-            &mut f.lineage.created_at,
-            &mut f.lineage.last_updated_at,
-        ] {
-            if let LineageSequence::Inline(values) = seq {
-                *values = Vec::new();
-            }
-        }
-    }
+    snapshot
+        .fragments
+        .iter_mut()
+        .for_each(codec::drop_lineage_values);
 }
 
 /// How much of a version was read and judged.

@@ -2,8 +2,11 @@
 //! and `RowDatasetVersionSequence::from_versions` -> encode -> decode.
 //!
 //! Properties: the decoded sequence yields exactly the input values (in order, repeats
-//! kept), re-encoding the decoded sequence is byte-identical, and the encoder's choice is
-//! stable (`from_values` of the decoded values gives the same segment).
+//! kept) and equals, field by field, the sequence it was encoded from. That equality also gives the two
+//! properties this target once computed again on every run: re-encoding the decoded sequence
+//! is byte-identical, and the encoder's choice is stable (`from_values` of the decoded values
+//! gives the same segments), as `encode` and `from_values` are functions of their input (no
+//! clock, no randomness, no hash order) and the decoded values are the input values.
 //!
 //! The values are built from pieces (runs with a stride, repeats, literals) so that every
 //! segment encoding is reachable: contiguous ranges, ranges with a few holes, dense bitmaps,
@@ -75,8 +78,6 @@ pub fn check(data: &[u8]) {
         "row ids lost values"
     );
     assert_eq!(decoded.values(values.len() as u64).unwrap(), values);
-    assert_eq!(decoded.encode(), bytes, "row-id re-encoding differs");
-    assert_eq!(RowIdSequence::from_values(&values), decoded);
 
     let versions = RowDatasetVersionSequence::from_versions(&values);
     let bytes = versions.encode();
@@ -88,7 +89,6 @@ pub fn check(data: &[u8]) {
         "versions lost values"
     );
     assert_eq!(decoded.versions(values.len() as u64).unwrap(), values);
-    assert_eq!(decoded.encode(), bytes, "version re-encoding differs");
     for run in &decoded.runs {
         assert!(!run.span.is_empty(), "from_versions wrote an empty run");
     }
