@@ -17,6 +17,11 @@
 //! code are checks of their own, at the levels the spec gives them. Once a reader breaks
 //! ([`Refusal::Broken`]) or the kit cannot judge a check (a corpus or runner problem, recorded
 //! as a [`KitFault`], never as the reader's failure) the rest of the case is not run.
+//!
+//! Each check is one function, named by the check it records ([`Check`]): `open`, `scan`,
+//! `lineage`, `exclusion`, `query` for a readable version (run in order by `version`); `twin`,
+//! `read_damaged` or `refused`, `read_as_twin`, `refusal_class`, `refusal_code` for a damaged
+//! one (run in order by `negative`); `refuse_for_feature` for the refusal profile.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -493,6 +498,9 @@ fn twin(
     }
 }
 
+/// The checks of a negative case's damaged version, after its undamaged twin's: `v<n>
+/// refuses` (and, where the case lets a reader read it, `v<n> read as its twin`), then the
+/// refusal's class and code.
 fn negative(
     checks: &mut Checks,
     case: &CaseDir,
@@ -511,7 +519,6 @@ fn negative(
         dataset: dataset.to_string(),
         version: n,
     };
-    let name = Check::Refuses { version: n };
     // Damage to index files surfaces only in queries for a reader that reads them lazily: a
     // refusal by one of the damaged version's declared queries counts as the refusal.
     let read = match checks.open_and_scan(&at) {
@@ -523,86 +530,133 @@ fn negative(
     };
     let got = match read {
         Ok((scanned, answers)) => {
-            let spec = case.case.expect_error.as_ref();
-            let implemented = spec.and_then(|e| e.unless_implemented.as_deref());
-            let may_read = spec.is_some_and(|e| e.may_read);
-            match (implemented, &twin) {
-                (Some(feature), Twin::Read) => {
-                    let all: Vec<usize> = (0..undamaged.columns.len()).collect();
-                    match compare::scan(&undamaged.columns, &undamaged.rows, &all, &scanned) {
-                        Ok(()) => checks.push(
-                            name,
-                            Verdict::Pass,
-                            None,
-                            Some(format!(
-                                "read it as its undamaged twin reads, as a reader implementing {feature} may"
-                            )),
-                        ),
-                        Err(m) => checks.push(
-                            name,
-                            Verdict::Fail,
-                            Some(FailureKind::WrongValue),
-                            Some(format!(
-                                "read it (a reader implementing {feature} may), but not as its undamaged twin reads: {m}"
-                            )),
-                        ),
-                    }
-                }
-                (None, Twin::Read) if may_read => {
-                    // Refusing is recommended (the case's level); reading is allowed, and what
-                    // the read returns is judged at MUST.
-                    checks.push(
-                        name,
-                        Verdict::Fail,
-                        Some(FailureKind::AcceptedDamage),
-                        Some("read the damaged version; refusing it is recommended".into()),
-                    );
-                    let read_name = Check::ReadAsTwin { version: n };
-                    let all: Vec<usize> = (0..undamaged.columns.len()).collect();
-                    let read = compare::scan(&undamaged.columns, &undamaged.rows, &all, &scanned)
-                        .and_then(|()| answered_as_twin(undamaged, &answers));
-                    match read {
-                        Ok(()) => checks.add(
-                            read_name,
-                            Verdict::Pass,
-                            Level::Must,
-                            None,
-                            Some("read it as its undamaged twin reads".into()),
-                        ),
-                        Err(m) => checks.add(
-                            read_name,
-                            Verdict::Fail,
-                            Level::Must,
-                            Some(FailureKind::WrongValue),
-                            Some(format!(
-                                "read it (a reader may), but not as its undamaged twin reads: {m}"
-                            )),
-                        ),
-                    }
-                }
-                _ => checks.push(
-                    name,
-                    Verdict::Fail,
-                    Some(FailureKind::AcceptedDamage),
-                    Some(if !answers.is_empty() {
-                        "opened, scanned and queried the damaged version without an error".into()
-                    } else {
-                        "opened and scanned the damaged version without an error".into()
-                    }),
-                ),
-            }
-            return;
+            return read_damaged(checks, n, case, undamaged, &twin, &scanned, &answers);
         }
         Err(Refusal::Error(got)) => got,
         Err(other) => {
             let level = checks.level;
-            checks.not_an_answer(name, other, level);
+            checks.not_an_answer(Check::Refuses { version: n }, other, level);
             return;
         }
     };
+    let Some(lacking) = refused(checks, n, &twin, &got) else {
+        return;
+    };
+    refusal_class(checks, n, error, class_level, lacking.is_some(), &got);
+    if let (Some(code), None) = (&error.code, &lacking) {
+        refusal_code(checks, n, code, &got);
+    }
+}
+
+/// `v<n> refuses` when the reader read the damaged version: a pass only for a reader
+/// implementing the feature the case names (`unless_implemented`) that reads it as its twin;
+/// where the case lets a reader read it (`may_read`), a failure at the case's level and `v<n>
+/// read as its twin` at MUST; else accepted damage.
+fn read_damaged(
+    checks: &mut Checks,
+    n: u64,
+    case: &CaseDir,
+    undamaged: &ExpectedVersion,
+    twin: &Twin,
+    scanned: &ScanResult,
+    answers: &[(String, QueryAnswer)],
+) {
+    let name = Check::Refuses { version: n };
+    let spec = case.case.expect_error.as_ref();
+    let implemented = spec.and_then(|e| e.unless_implemented.as_deref());
+    let may_read = spec.is_some_and(|e| e.may_read);
+    let all: Vec<usize> = (0..undamaged.columns.len()).collect();
+    match (implemented, twin) {
+        (Some(feature), Twin::Read) => {
+            match compare::scan(&undamaged.columns, &undamaged.rows, &all, scanned) {
+                Ok(()) => checks.push(
+                    name,
+                    Verdict::Pass,
+                    None,
+                    Some(format!(
+                        "read it as its undamaged twin reads, as a reader implementing {feature} may"
+                    )),
+                ),
+                Err(m) => checks.push(
+                    name,
+                    Verdict::Fail,
+                    Some(FailureKind::WrongValue),
+                    Some(format!(
+                        "read it (a reader implementing {feature} may), but not as its undamaged twin reads: {m}"
+                    )),
+                ),
+            }
+        }
+        (None, Twin::Read) if may_read => {
+            // Refusing is recommended (the case's level); reading is allowed, and what the
+            // read returns is judged at MUST.
+            checks.push(
+                name,
+                Verdict::Fail,
+                Some(FailureKind::AcceptedDamage),
+                Some("read the damaged version; refusing it is recommended".into()),
+            );
+            read_as_twin(checks, n, undamaged, scanned, answers);
+        }
+        _ => checks.push(
+            name,
+            Verdict::Fail,
+            Some(FailureKind::AcceptedDamage),
+            Some(if !answers.is_empty() {
+                "opened, scanned and queried the damaged version without an error".into()
+            } else {
+                "opened and scanned the damaged version without an error".into()
+            }),
+        ),
+    }
+}
+
+/// `v<n> read as its twin` (MUST): a damaged version a reader may read, read as its undamaged
+/// twin reads, rows and query answers.
+fn read_as_twin(
+    checks: &mut Checks,
+    n: u64,
+    undamaged: &ExpectedVersion,
+    scanned: &ScanResult,
+    answers: &[(String, QueryAnswer)],
+) {
+    let name = Check::ReadAsTwin { version: n };
+    let all: Vec<usize> = (0..undamaged.columns.len()).collect();
+    let read = compare::scan(&undamaged.columns, &undamaged.rows, &all, scanned)
+        .and_then(|()| answered_as_twin(undamaged, answers));
+    match read {
+        Ok(()) => checks.add(
+            name,
+            Verdict::Pass,
+            Level::Must,
+            None,
+            Some("read it as its undamaged twin reads".into()),
+        ),
+        Err(m) => checks.add(
+            name,
+            Verdict::Fail,
+            Level::Must,
+            Some(FailureKind::WrongValue),
+            Some(format!(
+                "read it (a reader may), but not as its undamaged twin reads: {m}"
+            )),
+        ),
+    }
+}
+
+/// `v<n> refuses` when the reader refused the damaged version with `got`: a pass when the twin
+/// was read (or refused by the refusal profile), inconclusive when it was not. Returns, when it
+/// passed, the capabilities the twin needed and the reader lacks (`Some(None)`: none).
+fn refused(
+    checks: &mut Checks,
+    n: u64,
+    twin: &Twin,
+    got: &ReadError,
+) -> Option<Option<Vec<Capability>>> {
+    let name = Check::Refuses { version: n };
     let lacking = match twin {
         Twin::Read => None,
-        Twin::RefusedForFeature(lacking) => Some(lacking),
+        Twin::RefusedForFeature(lacking) => Some(lacking.clone()),
         Twin::NotRead(why) => {
             checks.push(
                 name,
@@ -610,72 +664,81 @@ fn negative(
                 Some(FailureKind::Inconclusive),
                 Some(format!(
                     "inconclusive: refused ({}), but the undamaged twin {why}, so the refusal says nothing about the damage",
-                    shown(&got)
+                    shown(got)
                 )),
             );
-            return;
+            return None;
         }
     };
     let message = match &lacking {
-        None => format!("refused: {}", shown(&got)),
+        None => format!("refused: {}", shown(got)),
         Some(l) => format!(
             "refused ({}); its undamaged twin needs {}, which the reader does not declare, and was refused too: judged by the refusal profile, not on the damage",
-            shown(&got),
+            shown(got),
             needs::words(l)
         ),
     };
     checks.push(name, Verdict::Pass, None, Some(message));
-    // The class: the spec's, or for a reader refusing the feature, unsupported_feature too.
-    let class_name = Check::RefusalClass {
+    Some(lacking)
+}
+
+/// `v<n> refusal class (<class>)`, at `class_level` or the case's level if weaker: the spec's
+/// class, or, for a reader refusing a feature its twin needs (`for_feature`),
+/// `unsupported_feature` too.
+fn refusal_class(
+    checks: &mut Checks,
+    n: u64,
+    error: &ExpectedError,
+    class_level: Level,
+    for_feature: bool,
+    got: &ReadError,
+) {
+    let name = Check::RefusalClass {
         version: n,
         twin: false,
         class: error.class.clone(),
     };
     let level = weaker(class_level, checks.level);
-    let accepted =
-        got.class == error.class || (lacking.is_some() && got.class == "unsupported_feature");
-    if accepted {
-        checks.add(class_name, Verdict::Pass, level, None, None);
+    if got.class == error.class || (for_feature && got.class == "unsupported_feature") {
+        checks.add(name, Verdict::Pass, level, None, None);
     } else {
         checks.add(
-            class_name,
+            name,
             Verdict::Fail,
             level,
             Some(FailureKind::WrongClass),
             Some(format!(
                 "expected class {}, got {}",
                 error.class,
-                shown(&got)
+                shown(got)
             )),
         );
     }
-    let Some(code) = &error.code else {
-        return;
-    };
-    let code_name = Check::RefusalCode {
+}
+
+/// `v<n> refusal code (<code>)` (SHOULD), for a reader declaring error codes.
+fn refusal_code(checks: &mut Checks, n: u64, code: &str, got: &ReadError) {
+    let name = Check::RefusalCode {
         version: n,
-        code: code.clone(),
+        code: code.to_string(),
     };
-    if lacking.is_some() {
-        return;
-    }
     if !checks.declared.contains(ERROR_CODES) {
         checks.add(
-            code_name,
+            name,
             Verdict::Unsupported,
             Level::Should,
             None,
             Some(format!("needs {ERROR_CODES}")),
         );
-    } else if got.code.as_deref() == Some(code.as_str()) {
-        checks.add(code_name, Verdict::Pass, Level::Should, None, None);
+    } else if got.code.as_deref() == Some(code) {
+        checks.add(name, Verdict::Pass, Level::Should, None, None);
     } else {
         checks.add(
-            code_name,
+            name,
             Verdict::Fail,
             Level::Should,
             Some(FailureKind::WrongCode),
-            Some(format!("expected code {code}, got {}", shown(&got))),
+            Some(format!("expected code {code}, got {}", shown(got))),
         );
     }
 }
@@ -806,28 +869,66 @@ pub fn version_checks(
     (checks.out, checks.broken)
 }
 
+/// The checks of one readable version, in the order §4 gives them: open, the scans, lineage,
+/// exclusion, the queries; each stops the rest when the reader broke or the kit faulted.
 fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersion) {
     let at = VersionRef {
         dataset: dataset.to_string(),
         version: v.version,
     };
-    let n = v.version;
-    let level = checks.level;
-    match checks.reader.open(&at) {
-        Ok(opened) if opened.version == n => {
-            checks.push(Check::Open { version: n }, Verdict::Pass, None, None)
+    if !open(checks, &at) {
+        return;
+    }
+    for (name, columns, projection) in scans(v) {
+        if checks.broken {
+            return;
         }
+        scan(checks, &at, v, name, columns, &projection);
+    }
+    if !checks.broken {
+        lineage(checks, &at, v);
+    }
+    if !checks.broken {
+        exclusion(checks, &at, v);
+    }
+    // The version as the reference reads it (typing the queries' literals, telling whether an
+    // index should answer), read once for all its queries.
+    let mut reference: Option<Result<Snapshot, ReadError>> = None;
+    for q in &v.queries {
+        if checks.broken {
+            return;
+        }
+        query(checks, dataset, case, &at, q, &mut reference);
+    }
+}
+
+/// `v<n> open`: the reader opens the version asked for. Returns whether it opened one (a
+/// refusal ends the version's checks).
+fn open(checks: &mut Checks, at: &VersionRef) -> bool {
+    let n = at.version;
+    let name = Check::Open { version: n };
+    let level = checks.level;
+    match checks.reader.open(at) {
+        Ok(opened) if opened.version == n => checks.push(name, Verdict::Pass, None, None),
         Ok(opened) => checks.push(
-            Check::Open { version: n },
+            name,
             Verdict::Fail,
             Some(FailureKind::WrongValue),
             Some(format!("opened version {} instead", opened.version)),
         ),
         Err(r) => {
-            checks.refused_readable(Check::Open { version: n }, r, level);
-            return;
+            checks.refused_readable(name, r, level);
+            return false;
         }
     }
+    true
+}
+
+/// The scans of a version: every column in schema order (`v<n> scan`), and with two columns
+/// or more the columns reversed by name (`v<n> scan [b, a]`). Each is its check, the columns
+/// asked for (`None`: all) and the expected columns' positions in the answer's order.
+fn scans(v: &ExpectedVersion) -> Vec<(Check, Option<Vec<String>>, Vec<usize>)> {
+    let n = v.version;
     let all: Vec<usize> = (0..v.columns.len()).collect();
     let mut scans = vec![(
         Check::Scan {
@@ -852,134 +953,160 @@ fn version(checks: &mut Checks, dataset: &str, case: &CaseDir, v: &ExpectedVersi
             reversed,
         ));
     }
-    for (name, columns, projection) in scans {
-        if checks.broken {
-            return;
-        }
-        let request = ScanRequest {
-            at: at.clone(),
-            columns,
-        };
-        match checks.reader.scan(&request) {
-            Ok(got) => match compare::scan(&v.columns, &v.rows, &projection, &got) {
-                Ok(()) => checks.push(name, Verdict::Pass, None, None),
-                Err(m) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
-            },
-            Err(r) => checks.refused_readable(name, r, level),
-        }
+    scans
+}
+
+/// `v<n> scan` or `v<n> scan [..]`: the rows, in the projection asked for.
+fn scan(
+    checks: &mut Checks,
+    at: &VersionRef,
+    v: &ExpectedVersion,
+    name: Check,
+    columns: Option<Vec<String>>,
+    projection: &[usize],
+) {
+    let level = checks.level;
+    let request = ScanRequest {
+        at: at.clone(),
+        columns,
+    };
+    match checks.reader.scan(&request) {
+        Ok(got) => match compare::scan(&v.columns, &v.rows, projection, &got) {
+            Ok(()) => checks.push(name, Verdict::Pass, None, None),
+            Err(m) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
+        },
+        Err(r) => checks.refused_readable(name, r, level),
     }
-    let name = Check::Lineage { version: n };
-    if !checks.broken && checks.can(&name, &[LINEAGE_PLACEMENT]) {
-        let mut problem = None;
-        for f in &v.fragments {
-            match checks.reader.lineage(&at, f.fragment) {
-                Ok(got) => {
-                    if let Err(m) = compare::lineage(f, &got) {
-                        problem = Some(Ok(m));
-                        break;
-                    }
-                }
-                Err(r) => {
-                    problem = Some(Err(r));
+}
+
+/// `v<n> lineage`: every fragment's lineage, for a reader declaring lineage placement; the
+/// first fragment that differs or is refused decides.
+fn lineage(checks: &mut Checks, at: &VersionRef, v: &ExpectedVersion) {
+    let name = Check::Lineage {
+        version: at.version,
+    };
+    if !checks.can(&name, &[LINEAGE_PLACEMENT]) {
+        return;
+    }
+    let level = checks.level;
+    let mut problem = None;
+    for f in &v.fragments {
+        match checks.reader.lineage(at, f.fragment) {
+            Ok(got) => {
+                if let Err(m) = compare::lineage(f, &got) {
+                    problem = Some(Ok(m));
                     break;
                 }
             }
-        }
-        match problem {
-            None => checks.push(name, Verdict::Pass, None, None),
-            Some(Ok(m)) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
-            Some(Err(r)) => checks.refused_readable(name, r, level),
-        }
-    }
-    let name = Check::Exclusion { version: n };
-    if !checks.broken && checks.can(&name, &[EXCLUSION]) {
-        match checks.reader.exclusion(&at) {
-            Ok(got) => match compare::exclusion(&v.exclusion_sets, &got.exclusion_sets) {
-                Ok(()) => checks.push(name, Verdict::Pass, None, None),
-                Err(m) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
-            },
-            Err(r) => checks.refused_readable(name, r, level),
+            Err(r) => {
+                problem = Some(Err(r));
+                break;
+            }
         }
     }
-    // The version as the reference reads it (typing the queries' literals, telling whether an
-    // index should answer), read once for all its queries.
-    let mut reference: Option<Result<Snapshot, ReadError>> = None;
-    for q in &v.queries {
-        if checks.broken {
-            return;
-        }
-        let name = Check::Query {
-            version: n,
+    match problem {
+        None => checks.push(name, Verdict::Pass, None, None),
+        Some(Ok(m)) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
+        Some(Err(r)) => checks.refused_readable(name, r, level),
+    }
+}
+
+/// `v<n> exclusion`: every index's exclusion sets, for a reader declaring them.
+fn exclusion(checks: &mut Checks, at: &VersionRef, v: &ExpectedVersion) {
+    let name = Check::Exclusion {
+        version: at.version,
+    };
+    if !checks.can(&name, &[EXCLUSION]) {
+        return;
+    }
+    let level = checks.level;
+    match checks.reader.exclusion(at) {
+        Ok(got) => match compare::exclusion(&v.exclusion_sets, &got.exclusion_sets) {
+            Ok(()) => checks.push(name, Verdict::Pass, None, None),
+            Err(m) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
+        },
+        Err(r) => checks.refused_readable(name, r, level),
+    }
+}
+
+/// `v<n> query "<name>"`: one declared query, its request typed by the version's schema as
+/// the reference reads it (`reference`, read on the first query and kept), its answer compared
+/// and, when the rows are right, its plan judged.
+fn query(
+    checks: &mut Checks,
+    dataset: &str,
+    case: &CaseDir,
+    at: &VersionRef,
+    q: &expected::QueryResult,
+    reference: &mut Option<Result<Snapshot, ReadError>>,
+) {
+    let n = at.version;
+    let name = Check::Query {
+        version: n,
+        name: q.name.clone(),
+    };
+    let needs = match q.kind {
+        QueryKind::Scalar => SCALAR_QUERY,
+        QueryKind::Vector => capability::VECTOR_QUERY,
+    };
+    if !checks.can(&name, &[needs]) {
+        return;
+    }
+    let Some(spec) = case.case.queries.iter().find(|s| s.name == q.name) else {
+        let fault = KitFault::UndeclaredQuery {
             name: q.name.clone(),
         };
-        let needs = match q.kind {
-            QueryKind::Scalar => SCALAR_QUERY,
-            QueryKind::Vector => capability::VECTOR_QUERY,
-        };
-        if !checks.can(&name, &[needs]) {
-            continue;
+        return checks.kit_fault(name, &fault);
+    };
+    let snapshot = reference
+        .get_or_insert_with(|| read_checked(Path::new(dataset), n))
+        .as_ref();
+    let request = match snapshot {
+        Ok(s) => query_request_with(Some(&s.schema), Path::new(dataset), n, spec),
+        Err(e) => Err(format!("reading the schema of v{n}: {}", e.message)),
+    };
+    let request = match request {
+        Ok(r) => r,
+        Err(message) => {
+            let fault = KitFault::QueryRequest {
+                name: q.name.clone(),
+                version: n,
+                message,
+            };
+            return checks.kit_fault(name, &fault);
         }
-        let Some(spec) = case.case.queries.iter().find(|s| s.name == q.name) else {
-            checks.kit_fault(
-                name,
-                &KitFault::UndeclaredQuery {
-                    name: q.name.clone(),
-                },
-            );
-            continue;
-        };
-        let snapshot = reference
-            .get_or_insert_with(|| read_checked(Path::new(dataset), n))
-            .as_ref();
-        let request = match snapshot {
-            Ok(s) => query_request_with(Some(&s.schema), Path::new(dataset), n, spec),
-            Err(e) => Err(format!("reading the schema of v{n}: {}", e.message)),
-        };
-        let request = match request {
-            Ok(r) => r,
-            Err(message) => {
-                checks.kit_fault(
-                    name,
-                    &KitFault::QueryRequest {
-                        name: q.name.clone(),
-                        version: n,
-                        message,
-                    },
-                );
-                continue;
+    };
+    let with_lists = checks.declared.contains(EXCLUSION);
+    let level = checks.level;
+    match checks.reader.query(at, &request) {
+        Ok(got) => match compare::query(q, &got, with_lists) {
+            Ok(()) => {
+                let expected = index_expected(snapshot.ok(), spec);
+                let (verdict, detail) = plan_verdict(got.plan.as_ref(), expected);
+                let kind = (verdict == Verdict::Fail).then_some(FailureKind::IndexNotUsed);
+                checks.push(name, verdict, kind, detail);
             }
-        };
-        let with_lists = checks.declared.contains(EXCLUSION);
-        match checks.reader.query(&at, &request) {
-            Ok(got) => match compare::query(q, &got, with_lists) {
-                Ok(()) => {
-                    let expected = index_expected(snapshot.ok(), spec);
-                    let (verdict, detail) = plan_verdict(got.plan.as_ref(), expected);
-                    let kind = (verdict == Verdict::Fail).then_some(FailureKind::IndexNotUsed);
-                    checks.push(name, verdict, kind, detail);
-                }
-                Err(m) => {
-                    let plan = got
-                        .plan
-                        .as_ref()
-                        .map(|p| {
-                            format!(
-                                "\nplan: {}\n{}",
-                                if p.index { "index" } else { "flat" },
-                                p.text.trim_end()
-                            )
-                        })
-                        .unwrap_or_default();
-                    checks.push(
-                        name,
-                        Verdict::Fail,
-                        Some(FailureKind::WrongValue),
-                        Some(format!("{m}{plan}")),
-                    );
-                }
-            },
-            Err(r) => checks.refused_readable(name, r, level),
-        }
+            Err(m) => {
+                let plan = got
+                    .plan
+                    .as_ref()
+                    .map(|p| {
+                        format!(
+                            "\nplan: {}\n{}",
+                            if p.index { "index" } else { "flat" },
+                            p.text.trim_end()
+                        )
+                    })
+                    .unwrap_or_default();
+                checks.push(
+                    name,
+                    Verdict::Fail,
+                    Some(FailureKind::WrongValue),
+                    Some(format!("{m}{plan}")),
+                );
+            }
+        },
+        Err(r) => checks.refused_readable(name, r, level),
     }
 }
 
