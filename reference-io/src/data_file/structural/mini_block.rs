@@ -190,6 +190,9 @@ pub fn decode(
     })
 }
 
+/// A chunk's definition levels, decoded, and its value buffers.
+type ChunkParts<'c> = (Option<Vec<u16>>, Vec<&'c [u8]>);
+
 /// Reads one chunk of `n` values: its definition levels, decoded, and its value buffers.
 fn chunk_parts<'c>(
     layout: &pb::MiniBlockLayout,
@@ -198,7 +201,7 @@ fn chunk_parts<'c>(
     n: usize,
     word: usize,
     site: &Site,
-) -> Result<(Option<Vec<u16>>, Vec<&'c [u8]>), DataFileError> {
+) -> Result<ChunkParts<'c>, DataFileError> {
     let header = |what: &str| site.oob(format!("the chunk ends inside its header ({what})"));
     let num_levels = super::le_uint(chunk, 0, 2).ok_or_else(|| header("level count"))? as usize;
     let mut at = 2;
@@ -284,7 +287,7 @@ enum Direct {
         data: Vec<u8>,
     },
     Fsst {
-        table: Option<fsst::SymbolTable>,
+        table: Box<Option<fsst::SymbolTable>>,
         offset_width: usize,
         offsets: Vec<u64>,
         data: Vec<u8>,
@@ -327,7 +330,7 @@ impl Direct {
                 let mut offsets = Vec::with_capacity(rows + 1);
                 offsets.push(0);
                 Some(Direct::Fsst {
-                    table,
+                    table: Box::new(table),
                     offset_width,
                     offsets,
                     data: Vec::new(),
@@ -375,7 +378,13 @@ impl Direct {
                     return false;
                 }
                 let (had_offsets, had_data) = (offsets.len(), data.len());
-                match fsst::decompress_onto(table.as_ref(), &chunk_offsets, buf, offsets, data) {
+                match fsst::decompress_onto(
+                    table.as_ref().as_ref(),
+                    &chunk_offsets,
+                    buf,
+                    offsets,
+                    data,
+                ) {
                     Ok(()) => true,
                     Err(_) => {
                         offsets.truncate(had_offsets);
