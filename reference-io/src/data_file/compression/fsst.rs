@@ -71,28 +71,56 @@ pub fn decompress(
     compressed: &[u8],
 ) -> Result<(Vec<u64>, Vec<u8>), KernelError> {
     let table = SymbolTable::parse(symbol_table)?;
+    let mut out_offsets = Vec::with_capacity(offsets.len());
+    out_offsets.push(0u64);
+    let mut out = Vec::new();
+    decompress_onto(
+        table.as_ref(),
+        offsets,
+        compressed,
+        &mut out_offsets,
+        &mut out,
+    )?;
+    Ok((out_offsets, out))
+}
+
+/// [`decompress`] with a parsed table (`None`: stored uncompressed), appending the decoded
+/// strings to `out` and one end offset per string to `out_offsets` (which hold the strings
+/// decoded before; its last entry is `out.len()`). On an error, `out` and `out_offsets` may
+/// hold part of the strings.
+pub fn decompress_onto(
+    table: Option<&SymbolTable>,
+    offsets: &[u64],
+    compressed: &[u8],
+    out_offsets: &mut Vec<u64>,
+    out: &mut Vec<u8>,
+) -> Result<(), KernelError> {
     let Some((&first, _)) = offsets.split_first() else {
         return Err(KernelError::FsstNoOffsets);
     };
     check_offsets(offsets, compressed.len())?;
     // `check_offsets` proved every offset ≤ `compressed.len()`, so these casts are lossless.
     let start = first as usize;
+    let end = offsets.last().map_or(start, |&o| o as usize);
+    let base = out.len();
     let Some(table) = table else {
-        // Stored as they were: the bytes themselves, rebased to start at 0.
-        let out_offsets = offsets.iter().map(|&o| o - first).collect();
-        let end = offsets.last().map_or(start, |&o| o as usize);
-        return Ok((out_offsets, compressed[start..end].to_vec()));
+        // Stored as they were: the bytes themselves.
+        out_offsets.extend(offsets.iter().skip(1).map(|&o| (o - first) + base as u64));
+        out.extend_from_slice(&compressed[start..end]);
+        return Ok(());
     };
 
     // One pass over the codes. Every symbol is written as a whole 8-byte word and the position
     // advances by its length, so the buffer keeps 8 bytes of slack past the decoded bytes; it
     // grows before each string to what that string's codes could at most decode to, and is cut
     // to the decoded length at the end.
-    let end = offsets.last().map_or(start, |&o| o as usize);
-    let mut out = vec![0u8; (end - start).saturating_mul(3) + MAX_SYMBOL_LEN];
-    let mut out_offsets = Vec::with_capacity(offsets.len());
-    out_offsets.push(0u64);
-    let mut at = 0usize;
+    out_offsets.reserve(offsets.len().saturating_sub(1));
+    let mut at = base;
+    let first_guess = base + (end - start).saturating_mul(3) + MAX_SYMBOL_LEN;
+    if out.len() < first_guess {
+        out.resize(first_guess, 0);
+    }
+    let most = base + MAX_SYMBOL_LEN * (end - start) + MAX_SYMBOL_LEN;
     for (value, pair) in offsets.windows(2).enumerate() {
         let (from, to) = (pair[0] as usize, pair[1] as usize);
         let codes = &compressed[from..to];
@@ -100,25 +128,18 @@ pub fn decompress(
         // by the input's size.
         let room = at + MAX_SYMBOL_LEN * codes.len() + MAX_SYMBOL_LEN;
         if out.len() < room {
-            out.resize(
-                room.max(
-                    out.len()
-                        .saturating_mul(2)
-                        .min(MAX_SYMBOL_LEN * (end - start) + MAX_SYMBOL_LEN),
-                ),
-                0,
-            );
+            out.resize(room.max(out.len().saturating_mul(2).min(most)), 0);
         }
-        at = table.decode_into(value, codes, from, &mut out, at)?;
+        at = table.decode_into(value, codes, from, out, at)?;
         out_offsets.push(at as u64);
     }
     out.truncate(at);
-    Ok((out_offsets, out))
+    Ok(())
 }
 
 /// A parsed symbol table: for each code, its 8 symbol bytes and its length (0 for codes that
 /// name no symbol, and for the escape code).
-struct SymbolTable {
+pub struct SymbolTable {
     symbols: [[u8; 8]; 256],
     lens: [u8; 256],
     num_symbols: usize,
@@ -126,7 +147,7 @@ struct SymbolTable {
 
 impl SymbolTable {
     /// The table, or `None` when the strings are stored uncompressed.
-    fn parse(bytes: &[u8]) -> Result<Option<Self>, KernelError> {
+    pub fn parse(bytes: &[u8]) -> Result<Option<Self>, KernelError> {
         if bytes.len() != SYMBOL_TABLE_LEN {
             return Err(KernelError::FsstSymbolTableLength {
                 len: bytes.len(),

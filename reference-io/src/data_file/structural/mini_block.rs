@@ -19,7 +19,9 @@ use super::buffer_compression::MAX_DECOMPRESSED_BYTES;
 use super::rep_def::{Layers, levels_from};
 use super::{Site, compressive};
 use crate::data_file::DataFileError;
+use crate::data_file::compression::fsst;
 use lance_reference::proto::lance::encodings21 as pb;
+use pb::compressive_encoding::Compression as C;
 
 /// The decoded rows of a page: one value slot per row (NULL rows included) and the rows'
 /// definition levels when the page stores them.
@@ -103,6 +105,7 @@ pub fn decode(
         return Err(ms.invalid(format!("no chunks for {rows} rows")));
     }
     let mut values: Option<Block> = None;
+    let mut direct = Direct::for_page(layout, values_enc, rows);
     let mut def: Vec<u16> = Vec::new();
     let mut counted = 0usize;
     let mut at = 0usize;
@@ -140,15 +143,26 @@ pub fn decode(
             })?;
         at += chunk.len();
         counted += n;
-        let (chunk_def, chunk_values) =
-            decode_chunk(layout, values_enc, def_enc, chunk, n, word, &cs)?;
+        let (chunk_def, bufs) = chunk_parts(layout, def_enc, chunk, n, word, &cs)?;
         if let Some(d) = chunk_def {
             def.extend_from_slice(&d);
         }
-        match values.as_mut() {
-            None => values = Some(chunk_values),
-            Some(v) => v.append(chunk_values, &cs)?,
+        if let Some(direct) = direct.as_mut() {
+            if direct.take(&bufs, n) {
+                continue;
+            }
         }
+        // Any other encoding, or a chunk the direct copy did not take (whose error, if it has
+        // one, is the one this reports).
+        let chunk_values = chunk_values(values_enc, &bufs, n, &cs)?;
+        match (direct.as_mut(), values.as_mut()) {
+            (Some(direct), _) => direct.append(chunk_values, &cs)?,
+            (None, None) => values = Some(chunk_values),
+            (None, Some(v)) => v.append(chunk_values, &cs)?,
+        }
+    }
+    if let Some(direct) = direct {
+        values = direct.finish(rows);
     }
     if counted != rows {
         return Err(ms.invalid(format!("the chunks hold {counted} values for {rows} rows")));
@@ -176,16 +190,18 @@ pub fn decode(
     })
 }
 
-/// Decodes one chunk of `n` values: its definition levels and its values.
-fn decode_chunk(
+/// A chunk's definition levels, decoded, and its value buffers.
+type ChunkParts<'c> = (Option<Vec<u16>>, Vec<&'c [u8]>);
+
+/// Reads one chunk of `n` values: its definition levels, decoded, and its value buffers.
+fn chunk_parts<'c>(
     layout: &pb::MiniBlockLayout,
-    values_enc: &pb::CompressiveEncoding,
     def_enc: Option<&pb::CompressiveEncoding>,
-    chunk: &[u8],
+    chunk: &'c [u8],
     n: usize,
     word: usize,
     site: &Site,
-) -> Result<(Option<Vec<u16>>, Block), DataFileError> {
+) -> Result<ChunkParts<'c>, DataFileError> {
     let header = |what: &str| site.oob(format!("the chunk ends inside its header ({what})"));
     let num_levels = super::le_uint(chunk, 0, 2).ok_or_else(|| header("level count"))? as usize;
     let mut at = 2;
@@ -205,7 +221,7 @@ fn decode_chunk(
         at += word;
     }
     at = pad8(at);
-    let mut take = |size: usize, what: &str| -> Result<&[u8], DataFileError> {
+    let mut take = |size: usize, what: &str| -> Result<&'c [u8], DataFileError> {
         let part = at
             .checked_add(size)
             .and_then(|end| chunk.get(at..end))
@@ -239,14 +255,191 @@ fn decode_chunk(
         }
         _ => None,
     };
-    let values = compressive::mini_block(values_enc, &bufs, n, &site.at("values"))?;
+    Ok((def, bufs))
+}
+
+/// Decodes the `n` values of one chunk from its value buffers.
+fn chunk_values(
+    values_enc: &pb::CompressiveEncoding,
+    bufs: &[&[u8]],
+    n: usize,
+    site: &Site,
+) -> Result<Block, DataFileError> {
+    let values = compressive::mini_block(values_enc, bufs, n, &site.at("values"))?;
     if values.len() != n {
         return Err(site.invalid(format!(
             "the values decode to {} slots for {n} values",
             values.len()
         )));
     }
-    Ok((def, values))
+    Ok(values)
+}
+
+/// The page's values built chunk by chunk straight into one buffer, for the two encodings
+/// that dominate Lance's pages: uncompressed fixed-width values (copied as they are) and
+/// FSST strings in `Variable` chunks (decoded with the symbol table parsed once). A chunk
+/// whose bytes are not what these expect is left to the general decoder
+/// ([`chunk_values`]), whose result or error is then used: so both paths accept and refuse
+/// the same bytes with the same errors.
+enum Direct {
+    Fixed {
+        bits: u32,
+        data: Vec<u8>,
+    },
+    Fsst {
+        table: Box<Option<fsst::SymbolTable>>,
+        offset_width: usize,
+        offsets: Vec<u64>,
+        data: Vec<u8>,
+    },
+}
+
+impl Direct {
+    /// The direct form for a page of `rows` rows (bounded by the caller) in `values_enc`, if
+    /// it has one; a dictionary page has none (its chunks hold indices).
+    fn for_page(
+        layout: &pb::MiniBlockLayout,
+        values_enc: &pb::CompressiveEncoding,
+        rows: usize,
+    ) -> Option<Direct> {
+        if layout.dictionary.is_some() {
+            return None;
+        }
+        match values_enc.compression.as_ref()? {
+            C::Flat(f) if f.data.is_none() && matches!(f.bits_per_value, 8 | 16 | 32 | 64) => {
+                let bits = f.bits_per_value as u32;
+                Some(Direct::Fixed {
+                    bits,
+                    data: Vec::with_capacity(rows * (bits as usize / 8)),
+                })
+            }
+            C::Fsst(f) => {
+                let C::Variable(v) = f.values.as_deref()?.compression.as_ref()? else {
+                    return None;
+                };
+                let offset_width = match v.offsets.as_deref()?.compression.as_ref()? {
+                    C::Flat(o) if o.data.is_none() && matches!(o.bits_per_value, 32 | 64) => {
+                        o.bits_per_value as usize / 8
+                    }
+                    _ => return None,
+                };
+                if v.values.is_some() {
+                    return None;
+                }
+                let table = fsst::SymbolTable::parse(&f.symbol_table).ok()?;
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                Some(Direct::Fsst {
+                    table: Box::new(table),
+                    offset_width,
+                    offsets,
+                    data: Vec::new(),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Appends a chunk of `n` values from its buffers when they are well formed for this
+    /// form; false (and nothing appended) otherwise.
+    fn take(&mut self, bufs: &[&[u8]], n: usize) -> bool {
+        let [buf] = bufs else {
+            return false;
+        };
+        match self {
+            Direct::Fixed { bits, data } => match buf.get(..n.saturating_mul(*bits as usize / 8)) {
+                Some(values) => {
+                    data.extend_from_slice(values);
+                    true
+                }
+                None => false,
+            },
+            Direct::Fsst {
+                table,
+                offset_width,
+                offsets,
+                data,
+            } => {
+                let w = *offset_width;
+                let Some(raw) = n
+                    .checked_add(1)
+                    .and_then(|k| k.checked_mul(w))
+                    .and_then(|end| buf.get(..end))
+                else {
+                    return false;
+                };
+                let chunk_offsets: Vec<u64> = raw
+                    .chunks_exact(w)
+                    .map(|c| super::le_uint(c, 0, w).unwrap_or(0))
+                    .collect();
+                let ordered = chunk_offsets.windows(2).all(|p| p[0] <= p[1]);
+                let inside = chunk_offsets.last().is_some_and(|&l| l <= buf.len() as u64);
+                if !ordered || !inside {
+                    return false;
+                }
+                let (had_offsets, had_data) = (offsets.len(), data.len());
+                match fsst::decompress_onto(
+                    table.as_ref().as_ref(),
+                    &chunk_offsets,
+                    buf,
+                    offsets,
+                    data,
+                ) {
+                    Ok(()) => true,
+                    Err(_) => {
+                        offsets.truncate(had_offsets);
+                        data.truncate(had_data);
+                        false
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends a chunk the general decoder decoded.
+    fn append(&mut self, block: Block, site: &Site) -> Result<(), DataFileError> {
+        match (self, block) {
+            (
+                Direct::Fixed { bits, data },
+                Block::Fixed {
+                    bits: b, data: d, ..
+                },
+            ) if *bits == b => {
+                data.extend_from_slice(&d);
+                Ok(())
+            }
+            (
+                Direct::Fsst { offsets, data, .. },
+                Block::Variable {
+                    offsets: o,
+                    data: d,
+                },
+            ) => {
+                let base = data.len() as u64;
+                offsets.extend(o.iter().skip(1).map(|x| x + base));
+                data.extend_from_slice(&d);
+                Ok(())
+            }
+            (_, other) => Err(site.invalid(format!(
+                "chunks decode to different shapes: {}",
+                other.shape()
+            ))),
+        }
+    }
+
+    /// The page's values, `None` when no chunk was read.
+    fn finish(self, rows: usize) -> Option<Block> {
+        match self {
+            Direct::Fixed { bits, data } => (rows > 0).then_some(Block::Fixed {
+                bits,
+                len: rows,
+                data,
+            }),
+            Direct::Fsst { offsets, data, .. } => {
+                (offsets.len() > 1).then_some(Block::Variable { offsets, data })
+            }
+        }
+    }
 }
 
 /// Replaces dictionary `indices` by the dictionary's items. Slots whose definition level is
