@@ -69,10 +69,12 @@ pub mod validate {
     //! `validate` ([`lance_conformance_runner::validate`]), and its subcommand.
     //!
     //! Invariant: everything of the runner crate's `validate` module is here under the same name;
-    //! [`command()`] only parses arguments, prints and chooses the exit code around it.
+    //! [`command()`] only parses arguments, prints and chooses the exit code around it; [`scan`]
+    //! reads a table at the same kind of location with the reference reader and prints its rows.
 
     pub use lance_conformance_runner::validate::*;
 
     mod command;
     pub use command::{ValidateArgs, command};
+    pub mod scan;
 }

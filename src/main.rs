@@ -37,6 +37,10 @@ enum Command {
     /// its version history decide; exit 0 when nothing is found, 1 on findings, 2 when it
     /// cannot judge.
     Validate(lance_conformance::validate::ValidateArgs),
+    /// Read one version of a table (a directory, file://, or with the object-store feature
+    /// s3://, gs://, az://) with the reference reader and print its rows; exit 0 when it reads,
+    /// 1 when the reference refuses it, 2 when nothing could be read.
+    Scan(lance_conformance::validate::scan::ScanArgs),
     /// Differential testing: random histories written by the reference, read by a reader,
     /// judged by the runner; every distinct disagreement shrunk and written as a `case.toml`.
     Fuzz(lance_conformance::fuzz::command::FuzzArgs),
@@ -66,6 +70,9 @@ fn main() -> ExitCode {
         Command::Explain(args) => return ExitCode::from(runner::explain(&args)),
         Command::Validate(args) => {
             return ExitCode::from(lance_conformance::validate::command(&args));
+        }
+        Command::Scan(args) => {
+            return ExitCode::from(lance_conformance::validate::scan::command(&args));
         }
         Command::Fuzz(args) => {
             return ExitCode::from(lance_conformance::fuzz::command::fuzz(&args));

@@ -700,3 +700,41 @@ fn a_version_whose_index_the_kit_cannot_read_is_judged_without_it() {
     // The commits around the versions read without their index are judged in full.
     assert_eq!(report.commits.last(), Some(&(6, vec![CommitKind::Delete])));
 }
+
+/// `scan` prints what the reference reads at a location: a path and its `file://` URI give the
+/// same bytes, every live row of the version in scan order with its lineage; a version the
+/// reference refuses exits 1, one not listed exits 2.
+#[test]
+fn scan_prints_the_rows_the_reference_reads_wherever_the_table_is() {
+    let versions = worked_example::versions().unwrap();
+    let dir = written(&versions);
+    let bin = env!("CARGO_BIN_EXE_lance-conformance");
+    let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().unwrap();
+    let path = dir.path().to_str().unwrap();
+    let uri = format!("file://{path}");
+    for v in &versions {
+        let at = v.version.to_string();
+        let by_path = run(&["scan", path, "--version", &at, "--format", "json"]);
+        let by_uri = run(&["scan", &uri, "--version", &at, "--format", "json"]);
+        assert_eq!(by_path.status.code(), Some(0), "version {at}");
+        assert_eq!(by_path.stdout, by_uri.stdout, "version {at}");
+        let printed: serde_json::Value = serde_json::from_slice(&by_path.stdout).unwrap();
+        assert_eq!(printed["version"], v.version);
+        let rows = printed["rows"].as_array().unwrap();
+        let scanned = lance_reference::scan::scan(v, None).unwrap();
+        assert_eq!(rows.len(), scanned.len(), "version {at}");
+        for (row, want) in rows.iter().zip(&scanned) {
+            assert_eq!(row["fragment"], want.fragment);
+            assert_eq!(row["offset"], want.offset);
+            assert_eq!(row["_rowid"]["value"], want.row_id.to_string());
+        }
+    }
+    assert_eq!(
+        run(&["scan", path, "--version", "99"]).status.code(),
+        Some(2)
+    );
+    let damaged = corpus().join("overlays/base-column-short/dataset");
+    let refused = run(&["scan", damaged.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(refused.stdout.is_empty());
+}
