@@ -26,7 +26,7 @@ fn read_all(case: &str) -> Result<usize, DatasetError> {
 
 #[test]
 fn each_strict_rule_refuses_its_case_with_its_code() {
-    // covers: DS-FILE-5, DS-FRAG-2, DS-NAME-4, DS-PATH-5, IDX-READ-8
+    // covers: DS-FILE-5, DS-FRAG-2, DS-NAME-4, DS-PATH-5, DS-PATH-6, IDX-READ-8
     for (case, code) in [
         ("dataset/fewer-column-indices", "invalid_field"),
         ("dataset/max-fragment-id-below-fragment", "invalid_field"),

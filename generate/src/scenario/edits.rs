@@ -21,12 +21,15 @@ use crate::case::step::{Reencoding, SegmentForm, SequenceSpec};
 /// What the store does to a written version for one [`Reencoding`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReencodePlan {
-    /// Rewrite `files[file]` of `fragment` with its columns stored in `order`.
+    /// Rewrite `files[file]` of `fragment` (or, with `overlay`, the value file of the overlay at
+    /// that position of its list) with its columns stored in `order`.
     Columns {
         /// Fragment id.
         fragment: u64,
         /// Position in the fragment's files.
         file: usize,
+        /// Position in the fragment's overlay list, when an overlay's value file is rewritten.
+        overlay: Option<usize>,
         /// `order[c]`: the `fields` position stored as column `c`.
         order: Vec<usize>,
     },
@@ -130,45 +133,20 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
                 .files
                 .get(*file)
                 .ok_or_else(|| format!("fragment {fragment} has no file {file}"))?;
-            let mut sorted = order.clone();
-            sorted.sort_unstable();
-            if sorted != (0..df.fields.len()).collect::<Vec<_>>() {
-                return Err(format!(
-                    "order {order:?} is not a permutation of the {} position(s) of {}",
-                    df.fields.len(),
-                    df.path
-                ));
-            }
-            if order.iter().enumerate().all(|(c, &p)| c == p) {
-                return Err("the order changes nothing".into());
-            }
-            let nested = df.fields.iter().any(|&id| {
-                snapshot.schema.field(id).is_some_and(|x| {
-                    x.parent_id != -1 || snapshot.schema.children(id).next().is_some()
-                })
-            });
-            if nested {
-                return Err("only files without struct fields can be reordered".into());
-            }
-            let indices: Vec<usize> = (0..order.len())
-                .map(|p| order.iter().position(|&q| q == p).unwrap_or(p))
-                .collect();
-            Ok((
-                ReencodePlan::Columns {
-                    fragment: *fragment,
-                    file: *file,
-                    order: order.clone(),
-                },
-                format!(
-                    "stored {} with its columns in the order {:?}: column_indices {:?}",
-                    df.path,
-                    order
-                        .iter()
-                        .map(|&p| df.fields[p])
-                        .collect::<Vec<FieldId>>(),
-                    indices
-                ),
-            ))
+            permute_plan(snapshot, *fragment, *file, None, df, order)
+        }
+        Reencoding::PermuteOverlayColumns {
+            fragment,
+            overlay,
+            order,
+        } => {
+            let f = fragment_of(*fragment)?;
+            let df = &f
+                .overlays
+                .get(*overlay)
+                .ok_or_else(|| format!("fragment {fragment} has no overlay {overlay}"))?
+                .file;
+            permute_plan(snapshot, *fragment, 0, Some(*overlay), df, order)
         }
         Reencoding::SplitRowIds { fragment, lengths } => {
             let f = fragment_of(*fragment)?;
@@ -302,6 +280,59 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
             ))
         }
     }
+}
+
+/// The plan storing data file `df` (`files[file]` of `fragment`, or the value file of its
+/// overlay `overlay`) with its columns in `order`.
+fn permute_plan(
+    snapshot: &Snapshot,
+    fragment: u64,
+    file: usize,
+    overlay: Option<usize>,
+    df: &lance_reference::model::DataFile,
+    order: &[usize],
+) -> Result<(ReencodePlan, String), String> {
+    let mut sorted = order.to_vec();
+    sorted.sort_unstable();
+    if sorted != (0..df.fields.len()).collect::<Vec<_>>() {
+        return Err(format!(
+            "order {order:?} is not a permutation of the {} position(s) of {}",
+            df.fields.len(),
+            df.path
+        ));
+    }
+    if order.iter().enumerate().all(|(c, &p)| c == p) {
+        return Err("the order changes nothing".into());
+    }
+    let nested = df.fields.iter().any(|&id| {
+        snapshot
+            .schema
+            .field(id)
+            .is_some_and(|x| x.parent_id != -1 || snapshot.schema.children(id).next().is_some())
+    });
+    if nested {
+        return Err("only files without struct fields can be reordered".into());
+    }
+    let indices: Vec<usize> = (0..order.len())
+        .map(|p| order.iter().position(|&q| q == p).unwrap_or(p))
+        .collect();
+    Ok((
+        ReencodePlan::Columns {
+            fragment,
+            file,
+            overlay,
+            order: order.to_vec(),
+        },
+        format!(
+            "stored {} with its columns in the order {:?}: column_indices {:?}",
+            df.path,
+            order
+                .iter()
+                .map(|&p| df.fields[p])
+                .collect::<Vec<FieldId>>(),
+            indices
+        ),
+    ))
 }
 
 impl Run {

@@ -82,8 +82,15 @@ pub(super) fn damage(
                 return Err(format!("index {name:?} has no file {target:?}"));
             }
         }
-        IndexFileDamage::EscapingName { file: target } => {
-            let (_, bytes) = files
+        IndexFileDamage::EscapingName {
+            file: target,
+            decoy_entry,
+        } => {
+            let decoy_files = match decoy_entry {
+                None => files.clone(),
+                Some(e) => lying_files(&snapshot, index, name, e.fragment, e.offset, &e.value)?,
+            };
+            let (_, bytes) = decoy_files
                 .iter()
                 .find(|(n, _)| n == target)
                 .ok_or_else(|| format!("index {name:?} has no file {target:?}"))?;
@@ -99,24 +106,7 @@ pub(super) fn damage(
             offset,
             value,
         } => {
-            let key = *index.fields.first().ok_or("the index has no key")?;
-            let key_name = snapshot
-                .schema
-                .field(key)
-                .map(|f| f.name.clone())
-                .ok_or("the key is not in the schema")?;
-            let id = field_id(&snapshot.schema, &key_name).ok_or("the key has no name")?;
-            let value = value
-                .to_value(&snapshot.schema, id)
-                .map_err(|e| e.to_string())?;
-            let mut lying = index.clone();
-            let entry = lying
-                .entries
-                .iter_mut()
-                .find(|e| e.fragment == *fragment && e.offset == *offset)
-                .ok_or_else(|| format!("index {name:?} has no entry for {fragment}/{offset}"))?;
-            entry.value = value;
-            files = index_files_bytes(&snapshot, &lying).map_err(|e| e.to_string())?;
+            files = lying_files(&snapshot, index, name, *fragment, *offset, value)?;
         }
         IndexFileDamage::StateBatchSize { stated } => {
             let key = index
@@ -149,6 +139,35 @@ pub(super) fn damage(
     let out = encode_manifest_file(&file.manifest, file.index_section.as_ref())
         .map_err(|e| e.to_string())?;
     super::write(root, &rel, &out).map_err(|e| e.to_string())
+}
+
+/// The files of `index` rewritten with the entry of `fragment`/`offset` holding `value`.
+fn lying_files(
+    snapshot: &lance_reference::model::Snapshot,
+    index: &lance_reference::model::Index,
+    name: &str,
+    fragment: u64,
+    offset: u32,
+    value: &crate::case::cell::Cell,
+) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let key = *index.fields.first().ok_or("the index has no key")?;
+    let key_name = snapshot
+        .schema
+        .field(key)
+        .map(|f| f.name.clone())
+        .ok_or("the key is not in the schema")?;
+    let id = field_id(&snapshot.schema, &key_name).ok_or("the key has no name")?;
+    let value = value
+        .to_value(&snapshot.schema, id)
+        .map_err(|e| e.to_string())?;
+    let mut lying = index.clone();
+    let entry = lying
+        .entries
+        .iter_mut()
+        .find(|e| e.fragment == fragment && e.offset == offset)
+        .ok_or_else(|| format!("index {name:?} has no entry for {fragment}/{offset}"))?;
+    entry.value = value;
+    index_files_bytes(snapshot, &lying).map_err(|e| e.to_string())
 }
 
 /// The uuid of a damaged copy: SHA-256 over a tag and the intact uuid, version nibble 8.

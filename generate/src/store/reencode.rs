@@ -101,23 +101,45 @@ pub(super) fn apply(
         .find(|f| f.id == fragment_id)
         .ok_or_else(|| missing(format!("no fragment {fragment_id}")))?;
     match plan {
-        ReencodePlan::Columns { file: k, order, .. } => {
-            let model = snapshot
+        ReencodePlan::Columns {
+            file: k,
+            overlay,
+            order,
+            ..
+        } => {
+            let fragment = snapshot
                 .fragment(fragment_id)
-                .map_err(|e| missing(e.to_string()))?
-                .files
-                .get(*k)
-                .ok_or_else(|| missing(format!("no file {k}")))?;
+                .map_err(|e| missing(e.to_string()))?;
+            let model = match overlay {
+                None => fragment
+                    .files
+                    .get(*k)
+                    .ok_or_else(|| missing(format!("no file {k}")))?,
+                Some(o) => {
+                    &fragment
+                        .overlays
+                        .get(*o)
+                        .ok_or_else(|| missing(format!("no overlay {o}")))?
+                        .file
+                }
+            };
             let stem = model.path.strip_suffix(".lance").unwrap_or(&model.path);
             let permuted = DataFile {
                 path: format!("{stem}-reencoded.lance"),
                 fields: order.iter().map(|&p| model.fields[p]).collect(),
                 columns: order.iter().map(|&p| model.columns[p].clone()).collect(),
             };
-            let df = f
-                .files
-                .get_mut(*k)
-                .ok_or_else(|| missing(format!("no data file at position {k}")))?;
+            let df = match overlay {
+                None => f
+                    .files
+                    .get_mut(*k)
+                    .ok_or_else(|| missing(format!("no data file at position {k}")))?,
+                Some(o) => f
+                    .overlays
+                    .get_mut(*o)
+                    .and_then(|x| x.data_file.as_mut())
+                    .ok_or_else(|| missing(format!("no overlay value file at position {o}")))?,
+            };
             // The file keeps its own version (a re-encoding changes the column order only).
             let version = match (df.file_major_version, df.file_minor_version) {
                 (2, 0) | (0, 3) => DataFileVersion::V2_0,
@@ -147,13 +169,14 @@ pub(super) fn apply(
                 .collect();
             df.file_size_bytes = bytes.len() as u64;
             write(root, &format!("data/{}", permuted.path), &bytes)?;
-            if let Some(model) = snapshot
-                .fragments
-                .iter_mut()
-                .find(|x| x.id == fragment_id)
-                .and_then(|x| x.files.get_mut(*k))
-            {
-                model.path = permuted.path;
+            if let Some(x) = snapshot.fragments.iter_mut().find(|x| x.id == fragment_id) {
+                let model = match overlay {
+                    None => x.files.get_mut(*k),
+                    Some(o) => x.overlays.get_mut(*o).map(|o| &mut o.file),
+                };
+                if let Some(model) = model {
+                    model.path = permuted.path;
+                }
             }
         }
         ReencodePlan::InlineLineage {

@@ -867,6 +867,20 @@ mod tests {
     }
 
     #[test]
+    fn entries_of_a_fragment_that_left_the_manifest_are_ignored() {
+        // covers: IDX-READ-12
+        // Every row of fragment 0 deleted: it leaves the manifest, while the index still
+        // covers it and holds its entries (Alice's indexed age 30 among them).
+        let mut snapshot = version_2();
+        snapshot.fragments.clear();
+        let index = snapshot.index(AGE_INDEX).unwrap();
+        assert!(index.covers(0) && !index.entries.is_empty());
+        let r = reconciled(&snapshot, &age_eq(30));
+        assert_eq!(r.candidates, vec![]);
+        assert_eq!(r.final_rows, vec![]);
+    }
+
+    #[test]
     fn uncovered_fragments_take_the_flat_path() {
         // covers: OVL-IDX-6, OVL-QRY-3
         let mut snapshot = version_2();
@@ -1221,7 +1235,7 @@ mod tests {
 
     #[test]
     fn null_vectors_and_null_items_never_rank() {
-        // covers: OVL-QRY-4
+        // covers: OVL-QRY-4, OVL-QRY-9
         let mut snapshot = version_3_with_vector_index();
         let fragment = &mut snapshot.fragments[0];
         fragment.files[0].columns[3] = fragment.files[0].columns[3]

@@ -399,11 +399,17 @@ pub enum IndexFileDamage {
         file: String,
     },
     /// List `file` in the manifest as `../<file>`, a name that leaves the index's directory;
-    /// a copy of the file is put where that name leads (`_indices/<file>`), so a reader that
-    /// follows the name reads an intact index instead of failing on a missing file.
+    /// a decoy is put where that name leads (`_indices/<file>`), so a reader that follows the
+    /// name reads the decoy instead of failing on a missing file. The decoy is a copy of the
+    /// file, or with `decoy_entry` the file as [`IndexFileDamage::SetEntry`] would rewrite it,
+    /// so that a reader answering from it answers otherwise than one that opens the file in
+    /// the index's own directory.
     EscapingName {
         /// The file name.
         file: String,
+        /// The entry the decoy holds otherwise than the row.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decoy_entry: Option<EntryValue>,
     },
     /// Rewrite the files with the entry of `fragment`/`offset` holding `value` instead of the
     /// row's value at the index's `dataset_version`.
@@ -421,6 +427,18 @@ pub enum IndexFileDamage {
         /// The stated page size.
         stated: u64,
     },
+}
+
+/// One index entry and the value it is made to hold ([`IndexFileDamage::EscapingName`]'s decoy).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntryValue {
+    /// Fragment id.
+    pub fragment: u64,
+    /// Physical offset.
+    pub offset: u32,
+    /// The stored value.
+    pub value: super::cell::Cell,
 }
 
 /// How [`Corruption::DamagePage`] damages a v2.2 page (a mini-block page: the column must hold

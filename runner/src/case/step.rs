@@ -449,6 +449,18 @@ pub enum Reencoding {
         /// A permutation of the file's positions.
         order: Vec<usize>,
     },
+    /// Rewrites the value file of the fragment's overlay at position `overlay` of its list with
+    /// its columns stored in the order `order`, as [`Reencoding::PermuteColumns`] does for a
+    /// base file: the overlay's `fields` keep their order and its `column_indices` say where
+    /// each value column went ([DS-FILE-4], [OVL-LAYOUT-1]).
+    PermuteOverlayColumns {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's overlay list.
+        overlay: usize,
+        /// A permutation of the value file's positions.
+        order: Vec<usize>,
+    },
     /// Stores the fragment's inline row ids as consecutive segments of these lengths (which add
     /// up to `physical_rows`), each encoded as the writer encodes a whole sequence.
     SplitRowIds {

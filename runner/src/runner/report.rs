@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::check::Check;
-use super::known_failures::{Entry, KnownFailures, line_for};
+use super::known_failures::{KnownFailures, line_for};
 use super::protocol::Implementation;
 use crate::case::Level;
 
@@ -492,18 +492,6 @@ pub fn message_lines(message: &str) -> impl Iterator<Item = &str> {
         .filter(|l| !l.is_empty())
 }
 
-/// How an entry matches a failing case: as listed, or not.
-fn matches(entry: &Entry, c: &CaseResult) -> bool {
-    let check = match &entry.check {
-        Some(name) => c.checks.iter().find(|k| &k.name == name),
-        None => c.primary_failure(),
-    };
-    let Some(check) = check.filter(|k| k.verdict.is_failure()) else {
-        return false;
-    };
-    entry.kind.is_none_or(|k| check.kind == Some(k))
-}
-
 /// The known-failure line for a failing case as it fails now; `was` is the reason of the
 /// entry it replaces.
 pub fn entry_line(c: &CaseResult, was: Option<&str>) -> String {
@@ -544,7 +532,7 @@ impl Report {
                 (false, Verdict::Pass, Some(_)) => Outcome::UnexpectedPass,
                 (false, Verdict::Pass, None) => Outcome::Passed,
                 (false, _, _) => Outcome::Skipped,
-                (true, _, Some(e)) if matches(e, c) => Outcome::KnownFailure,
+                (true, _, Some(e)) if e.covers(c) => Outcome::KnownFailure,
                 (true, _, Some(_)) => Outcome::KnownFailureChanged,
                 (true, _, None) if c.fails_at_must() => Outcome::Failed,
                 (true, _, None) => Outcome::Advisory,
