@@ -68,6 +68,7 @@ import re
 import uuid
 
 import lance
+import lineage_lengths
 import pyarrow as pa
 from manifest_bytes import with_varint_field
 from lance import LanceOperation as Op
@@ -139,6 +140,8 @@ def words(version_tuple, overlays_understood):
         "write:set-config",
         "write:add-fields",
         "write:drop-fields",
+        # Bit 2048 is stable in 14.x: Lance reads and carries column arms (facts sheet §7).
+        "write:spilled-lineage",
     ]
 
 
@@ -398,6 +401,9 @@ class Writer:
         self.prepared = {}
         self.next_token = 0
         self.storage_version = DEFAULT_STORAGE_VERSION
+        # The sources of the compaction the current step runs ({fragment id: surviving
+        # offsets}), for the reply's lineage lengths (lineage_lengths.reply).
+        self.compaction = None
 
     def asked_version(self, req):
         """The data file version this request's files are written in."""
@@ -433,12 +439,19 @@ class Writer:
             raise WriteUnsupported(
                 f"`{op}`: Lance 14.0.2 has no API that makes this step (adapters/pylance/README.md)"
             )
+        self.compaction = None
         new = handler(ds, step)
         if new.version != read_version + 1:
             raise H["Crashed"](
                 f"Lance committed version {new.version} for one step on version {read_version}"
             )
-        return {"version": new.version}
+        return self.committed(path, read_version, new.version)
+
+    def committed(self, path, read_version, version):
+        """A commit reply: the version, and the lineage lengths of the fragments it wrote
+        (spec/conformance.md §7.3; lineage_lengths.py measures them as Lance does)."""
+        lengths = lineage_lengths.reply(path, read_version, version, self.compaction)
+        return {"version": version, "lineage_lengths": lengths}
 
     def prepare(self, req):
         self.asked_version(req)
@@ -463,14 +476,16 @@ class Writer:
         if path != req["dataset"]:
             raise ValueError(f"transaction {token!r} was prepared in {path}, not {req['dataset']}")
         new = call(lance.LanceDataset.commit, path, operation, read_version=read_version)
-        return {"version": new.version}
+        self.compaction = None
+        return self.committed(path, new.version - 1, new.version)
 
     def commit_prepared(self, req):
         ds = self.at(req["dataset"], int(req["read_version"]))
         new = self.commit_op(ds, prepared_operation(ds, req["transaction"]))
         if new.version != ds.version + 1:
             raise H["Crashed"](f"Lance committed version {new.version} on version {ds.version}")
-        return {"version": new.version}
+        self.compaction = None
+        return self.committed(req["dataset"], ds.version, new.version)
 
     # ---- helpers
 
@@ -806,6 +821,11 @@ class Writer:
                 "compaction, and compacts a fragment with overlays on its own; missing API: a "
                 "compaction of chosen fragments into one)"
             )
+        self.compaction = {
+            f: {a & 0xFFFFFFFF for a in call(ds.get_fragment(f).to_table, columns=[], with_row_address=True)
+                .column("_rowaddr").to_pylist()}
+            for f in sorted(wanted, key=ids.index)
+        }
         results = [call(t.execute, ds) for t in plan.tasks]
         for r in results:
             for f in r.new_fragments:

@@ -36,7 +36,7 @@ use crate::runner::capability::WRITE_WORDS;
 use crate::runner::conformance_reader::{Answer, Description, Refusal};
 use crate::runner::conformance_writer::ConformanceWriter;
 use crate::runner::protocol::{
-    CommitPreparedRequest, Implementation, PrepareResult, PreparedCoverage,
+    CommitPreparedRequest, Implementation, LineageLengths, PrepareResult, PreparedCoverage,
     PreparedDeletionFileType, PreparedFile, PreparedOperation, PreparedOverlay,
     PreparedTransaction, ReadError, WriteRequest, WriteResult,
 };
@@ -143,9 +143,51 @@ fn land(dir: &Path, snapshot: &Snapshot, version: DataFileVersion) -> Answer<Wri
 fn land_with(dir: &Path, snapshot: &Snapshot, options: &WriteOptions) -> Answer<WriteResult> {
     write_version(dir, snapshot, options)
         .map_err(|e| refused(e.class().as_str(), Some(e.code()), format!("writing: {e}")))?;
-    Ok(WriteResult {
-        version: snapshot.version,
-    })
+    Ok(WriteResult::new(snapshot.version))
+}
+
+/// The commit reply's `lineage_lengths`: for each fragment of `next` whose id `prev` does not
+/// hold (the fragments this commit wrote), the length of each present sequence's inline
+/// encoding by the reference encoder, the one the store writes inline and compaction compares
+/// with the budget ([LIN-ENC-6]), whether the sequence is inline or spilled.
+fn lineage_lengths(prev: Option<&Snapshot>, next: &Snapshot) -> Answer<Vec<LineageLengths>> {
+    use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
+    use lance_reference::model::{CREATED_AT_FIELD_ID, LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID};
+    let known: BTreeSet<u64> = prev
+        .map(|p| p.fragments.iter().map(|f| f.id).collect())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for f in next.fragments.iter().filter(|f| !known.contains(&f.id)) {
+        let values = |field| {
+            f.lineage_values(field)
+                .map_err(|e| Refusal::Broken(format!("fragment {}: its own lineage: {e}", f.id)))
+        };
+        let row_ids =
+            values(ROW_ID_FIELD_ID)?.map(|v| RowIdSequence::from_values(&v).encode().len() as u64);
+        let versions = |v: Option<Vec<u64>>| {
+            v.map(|v| RowDatasetVersionSequence::from_versions(&v).encode().len() as u64)
+        };
+        out.push(LineageLengths {
+            fragment: f.id,
+            row_ids,
+            created_at: versions(values(CREATED_AT_FIELD_ID)?),
+            last_updated_at: versions(values(LAST_UPDATED_AT_FIELD_ID)?),
+        });
+    }
+    Ok(out)
+}
+
+/// [`land`], reporting the lengths of the lineage the commit wrote ([`lineage_lengths`]).
+fn land_reporting(
+    dir: &Path,
+    prev: Option<&Snapshot>,
+    snapshot: &Snapshot,
+    version: DataFileVersion,
+) -> Answer<WriteResult> {
+    let lengths = lineage_lengths(prev, snapshot)?;
+    let mut result = land(dir, snapshot, version)?;
+    result.lineage_lengths = Some(lengths);
+    Ok(result)
 }
 
 fn step_of(request: &WriteRequest) -> Answer<Step> {
@@ -544,9 +586,15 @@ impl ConformanceWriter for ReferenceWriter {
         let step = step_of(request)?;
         let file_version = asked_version(request)?;
         let versions = at_read_version(request)?;
+        let prev = versions.last().cloned();
         let label = versions.len() + 1;
         let next = scenario::continue_history(versions, label, &step).map_err(scenario_refusal)?;
-        land(Path::new(&request.dataset), &next, file_version)
+        land_reporting(
+            Path::new(&request.dataset),
+            prev.as_ref(),
+            &next,
+            file_version,
+        )
     }
 
     fn prepare(&mut self, request: &WriteRequest) -> Answer<PrepareResult> {
@@ -587,10 +635,11 @@ impl ConformanceWriter for ReferenceWriter {
             )));
         }
         let versions = history(Path::new(dataset))?;
+        let prev = versions.last().cloned();
         let label = versions.len() + 1;
         let next = scenario::retry_on_newest(versions, read_version, label, &step)
             .map_err(scenario_refusal)?;
-        land(Path::new(dataset), &next, file_version)
+        land_reporting(Path::new(dataset), prev.as_ref(), &next, file_version)
     }
 
     fn commit_prepared(&mut self, request: &CommitPreparedRequest) -> Answer<WriteResult> {
@@ -632,6 +681,9 @@ impl ConformanceWriter for ReferenceWriter {
                 }
             }
         }
-        land_with(dir, &next, &options)
+        let lengths = lineage_lengths(versions.last(), &next)?;
+        let mut result = land_with(dir, &next, &options)?;
+        result.lineage_lengths = Some(lengths);
+        Ok(result)
     }
 }

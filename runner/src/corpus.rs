@@ -172,6 +172,7 @@ fn placeholder(twin: &TwinSpec) -> Case {
         queries: Vec::new(),
         data_file_version: twin.data_file_version,
         step_data_file_versions: Default::default(),
+        writer_from: None,
         steps: Vec::new(),
     }
 }

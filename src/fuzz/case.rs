@@ -259,6 +259,7 @@ pub fn to_case(
         queries: queries(built),
         data_file_version: Default::default(),
         step_data_file_versions: Default::default(),
+        writer_from: None,
         steps,
     }
 }

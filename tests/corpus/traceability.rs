@@ -144,6 +144,7 @@ fn the_published_case_schema_knows_the_same_vocabulary() {
         "drop_fields",
         "corrupt",
         "reorder_overlays",
+        "set_writer_flag",
         "expect_refusal",
         "update_rows",
         "update",

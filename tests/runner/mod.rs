@@ -3,7 +3,8 @@
 //! and the in-process suite against the reference and against readers with injected
 //! misbehaviour (`suite`), and the writer run against the reference writer and misbehaving
 //! writers (`writer`), the lineage the public write paths leave, with injected writer bugs
-//! (`lineage_writer`), a reader answering in Arrow record batches (`arrow`), and corpus and
+//! (`lineage_writer`), what only a writer run decides (lengths a writer reports, versions handed
+//! over, a malformed budget, a fold plan completed, `writer_refusals`), a reader answering in Arrow record batches (`arrow`), and corpus and
 //! runner faults blamed on the kit (`kit_faults`).
 
 mod arrow;
@@ -13,6 +14,7 @@ mod process;
 mod protocol_schemas;
 mod suite;
 mod writer;
+mod writer_refusals;
 
 /// The stored corpus, which every module here judges against.
 fn corpus() -> std::path::PathBuf {

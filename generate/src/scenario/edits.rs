@@ -47,6 +47,12 @@ pub enum ReencodePlan {
         /// The bits.
         bits: u64,
     },
+    /// Set these bits in the writer word of the manifest only (`set_writer_flag`: a newer
+    /// writer's commit, stored as it wrote it).
+    WriterFlags {
+        /// The bits.
+        bits: u64,
+    },
     /// Store an `IndexSection` with no indices.
     EmptyIndexSection,
     /// Store a copy of the manifest as the detached version `2^63 + version`.

@@ -135,6 +135,12 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
                 corruptions.push(c.clone());
                 "applied to the written dataset".to_string()
             }
+            Step::SetWriterFlag { bit } if corruptions.is_empty() => {
+                let note = run.set_writer_flag(*bit).map_err(&tag)?;
+                let current = run.current().map_err(&tag)?;
+                reencodings.push((current.version, ReencodePlan::WriterFlags { bits: *bit }));
+                note
+            }
             Step::Reencode(r) if corruptions.is_empty() => {
                 let current = run.current().map_err(&tag)?;
                 let (plan, note) = edits::plan(current, r).map_err(|p| tag(Failure::Problem(p)))?;
@@ -306,8 +312,13 @@ impl Run {
         id
     }
 
-    /// Stamps the flags the content requires, checks the version, and records it.
+    /// Stamps the flags the content requires, checks the version, and records it. A commit on
+    /// top of a version whose writer word sets a bit the reference does not implement is
+    /// refused first ([FLG-WRITE-5], [FLG-BITS-2]): the writer word binds every writer.
     fn commit(&mut self, mut snapshot: Snapshot) -> Outcome<()> {
+        if let Some(prev) = self.versions.last() {
+            flags::check_writer_flags(prev.writer_flags).map_err(lance_reference::Error::from)?;
+        }
         snapshot.version = self.next_version();
         flags::set_commit_flags(&mut snapshot);
         flags::check_written_flags(&snapshot).map_err(lance_reference::Error::from)?;
@@ -592,7 +603,8 @@ impl Run {
                     "stored the overlays of fragment {fragment} in the order {order:?}"
                 ))
             }
-            Step::ExpectRefusal { attempt, code } => self.expect_refusal(i, attempt, code),
+            Step::ExpectRefusal { attempt, code, .. } => self.expect_refusal(i, attempt, code),
+            Step::SetWriterFlag { bit } => self.set_writer_flag(*bit),
             Step::UpdateRows {
                 fragment,
                 offsets,
@@ -610,8 +622,31 @@ impl Run {
         }
     }
 
-    /// Runs `attempt`, which the reference must refuse (class `refused`, code `code`) without
-    /// committing anything.
+    /// One version equal to the newest with `bit` added to its writer word ([`Step::SetWriterFlag`]):
+    /// a newer writer's commit, so the reference's written-flag rules are not applied, and
+    /// only a single bit the reference's writer does not implement is accepted. The store
+    /// writes the words the content needs; the bit is added to the stored manifest by the
+    /// re-encoding [`execute`] records for this version ([`ReencodePlan::WriterFlags`]).
+    fn set_writer_flag(&mut self, bit: u64) -> Outcome<String> {
+        if !bit.is_power_of_two() || flags::check_writer_flags(bit).is_ok() {
+            return Err(format!(
+                "`set_writer_flag` takes one bit the reference's writer does not implement, not {bit}"
+            )
+            .into());
+        }
+        let mut next = self.current()?.clone();
+        next.version = self.next_version();
+        next.writer_flags |= bit;
+        next.validate()?;
+        self.versions.push(next);
+        Ok(format!("writer word bit {bit} set by a newer writer"))
+    }
+
+    /// Runs `attempt`, which the reference must refuse with `code` without committing
+    /// anything. The class is the error's own: a writer refusal is judged by its code alone
+    /// (spec/conformance.md §7.1), and a writer refuses some steps for a reason a reader would
+    /// report as `unsupported_feature` (a writer word bit it does not implement, [FLG-WRITE-5])
+    /// or `invalid` (a malformed budget, [LIN-CFG-3]).
     fn expect_refusal(&mut self, i: usize, attempt: &Step, code: &str) -> Outcome<String> {
         if matches!(
             attempt,
@@ -632,13 +667,13 @@ impl Run {
             .into());
         }
         match outcome {
-            Err(Failure::Reference(e))
-                if e.class() == lance_reference::ErrorClass::Refused && e.code() == code =>
-            {
-                Ok(format!("{} refused [refused/{code}]: {e}", attempt.op()))
-            }
+            Err(Failure::Reference(e)) if e.code() == code => Ok(format!(
+                "{} refused [{}/{code}]: {e}",
+                attempt.op(),
+                e.class().as_str()
+            )),
             Err(Failure::Reference(e)) => Err(format!(
-                "{} had to be refused with refused/{code}, the reference fails with {}/{}: {e}",
+                "{} had to be refused with {code}, the reference fails with {}/{}: {e}",
                 attempt.op(),
                 e.class().as_str(),
                 e.code()

@@ -82,6 +82,15 @@ pub(super) fn apply(
                 &encode_manifest_file(&file.manifest, Some(&Default::default()))?,
             );
         }
+        ReencodePlan::WriterFlags { bits } => {
+            file.manifest.writer_feature_flags |= bits;
+            snapshot.writer_flags |= bits;
+            return write(
+                root,
+                &rel,
+                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
+            );
+        }
         ReencodePlan::Flags { bits } => {
             file.manifest.reader_feature_flags |= bits;
             file.manifest.writer_feature_flags |= bits;
@@ -188,6 +197,7 @@ pub(super) fn apply(
             set_inline(f, *sequence, bytes.clone());
         }
         ReencodePlan::Flags { .. }
+        | ReencodePlan::WriterFlags { .. }
         | ReencodePlan::EmptyIndexSection
         | ReencodePlan::DetachedCopy
         | ReencodePlan::TransactionSection

@@ -232,6 +232,11 @@ pub struct Case {
     /// whose files then differ is a mixed-version one (bit 256).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub step_data_file_versions: BTreeMap<String, DataFileVersionSpec>,
+    /// A writer run of the case starts from a copy of the stored dataset at this version
+    /// (spec/conformance.md §7.3): the steps up to it are not the writer's, and may be steps no
+    /// writer makes (`set_writer_flag`); the writer replays only the steps after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer_from: Option<u64>,
     /// The scenario.
     pub steps: Vec<Step>,
 }
@@ -447,6 +452,12 @@ impl Case {
                         .into(),
                 ));
             }
+        }
+        if self.writer_from.is_some() && self.expect_error.is_some() {
+            return Err(bad(
+                "`writer_from` hands a writer a readable version; a negative case has none to hand"
+                    .into(),
+            ));
         }
         match (&self.expect_error, first_corrupt) {
             (Some(e), Some(_)) => {

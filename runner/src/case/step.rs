@@ -310,13 +310,28 @@ pub enum Step {
         /// `order[i]` is the old position of the overlay stored at position `i`.
         order: Vec<usize>,
     },
-    /// `attempt` must be refused by the reference with error class `refused` and `code`.
-    /// No version: the dataset stays as it was.
+    /// One version equal to the newest, with `bit` also set in its writer word: the commit of
+    /// a newer writer that implements a feature this kit does not (a bit at or above 1 << 18,
+    /// or one the reference writer refuses). No writer is asked to make it; a case that holds it
+    /// hands the writer the stored version (`writer_from`). Readers ignore the writer word
+    /// ([FLG-READ-3]).
+    SetWriterFlag {
+        /// The bit's value (a power of two).
+        bit: u64,
+    },
+    /// `attempt` must be refused by the reference with `code`. No version: the dataset stays
+    /// as it was.
     ExpectRefusal {
         /// The operation that must be refused.
         attempt: Box<Step>,
         /// The reference's error code (`non_contiguous_merge`, `stale_index`, ...).
         code: String,
+        /// A writer may commit `attempt` instead of refusing it, when the commit it makes is
+        /// one `validate` finds clean (a fold that completes a stale plan by itself,
+        /// [OVL-FOLD-6]); its run of the case ends there, since the later steps assume the
+        /// refusal. The reference always refuses.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        may_commit: bool,
     },
     /// A row-moving update: the rows at `offsets` of `fragment` are deleted there and written,
     /// with `set` applied, to one new fragment that carries their row ids and created-at.
@@ -530,6 +545,7 @@ impl Step {
             Step::Corrupt(_) => "corrupt",
             Step::ReorderOverlays { .. } => "reorder_overlays",
             Step::ExpectRefusal { .. } => "expect_refusal",
+            Step::SetWriterFlag { .. } => "set_writer_flag",
             Step::UpdateRows { .. } => "update_rows",
             Step::Update { .. } => "update",
             Step::RewriteColumns { .. } => "rewrite_columns",

@@ -40,7 +40,7 @@ pub const VOCABULARY: [&str; 12] = [
 /// The writer words: the steps of the case vocabulary a writer commits (`write:<step>`). A
 /// writer run sends a case only to a writer that declares every word its steps need
 /// ([`super::writer::needs`]).
-pub const WRITE_WORDS: [&str; 21] = [
+pub const WRITE_WORDS: [&str; 22] = [
     "write:create",
     "write:append",
     "write:overlay",
@@ -62,6 +62,7 @@ pub const WRITE_WORDS: [&str; 21] = [
     "write:drop-fields",
     PREPARED_COMMIT,
     REFERENCE_LINEAGE_ENCODING,
+    SPILLED_LINEAGE,
 ];
 
 /// A writer that commits files the kit prepared (`commit_prepared`, spec/conformance.md §7.4):
@@ -69,6 +70,12 @@ pub const WRITE_WORDS: [&str; 21] = [
 /// well-formed twin. Not a step of the case vocabulary; a writer without it replays those
 /// cases' own steps instead.
 pub const PREPARED_COMMIT: &str = "write:prepared-commit";
+
+/// A writer that commits on top of a table whose lineage is spilled (writer bit 2048): it
+/// reads and carries column arms. Not a step; a writer without it must refuse to commit on a
+/// version whose writer word sets 2048 ([FLG-WRITE-5]), which the kit judges where it hands a
+/// writer such a version (`writer_from`, spec/conformance.md §7.3).
+pub const SPILLED_LINEAGE: &str = "write:spilled-lineage";
 
 /// A writer whose inline lineage encodings are the reference's (the encoder of
 /// `spec/row-lineage.md`). Where the table spills, the budget is compared with the writer's

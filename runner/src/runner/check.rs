@@ -109,6 +109,12 @@ pub enum Check {
         /// The version.
         version: u64,
     },
+    /// `v<n> lineage lengths`: the lineage a commit wrote placed by the lengths the writer
+    /// reports for it.
+    LineageLengths {
+        /// The version.
+        version: u64,
+    },
     /// `v<n> write (<op>)`: a writer's step committed as version `n`.
     Write {
         /// The version.
@@ -198,6 +204,7 @@ impl Check {
             | Check::RefusalCode { version, .. }
             | Check::DataFileVersion { version }
             | Check::Rules { version }
+            | Check::LineageLengths { version }
             | Check::Write { version, .. }
             | Check::Prepare { version, .. }
             | Check::CommitRetried { version, .. }
@@ -254,6 +261,7 @@ impl fmt::Display for Check {
             Check::RefusalCode { version, code } => write!(f, "v{version} refusal code ({code})"),
             Check::DataFileVersion { version } => write!(f, "v{version} data file version"),
             Check::Rules { version } => write!(f, "v{version} rules"),
+            Check::LineageLengths { version } => write!(f, "v{version} lineage lengths"),
             Check::Write { version, op } => write!(f, "v{version} write ({op})"),
             Check::Prepare { version, op } => write!(f, "v{version} prepare ({op})"),
             Check::CommitRetried { version, op } => write!(f, "v{version} commit ({op}, retried)"),
@@ -341,6 +349,7 @@ fn parse(s: &str) -> Result<Check, &'static str> {
         "read as its twin" => Check::ReadAsTwin { version },
         "data file version" => Check::DataFileVersion { version },
         "rules" => Check::Rules { version },
+        "lineage lengths" => Check::LineageLengths { version },
         _ => {
             if let Some(columns) = what
                 .strip_prefix("scan [")
@@ -532,6 +541,7 @@ mod tests {
             },
             Check::DataFileVersion { version: 2 },
             Check::Rules { version: 2 },
+            Check::LineageLengths { version: 2 },
             Check::Write {
                 version: 2,
                 op: op(),

@@ -232,6 +232,39 @@ pub enum PreparedCoverage {
 pub struct WriteResult {
     /// The version the commit created.
     pub version: u64,
+    /// The writer's own measure of the lineage it wrote ([`LineageLengths`]); optional.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lineage_lengths: Option<Vec<LineageLengths>>,
+}
+
+impl WriteResult {
+    /// A result that reports no lineage lengths.
+    pub fn new(version: u64) -> WriteResult {
+        WriteResult {
+            version,
+            lineage_lengths: None,
+        }
+    }
+}
+
+/// One fragment a commit wrote, and the byte length of the inline encoding of each of its
+/// lineage sequences by the writer's own encoder (the `RowIdSequence` or
+/// `RowDatasetVersionSequence` message), whether the writer stored it inline or spilled it:
+/// the length [LIN-ENC-6] makes the measure of [LIN-PLACE-3] (spec/conformance.md §7.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LineageLengths {
+    /// The fragment's id in the version created.
+    pub fragment: u64,
+    /// Row ids (absent: not stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_ids: Option<u64>,
+    /// Created-at versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<u64>,
+    /// Last-updated-at versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_updated_at: Option<u64>,
 }
 
 /// `prepare`'s result.

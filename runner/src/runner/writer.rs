@@ -9,7 +9,13 @@
 //! spills, by whether it is recorded at all, unless the writer declares the reference's
 //! encoding: inline or spilled then follows the writer's own encoding, [LIN-ENC-6]); and `validate`
 //! ([`crate::validate`]) judges the version alone and the commit against the one before it. A
-//! step the case says must be refused has to be answered with `error` and leave no new version.
+//! step the case says must be refused has to be answered with `error` and leave no new version
+//! (or, where the case allows it, `may_commit`, be committed as a version `validate` finds
+//! clean). Lengths a writer reports for the lineage it wrote (`lineage_lengths`) are checked
+//! against the stored bytes where the kit can measure them, and decide a spill's placement
+//! where it cannot ([LIN-ENC-6]). A case handed over at a stored version (`writer_from`)
+//! starts from a copy of it, and a writer lacking a feature its writer word announces must
+//! refuse the first step on it.
 //! A case is sent only when every step is one a conforming writer can be asked for
 //! ([`plan`]) and the writer declares every `write:` word its steps need; otherwise it is
 //! `unsupported` as a whole, and so is a case the writer answers `unsupported` midway (a case
@@ -25,7 +31,9 @@ use std::path::{Path, PathBuf};
 use lance_reference::lineage::SpillConfig;
 use lance_reference::model::Snapshot;
 
-use super::capability::{ERROR_CODES, PREPARED_COMMIT, REFERENCE_LINEAGE_ENCODING};
+use super::capability::{
+    ERROR_CODES, PREPARED_COMMIT, REFERENCE_LINEAGE_ENCODING, SPILLED_LINEAGE,
+};
 use super::check::Check;
 use super::conformance_reader::{ConformanceReader, Refusal};
 use super::conformance_writer::ConformanceWriter;
@@ -33,8 +41,8 @@ use super::execute::{self, Expected, shown};
 use super::kit_fault::KitFault;
 use super::prepared_commit::{CommitterCase, Side, committer_case, manifest};
 use super::protocol::{
-    CommitPreparedRequest, ExclusionResult, OpenResult, QueryAnswer, QueryRequest, ScanRequest,
-    ScanResult, VersionRef, WriteRequest,
+    CommitPreparedRequest, ExclusionResult, LineageLengths, OpenResult, QueryAnswer, QueryRequest,
+    ScanRequest, ScanResult, VersionRef, WriteRequest,
 };
 use super::reference::{ReferenceReader, read_checked};
 use super::report::{CaseResult, CheckResult, FailureKind, Report, Role, Verdict};
@@ -84,6 +92,9 @@ pub enum Action<'a> {
         code: &'a str,
         /// The newest version before and after.
         at: u64,
+        /// The writer may commit `attempt` instead, as version `at + 1`, when `validate`
+        /// finds that commit clean; the case ends there.
+        may_commit: bool,
     },
 }
 
@@ -98,13 +109,29 @@ pub struct Plan<'a> {
 
 /// The writer run of `case`, or why the case is not one a conforming writer can replay (a step
 /// that stands for a non-conforming or an older writer, or for a change no operation makes).
+/// With `writer_from = N` the steps that make versions 1 to N are the stored dataset's, handed
+/// to the writer as a copy ([`hand_over`]): they need no word and may be any step.
 pub fn plan(case: &Case) -> Result<Plan<'_>, String> {
     let mut out = Plan {
         actions: Vec::new(),
         needs: BTreeSet::new(),
     };
     let mut version = 0;
+    let from = case.writer_from.unwrap_or(0);
     for step in &case.steps {
+        if version < from {
+            version += match step {
+                Step::Corrupt(_) | Step::Reencode(_) | Step::ExpectRefusal { .. } => 0,
+                Step::CommitRetry { .. } => 2,
+                _ => 1,
+            };
+            if version > from {
+                return Err(format!(
+                    "writer_from = {from} falls inside a `commit_retry`, which makes two versions"
+                ));
+            }
+            continue;
+        }
         match step {
             Step::Corrupt(_) => break,
             Step::Reencode(_) => continue,
@@ -119,12 +146,17 @@ pub fn plan(case: &Case) -> Result<Plan<'_>, String> {
                 });
                 version += 2;
             }
-            Step::ExpectRefusal { attempt, code } => {
+            Step::ExpectRefusal {
+                attempt,
+                code,
+                may_commit,
+            } => {
                 needs(attempt, &mut out.needs)?;
                 out.actions.push(Action::Refuse {
                     attempt,
                     code,
                     at: version,
+                    may_commit: *may_commit,
                 });
             }
             other => {
@@ -137,7 +169,55 @@ pub fn plan(case: &Case) -> Result<Plan<'_>, String> {
             }
         }
     }
+    if version < from {
+        return Err(format!(
+            "writer_from = {from}, but the steps make only {version} version(s)"
+        ));
+    }
     Ok(out)
+}
+
+/// Copies the stored dataset `stored` at version `at` into the empty directory `dir`: every
+/// file but the manifests of later versions (the files only those name stay, unreferenced, as
+/// after any commit). The writer continues from there as from its own history.
+pub fn hand_over(stored: &Path, at: u64, dir: &Path) -> std::io::Result<()> {
+    use lance_reference_io::version_names::{VERSIONS_DIR, parse_manifest_name};
+    fn copy(from: &Path, to: &Path, skip: &dyn Fn(&Path) -> bool) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        let mut entries: Vec<_> = std::fs::read_dir(from)?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let target = to.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                copy(&path, &target, skip)?;
+            } else if !skip(&path) {
+                std::fs::copy(&path, &target)?;
+            }
+        }
+        Ok(())
+    }
+    let versions = stored.join(VERSIONS_DIR);
+    let later = |path: &Path| {
+        path.parent() == Some(versions.as_path())
+            && path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| parse_manifest_name(n).ok().flatten())
+                .is_some_and(|e| e.version > at)
+    };
+    copy(stored, dir, &later)
+}
+
+/// The words a writer that lacks them must have to commit on top of a version whose writer word
+/// sets `writer_flags`: bit 64 needs `write:overlay` ([OVL-FLAG-2]), bit 2048
+/// `write:spilled-lineage` ([FLG-WRITE-5]).
+pub fn lacking_for(writer_flags: u64, declared: &BTreeSet<String>) -> Vec<&'static str> {
+    [(64, "write:overlay"), (2048, SPILLED_LINEAGE)]
+        .into_iter()
+        .filter(|(bit, word)| writer_flags & bit != 0 && !declared.contains(*word))
+        .map(|(_, word)| word)
+        .collect()
 }
 
 /// Adds the `write:` words one ordinary step needs; an error names a step no conforming
@@ -210,6 +290,7 @@ pub fn needs(step: &Step, words: &mut BTreeSet<&'static str>) -> Result<(), Stri
         Step::Corrupt(_)
         | Step::Reencode(_)
         | Step::ReorderOverlays { .. }
+        | Step::SetWriterFlag { .. }
         | Step::ReserveRowIds { .. }
         | Step::ClearLineage { .. }
         | Step::ClearIndexCoverage { .. }
@@ -312,6 +393,13 @@ struct Replay<'a> {
     /// `DataFile.path`s of the files the kit placed for a prepared commit: they are in the
     /// stored case's version, not the writer's, so the version check leaves them out.
     kit_files: BTreeSet<String>,
+    /// The lineage lengths the last commit reply reported, judged with the version it created
+    /// ([`Replay::lineage_lengths`]).
+    reported: Option<Vec<LineageLengths>>,
+    /// For a case handed over at version `N` whose first step must be refused: the stored
+    /// version `N - 1` (and the stored dataset), on a copy of which the same step must commit
+    /// before the refusal counts ([`Replay::control`]).
+    control: Option<(PathBuf, u64)>,
 }
 
 impl Replay<'_> {
@@ -376,6 +464,7 @@ impl Replay<'_> {
         match answer {
             Ok(r) if r.version == version => {
                 self.push(name, Verdict::Pass, None, String::new());
+                self.reported = r.lineage_lengths;
                 true
             }
             Ok(r) => {
@@ -461,6 +550,113 @@ impl Replay<'_> {
         }
     }
 
+    /// `vN lineage lengths`: the placement of the lineage the commit wrote, judged by the
+    /// writer's own measure (`lineage_lengths` of its reply, [LIN-ENC-6]). For each fragment
+    /// of version `version` whose id version `version - 1` does not hold, every sequence it
+    /// stores needs a reported length: an inline one's must be its stored length (the kit
+    /// measures it, so the report is checked where it can be), and a spilled one's must exceed
+    /// the budget in force ([LIN-PLACE-3], [LIN-PLACE-4]; strictly greater). A spill with
+    /// spilling off is `vN rules`' finding ([LIN-CFG-1]), and a budget that does not parse
+    /// decides nothing here ([LIN-CFG-3]).
+    fn lineage_lengths(&mut self, version: u64, reported: &[LineageLengths]) {
+        use crate::validate::version::{inline_lengths, manifest_file};
+        use lance_reference::model::LineageSequence;
+        let name = Check::LineageLengths { version };
+        let dataset = match lance_reference_io::Dataset::open(Path::new(&self.dir)) {
+            Ok(d) => d,
+            Err(e) => {
+                let message = format!("the kit cannot open the dataset: {e}");
+                self.push(name, Verdict::Fail, Some(FailureKind::BrokeRule), message);
+                return;
+            }
+        };
+        let (now, before) = match (
+            dataset.read_manifest_level(version),
+            version
+                .checked_sub(1)
+                .filter(|v| *v > 0)
+                .map(|v| dataset.read_manifest_level(v))
+                .transpose(),
+        ) {
+            (Ok((now, _)), Ok(before)) => (now, before.map(|(b, _)| b)),
+            (Err(e), _) | (_, Err(e)) => {
+                let message = format!("the kit cannot read the manifest: {e}");
+                self.push(name, Verdict::Fail, Some(FailureKind::BrokeRule), message);
+                return;
+            }
+        };
+        let stored = inline_lengths(&dataset, &manifest_file(&dataset, version));
+        let config = SpillConfig::from_table_config(&now.config).ok();
+        let known: BTreeSet<u64> = before
+            .iter()
+            .flat_map(|b| b.fragments.iter().map(|f| f.id))
+            .collect();
+        let mut problems = Vec::new();
+        let mut measured = 0;
+        for f in now.fragments.iter().filter(|f| !known.contains(&f.id)) {
+            let report = reported.iter().find(|r| r.fragment == f.id);
+            let sequences = [
+                (
+                    "row ids",
+                    &f.lineage.row_ids,
+                    report.and_then(|r| r.row_ids),
+                ),
+                (
+                    "created-at",
+                    &f.lineage.created_at,
+                    report.and_then(|r| r.created_at),
+                ),
+                (
+                    "last-updated-at",
+                    &f.lineage.last_updated_at,
+                    report.and_then(|r| r.last_updated_at),
+                ),
+            ];
+            for (k, (what, placed, length)) in sequences.into_iter().enumerate() {
+                let at = format!("fragment {} {what}", f.id);
+                match (placed, length) {
+                    (LineageSequence::Absent, _) => {}
+                    (_, None) => problems.push(format!(
+                        "{at}: the commit wrote it, but the reply reports no length"
+                    )),
+                    (LineageSequence::Inline(_), Some(len)) => {
+                        measured += 1;
+                        let on_disk = stored
+                            .get(&f.id)
+                            .and_then(|l| l.get(k).copied().flatten())
+                            .map(|n| n as u64);
+                        if on_disk != Some(len) {
+                            let on_disk =
+                                on_disk.map_or("(not found)".to_string(), |n| n.to_string());
+                            problems.push(format!(
+                                "{at}: stored inline in {on_disk} bytes, the reply reports {len}"
+                            ));
+                        }
+                    }
+                    (LineageSequence::Column, Some(len)) => {
+                        measured += 1;
+                        let Some(c) = config.filter(|c| c.enabled) else {
+                            continue;
+                        };
+                        if len <= c.inline_max_bytes as u64 {
+                            problems.push(format!(
+                                "{at}: spilled, but its inline encoding is {len} bytes by the writer's own measure, not over the budget of {} [LIN-PLACE-3, LIN-PLACE-4]",
+                                c.inline_max_bytes
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if problems.is_empty() {
+            let message = format!("{measured} sequence(s) placed as their reported lengths say");
+            self.push(name, Verdict::Pass, None, message);
+        } else {
+            let message = problems.join("\n");
+            self.push(name, Verdict::Fail, Some(FailureKind::BrokeRule), message);
+        }
+    }
+
     /// Judges version `version` as the writer left it: `validate`, then the reads.
     fn judge(&mut self, version: u64) {
         let name = Check::Rules { version };
@@ -469,32 +665,16 @@ impl Replay<'_> {
                 self.push(name, Verdict::Pass, None, String::new())
             }
             Ok(report) => {
-                let lines: Vec<String> = report
-                    .findings
-                    .iter()
-                    .map(|f| {
-                        format!(
-                            "[{}] {}/{} {} {}: {}",
-                            f.requirements.join(", "),
-                            f.class.as_str(),
-                            f.code,
-                            f.file,
-                            f.field,
-                            f.message
-                        )
-                    })
-                    .collect();
-                self.push(
-                    name,
-                    Verdict::Fail,
-                    Some(FailureKind::BrokeRule),
-                    lines.join("\n"),
-                );
+                let found = findings_text(&report);
+                self.push(name, Verdict::Fail, Some(FailureKind::BrokeRule), found);
             }
             Err(e) => self.push(name, Verdict::Error, None, format!("validate: {e}")),
         }
         if let Some(asked) = self.data_file_version.clone() {
             self.file_versions(version, &asked);
+        }
+        if let Some(reported) = self.reported.take() {
+            self.lineage_lengths(version, &reported);
         }
         let Some(expected) = self.expected.get(&version).copied() else {
             self.kit_fault(
@@ -605,7 +785,7 @@ impl Replay<'_> {
         }
     }
 
-    fn refuse(&mut self, attempt: &Step, code: &str, at: u64) {
+    fn refuse(&mut self, attempt: &Step, code: &str, at: u64, may_commit: bool) {
         let name = Check::RefusesWrite {
             version: at,
             op: attempt.op().into(),
@@ -613,8 +793,109 @@ impl Replay<'_> {
         let Some(request) = self.request(&name, attempt, at) else {
             return;
         };
+        if let Some((stored, before)) = self.control.take() {
+            if let Err(why) = self.control(&stored, before, &request) {
+                let message = format!(
+                    "inconclusive: the writer did not commit the same step on a copy of version {before}, where nothing forbids it ({why}), so its refusal here says nothing"
+                );
+                self.push(
+                    name,
+                    Verdict::Inconclusive,
+                    Some(FailureKind::Inconclusive),
+                    message,
+                );
+                self.stopped = true;
+                return;
+            }
+        }
         let answer = self.writer.write(&request);
-        self.refused(name, answer, Some(code), at, at);
+        match answer {
+            Ok(r)
+                if may_commit && r.version == at + 1 && newest(Path::new(&self.dir)) == at + 1 =>
+            {
+                self.committed_instead(name, at + 1);
+            }
+            answer => self.refused(name, answer, Some(code), at, at),
+        }
+    }
+
+    /// The twin rule of a handed-over refusal: `request` sent on a copy of the stored version
+    /// `before` (in a directory beside the writer's, removed afterwards) must commit version
+    /// `before + 1`, so that a writer refusing everything does not pass by refusing.
+    fn control(
+        &mut self,
+        stored: &Path,
+        before: u64,
+        request: &WriteRequest,
+    ) -> Result<(), String> {
+        let dir = PathBuf::from(format!("{}-control", self.dir));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
+        }
+        hand_over(stored, before, &dir).map_err(|e| e.to_string())?;
+        let mut control = request.clone();
+        control.dataset = dir.display().to_string();
+        control.read_version = before;
+        let answer = self.writer.write(&control);
+        let _ = std::fs::remove_dir_all(&dir);
+        match answer {
+            Ok(r) if r.version == before + 1 => Ok(()),
+            Ok(r) => Err(format!("it committed version {}", r.version)),
+            Err(Refusal::Error(e)) => Err(format!("refused: {}", shown(&e))),
+            Err(Refusal::Unsupported(m) | Refusal::Skipped(m)) => Err(format!("unsupported: {m}")),
+            Err(Refusal::Broken(m)) => Err(format!("broke: {m}")),
+        }
+    }
+
+    /// The writer's refusal profile at a handed-over version (`writer_from`): its writer word
+    /// announces a feature the writer lacks (`lacking`, [`lacking_for`]), so the first step
+    /// on it, whatever the case does with it, must be refused and leave no version
+    /// ([OVL-FLAG-2], [FLG-WRITE-5]).
+    fn refuse_lacking(&mut self, action: &Action<'_>, lacking: &[&str]) {
+        let (step, typed_by, at) = match action {
+            Action::Write { step, version } => (*step, *version, version - 1),
+            Action::Retry { write, version, .. } => (*write, *version, version - 1),
+            Action::Prepared { step, version, .. } => (*step, *version, version - 1),
+            Action::Refuse { attempt, at, .. } => (*attempt, *at, *at),
+        };
+        let name = format!(
+            "v{at} refuses ({}; needs {})",
+            step.op(),
+            lacking.join(", ")
+        );
+        let Some(request) = self.request(&name, step, typed_by) else {
+            return;
+        };
+        let answer = self.writer.write(&request);
+        self.refused(name, answer, None, at, at);
+    }
+
+    /// A step the case refuses but lets a writer commit instead (`may_commit`): the commit
+    /// passes when `validate` finds version `version` (alone and as a commit) clean, which
+    /// includes the kit's reader reading it. The case ends here either way: its later steps
+    /// assume the refusal.
+    fn committed_instead(&mut self, name: String, version: u64) {
+        self.stopped = true;
+        match crate::validate::validate(Path::new(&self.dir), Some(version)) {
+            Ok(report) if report.findings.is_empty() => self.push(
+                name,
+                Verdict::Pass,
+                None,
+                format!(
+                    "committed version {version} instead of refusing, and `validate` finds it clean (the case allows either)"
+                ),
+            ),
+            Ok(report) => {
+                let found = findings_text(&report);
+                self.push(
+                    name,
+                    Verdict::Fail,
+                    Some(FailureKind::BrokeRule),
+                    format!("committed version {version} instead of refusing, and `validate` finds:\n{found}"),
+                );
+            }
+            Err(e) => self.push(name, Verdict::Error, None, format!("validate: {e}")),
+        }
     }
 
     /// Judges the answer to a commit that must be refused, leaving the newest version at `at`;
@@ -756,6 +1037,26 @@ impl Replay<'_> {
     }
 }
 
+/// `validate`'s findings, one a line, each with the requirements it breaks.
+fn findings_text(report: &crate::validate::report::Report) -> String {
+    let lines: Vec<String> = report
+        .findings
+        .iter()
+        .map(|f| {
+            format!(
+                "[{}] {}/{} {} {}: {}",
+                f.requirements.join(", "),
+                f.class.as_str(),
+                f.code,
+                f.file,
+                f.field,
+                f.message
+            )
+        })
+        .collect();
+    lines.join("\n")
+}
+
 /// The newest version in `dir` (0 when there is none, or the directory cannot be listed).
 fn newest(dir: &Path) -> u64 {
     lance_reference_io::Dataset::open(dir)
@@ -797,6 +1098,16 @@ pub fn run_case(
         }
         other => other,
     };
+    // A handed-over dataset is in the stored case's data file version: a run asking for
+    // another would have the writer continue a history it could not have written.
+    if case.case.writer_from.is_some() {
+        if let Some(asked) = data_file_version.filter(|a| *a != own.as_str()) {
+            return unsupported(format!(
+                "a case handed over in data file version {}, the run asks for {asked}",
+                own.as_str()
+            ));
+        }
+    }
     let mut plan = match plan(&case.case) {
         Ok(p) => p,
         Err(why) => return unsupported(format!("not a writer case: {why}")),
@@ -865,6 +1176,27 @@ pub fn run_case(
     if let Err(e) = std::fs::create_dir_all(dir) {
         return fault(e);
     }
+    // A case handed over at version N starts from a copy of the stored dataset; a writer that
+    // lacks a feature the copied version's writer word announces must refuse its first step.
+    let mut lacking = Vec::new();
+    if let Some(from) = case.case.writer_from {
+        if let Err(e) = hand_over(&case.dir.join("dataset"), from, dir) {
+            return fault(e);
+        }
+        match lance_reference_io::Dataset::open(dir).and_then(|d| d.read_manifest_level(from)) {
+            Ok((snapshot, _)) => lacking = lacking_for(snapshot.writer_flags, declared),
+            Err(e) => {
+                return vec![CheckResult::kit_fault(
+                    "write".into(),
+                    case.case.level,
+                    &KitFault::StoredCase {
+                        version: from,
+                        message: format!("the handed-over copy: {e}"),
+                    },
+                )];
+            }
+        }
+    }
     let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut by_version: BTreeMap<u64, &ExpectedVersion> =
         expected.versions.iter().map(|v| (v.version, v)).collect();
@@ -886,7 +1218,24 @@ pub fn run_case(
         declined: None,
         data_file_version: data_file_version.map(str::to_string),
         kit_files: BTreeSet::new(),
+        reported: None,
+        control: None,
     };
+    if let (Some(from), true, Some(Action::Refuse { at, .. })) = (
+        case.case.writer_from,
+        lacking.is_empty(),
+        plan.actions.first(),
+    ) {
+        if *at == from && from > 1 {
+            replay.control = Some((case.dir.join("dataset"), from - 1));
+        }
+    }
+    if !lacking.is_empty() {
+        if let Some(first) = plan.actions.first() {
+            replay.refuse_lacking(first, &lacking);
+        }
+        plan.actions.clear();
+    }
     for action in &plan.actions {
         if replay.stopped {
             break;
@@ -898,7 +1247,12 @@ pub fn run_case(
                 conflict,
                 version,
             } => replay.retry(write, conflict, *version),
-            Action::Refuse { attempt, code, at } => replay.refuse(attempt, code, *at),
+            Action::Refuse {
+                attempt,
+                code,
+                at,
+                may_commit,
+            } => replay.refuse(attempt, code, *at, *may_commit),
             Action::Prepared { code, .. } => {
                 if let Some(c) = &committer {
                     replay.prepared(c, *code);

@@ -47,7 +47,7 @@ pub struct ReadVersion {
 
 /// The stored inline lineage lengths of every fragment of the manifest `file` (empty when it
 /// cannot be read again, which the reader's acceptance of it rules out).
-fn inline_lengths(dataset: &Dataset, file: &str) -> BTreeMap<u64, [Option<usize>; 3]> {
+pub fn inline_lengths(dataset: &Dataset, file: &str) -> BTreeMap<u64, [Option<usize>; 3]> {
     use lance_reference::proto::lance::table::data_fragment::{
         CreatedAtVersionSequence as Created, LastUpdatedAtVersionSequence as Updated,
         RowIdSequence as RowIds,
