@@ -101,6 +101,7 @@ fn read_one(root: &Path, version: u64) -> Result<Snapshot, Box<DatasetError>> {
 fn version_of(spec: DataFileVersionSpec) -> DataFileVersion {
     match spec {
         DataFileVersionSpec::V2_0 => DataFileVersion::V2_0,
+        DataFileVersionSpec::V2_1 => DataFileVersion::V2_1,
         DataFileVersionSpec::V2_2 => DataFileVersion::V2_2,
     }
 }
@@ -576,9 +577,10 @@ fn rewrite_changed_files(
     Ok(())
 }
 
-/// The version a file's manifest entry records (the writer writes v2.0 and v2.2 only).
+/// The version a file's manifest entry records (the writer writes v2.0, v2.1 and v2.2 only).
 fn file_version(layout: &lance_reference_io::layout::FileLayout) -> DataFileVersion {
     match (layout.file_major_version, layout.file_minor_version) {
+        (2, 1) => DataFileVersion::V2_1,
         (2, 2) => DataFileVersion::V2_2,
         _ => DataFileVersion::V2_0,
     }

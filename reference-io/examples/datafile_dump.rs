@@ -5,7 +5,8 @@
 //! ```text
 //! datafile_dump read FILE [TYPE,TYPE,...]   # types as Lance logical types; default: file schema
 //! datafile_dump write-sample DIR [VERSION]  # writes DIR/sample.lance and DIR/ragged.lance
-//!                                           # (and DIR/large.lance in 2.2); VERSION 2.0 or 2.2
+//!                                           # (and DIR/large.lance in 2.1 and 2.2);
+//!                                           # VERSION 2.0, 2.1 or 2.2
 //! ```
 //!
 //! Output is one JSON document on stdout: the footer version, `num_rows`, the file schema
@@ -307,11 +308,13 @@ fn written_doc(path: &str, version: DataFileVersion, columns: &[ColumnData]) -> 
 
 /// 6,000 rows (several mini-block chunks per column in 2.2), strings up to 40 KiB (chunks of
 /// two values), a 64-wide vector and a struct without NULLs.
-fn large_columns() -> Vec<ColumnData> {
+/// 6,000 rows in several chunks; every 1000th string is `long` bytes (40,000 in v2.2; v2.1's
+/// u16 chunk grammar holds at most 32 KiB per chunk, so its sample takes 4,000).
+fn large_columns(long: usize) -> Vec<ColumnData> {
     let n = 6000usize;
     let f = |id, name: &str, dt| Field::new(id, name, dt);
     let text = |i: usize| match i % 1000 {
-        7 => "L".repeat(40_000),
+        7 => "L".repeat(long),
         _ => format!("row {i} {}", "x".repeat(i % 37)),
     };
     vec![
@@ -406,14 +409,16 @@ fn main() {
         Some("write-sample") => {
             let dir = &args[2];
             let version = args.get(3).map_or(DataFileVersion::V2_0, |v| {
-                DataFileVersion::from_name(v).expect("version 2.0 or 2.2")
+                DataFileVersion::from_name(v).expect("version 2.0, 2.1 or 2.2")
             });
             let mut files = vec![
                 ("sample.lance", sample_columns()),
                 ("ragged.lance", ragged_columns()),
             ];
-            if version == DataFileVersion::V2_2 {
-                files.push(("large.lance", large_columns()));
+            match version {
+                DataFileVersion::V2_0 => {}
+                DataFileVersion::V2_1 => files.push(("large.lance", large_columns(4_000))),
+                DataFileVersion::V2_2 => files.push(("large.lance", large_columns(40_000))),
             }
             for (name, columns) in files {
                 let path = format!("{dir}/{name}");
@@ -427,13 +432,15 @@ fn main() {
                     }
                     // The columns as given to the writer (struct columns included), which
                     // datafile_roundtrip.py compares with pylance's read of the file.
-                    DataFileVersion::V2_2 => println!("{}", written_doc(&path, version, &columns)),
+                    DataFileVersion::V2_1 | DataFileVersion::V2_2 => {
+                        println!("{}", written_doc(&path, version, &columns))
+                    }
                 }
             }
         }
         _ => {
             eprintln!(
-                "usage: datafile_dump read FILE [TYPES] | datafile_dump write-sample DIR [2.0|2.2]"
+                "usage: datafile_dump read FILE [TYPES] | datafile_dump write-sample DIR [2.0|2.1|2.2]"
             );
             std::process::exit(1)
         }

@@ -2,7 +2,7 @@
 //! `nested`) into a directory, every version of each, with the reference writer.
 //!
 //! ```text
-//! cargo run -p lance-reference --example write_interop -- <out dir> [2.0|2.2]
+//! cargo run -p lance-reference --example write_interop -- <out dir> [2.0|2.1|2.2]
 //! ```
 //!
 //! The optional version is the data file format of every file written (default 2.0); in 2.2
@@ -21,7 +21,7 @@ use lance_reference_io::write_version;
 
 fn main() -> ExitCode {
     let Some(out) = std::env::args().nth(1).map(PathBuf::from) else {
-        eprintln!("usage: write_interop <out dir> [2.0|2.2]");
+        eprintln!("usage: write_interop <out dir> [2.0|2.1|2.2]");
         return ExitCode::FAILURE;
     };
     let Some(version) = std::env::args()
@@ -30,7 +30,7 @@ fn main() -> ExitCode {
             DataFileVersion::from_name(&v)
         })
     else {
-        eprintln!("usage: write_interop <out dir> [2.0|2.2]");
+        eprintln!("usage: write_interop <out dir> [2.0|2.1|2.2]");
         return ExitCode::FAILURE;
     };
     // Every scenario is attempted; a failed one stops at its failing version.

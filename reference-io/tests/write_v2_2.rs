@@ -1,4 +1,4 @@
-//! The dataset writer in data file format v2.2 ([`WriteOptions::data_file_version`]): what the
+//! The dataset writer in data file formats v2.2 and v2.1 ([`WriteOptions::data_file_version`]): what the
 //! manifest records and what the data files hold, on the interop scenario with a struct and a
 //! sparse overlay over its children (`dataset_scenarios::nested`). Values are checked by
 //! pylance in `tests/interop/check_reference_datasets.py` (part 1b).
@@ -32,23 +32,36 @@ fn written(version: DataFileVersion) -> (tempfile::TempDir, Vec<Layout>) {
 
 #[test]
 fn v2_2_files_are_recorded_as_2_2_and_hold_one_column_per_leaf() {
-    let (dir, layouts) = written(DataFileVersion::V2_2);
+    files_are_recorded_in_their_version_and_hold_one_column_per_leaf(DataFileVersion::V2_2);
+}
+
+#[test]
+fn v2_1_files_are_recorded_as_2_1_and_hold_one_column_per_leaf() {
+    files_are_recorded_in_their_version_and_hold_one_column_per_leaf(DataFileVersion::V2_1);
+}
+
+fn files_are_recorded_in_their_version_and_hold_one_column_per_leaf(version: DataFileVersion) {
+    let (dir, layouts) = written(version);
     let s = dataset_scenarios::nested();
+    let (major, minor) = version.manifest_numbers();
     for layout in &layouts {
         assert_eq!(
             layout.data_format.as_ref().map(|d| d.version.as_str()),
-            Some("2.2")
+            Some(version.name())
         );
         for fragment in &layout.fragments {
             for f in fragment.files.iter().chain(&fragment.overlays) {
-                assert_eq!((f.file_major_version, f.file_minor_version), (2, 2));
+                assert_eq!((f.file_major_version, f.file_minor_version), (major, minor));
                 let bytes = std::fs::read(dir.path().join(&f.path)).unwrap();
                 // The footer's last 12 bytes: u32 columns, u16 major, u16 minor, `LANC`.
                 let tail = &bytes[bytes.len() - 12..];
                 let num_columns = u32::from_le_bytes(tail[0..4].try_into().unwrap());
-                let major = u16::from_le_bytes(tail[4..6].try_into().unwrap());
-                let minor = u16::from_le_bytes(tail[6..8].try_into().unwrap());
-                assert_eq!((major, minor, &tail[8..]), (2, 2, &b"LANC"[..]));
+                let footer_major = u16::from_le_bytes(tail[4..6].try_into().unwrap());
+                let footer_minor = u16::from_le_bytes(tail[6..8].try_into().unwrap());
+                assert_eq!(
+                    (u32::from(footer_major), u32::from(footer_minor), &tail[8..]),
+                    (major, minor, &b"LANC"[..])
+                );
                 assert_eq!(
                     num_columns as usize,
                     f.column_indices.len(),

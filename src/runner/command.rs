@@ -47,7 +47,7 @@ pub struct RunArgs {
     /// under the system's temporary directory, removed after the run). Kept when given.
     #[arg(long, value_name = "DIR", requires = "writer_cmd")]
     pub scratch: Option<PathBuf>,
-    /// Ask the writer to write every data file in this data file version (`2.0`, `2.2`, as
+    /// Ask the writer to write every data file in this data file version (`2.0`, `2.1`, `2.2`, as
     /// Lance spells it): sent with every `write` and `prepare`, and each version written is
     /// checked to list only data files of it (check `vN data file version`). Without it the
     /// writer chooses and the version is not checked.

@@ -10,10 +10,10 @@ Three parts:
    strings, deletions in both forms, stable row ids, a row-moving update, a dense overlay,
    a BTree index, compaction with spilled lineage): every version is read by the reference
    (dataset_dump) and compared with pylance's scan.
-1b. The same datasets written by the reference in data file format 2.2 (`write_interop OUT
-   2.2`): every version is scanned by pylance and compared row by row with the reference's
-   scan of its 2.0 twin from part 1 (the kit's reader does not decode 2.2 yet, so the 2.0 twin
-   is the oracle); the manifest must name 2.2 in `data_format` and every `DataFile`.
+1b. The same datasets written by the reference in data file formats 2.2 and 2.1
+   (`write_interop OUT 2.2`, `... 2.1`): every version is scanned by pylance and compared row
+   by row with the reference's scan of its 2.0 twin from part 1 (the 2.0 twin is the oracle);
+   the manifest must name the version in `data_format` and every `DataFile`.
 3. Probes (examples/write_probes.rs): reference-written datasets with one manifest edited to
    break one rule of the spec; the reference must refuse each with the expected error code and
    pylance's verdict must match the one recorded in EXPECTED_PROBES.
@@ -155,34 +155,35 @@ def check_reference_written(bin_dir, work):
     return problems, checked
 
 
-def check_reference_written_v2_2(bin_dir, work):
-    """Part 1b: the 2.2 twins of part 1's datasets, scanned by pylance, against the
-    reference's scan of the 2.0 twin."""
-    out = os.path.join(work, "reference-2.2")
+def check_reference_written_v2_x(bin_dir, work, file_version):
+    """Part 1b: the `file_version` (2.1 or 2.2) twins of part 1's datasets, scanned by
+    pylance, against the reference's scan of the 2.0 twin."""
+    out = os.path.join(work, f"reference-{file_version}")
+    pair = tuple(int(p) for p in file_version.split("."))
     written = subprocess.run(
-        [os.path.join(bin_dir, "write_interop"), out, "2.2"], capture_output=True, text=True
+        [os.path.join(bin_dir, "write_interop"), out, file_version], capture_output=True, text=True
     )
     dump = os.path.join(bin_dir, "dataset_dump")
     problems, checked = [], 0
     for name, needle in EXPECTED_V2_2_WRITE_FAILURES.items():
         if f"{name} v" in written.stderr and needle in written.stderr:
-            print(f"ok   2.2 twin of {name}: not written yet, as recorded ({needle})")
+            print(f"ok   {file_version} twin of {name}: not written yet, as recorded ({needle})")
         else:
-            problems.append(f"2.2 twin of {name}: expected write failure {needle!r} not seen; "
-                            f"update EXPECTED_V2_2_WRITE_FAILURES")
+            problems.append(f"{file_version} twin of {name}: expected write failure {needle!r} "
+                            f"not seen; update EXPECTED_V2_2_WRITE_FAILURES")
     for line in written.stderr.splitlines():
         if not any(line.startswith(f"{n} v") and x in line
                    for n, x in EXPECTED_V2_2_WRITE_FAILURES.items()):
-            problems.append(f"write_interop 2.2: {line}")
+            problems.append(f"write_interop {file_version}: {line}")
     for path in written.stdout.split():
         name = os.path.basename(path)
         twin = os.path.join(work, "reference", name)
         for version in [v["version"] for v in lance.dataset(path).versions()]:
-            label = f"reference-written 2.2 {name} v{version}"
+            label = f"reference-written {file_version} {name} v{version}"
             ds = lance.dataset(path, version=version)
             pairs = {(f.file_major_version, f.file_minor_version)
                      for fr in ds.get_fragments() for f in fr.metadata.files}
-            if ds.data_storage_version != "2.2" or pairs != {(2, 2)}:
+            if ds.data_storage_version != file_version or pairs != {pair}:
                 problems.append(f"{label}: data_format {ds.data_storage_version}, files {pairs}")
                 continue
             try:
@@ -328,9 +329,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or tmp
         problems, checked = check_reference_written(args.bin_dir, work)
-        twin_problems, twins_checked = check_reference_written_v2_2(args.bin_dir, work)
-        problems += twin_problems
-        checked += twins_checked
+        for file_version in ["2.2", "2.1"]:
+            twin_problems, twins_checked = check_reference_written_v2_x(
+                args.bin_dir, work, file_version
+            )
+            problems += twin_problems
+            checked += twins_checked
         more, more_checked = check_lance_written(args.bin_dir, work)
         probe_problems, probes_checked = check_probes(args.bin_dir, work)
     problems += more + probe_problems

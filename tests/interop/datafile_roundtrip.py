@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Interop evidence: the kit's Lance data file writer (v2.0 and v2.2) and reader (v2.0) against
-pylance 14.0.2.
+"""Interop evidence: the kit's Lance data file writer (v2.0, v2.1 and v2.2) and reader (v2.0)
+against pylance 14.0.2.
 
-  (1) files written by the kit (`datafile_dump write-sample DIR 2.0|2.2`) are read by pylance's
-      `lance.file.LanceFileReader` with identical values, column by column; in 2.2 also a
-      6,000-row file (several mini-block chunks, 40 KB strings, a 64-wide vector), and every
-      kit column whose page layout is the one pylance's own `LanceFileWriter` picks for the same
-      values has byte-identical page buffers;
+  (1) files written by the kit (`datafile_dump write-sample DIR 2.0|2.1|2.2`) are read by
+      pylance's `lance.file.LanceFileReader` with identical values, column by column; in 2.1
+      and 2.2 also a 6,000-row file (several mini-block chunks, 4 KB (2.1) or 40 KB (2.2)
+      strings, a 64-wide vector), and every kit column whose page layout is the one pylance's
+      own `LanceFileWriter` picks for the same values in the same version has byte-identical
+      page buffers;
   (2) files written by pylance's `LanceFileWriter(..., version="2.0")` -- every supported type
       with NULLs, a low-cardinality utf8 column of 150 rows (dictionary encoded), a column split
       into several pages, structs -- are read by the kit's reader (`datafile_dump read`) with
@@ -106,12 +107,12 @@ def page_bytes(path, column):
     return [(p.encoding, [data[b.position:b.position + b.size] for b in p.buffers]) for p in pages]
 
 
-def same_layout_as_lance(path, table, tmp):
-    """Writes `table` with pylance's own 2.2 writer and compares the kit's file column by
-    column: where Lance chose the same page layout, the page buffers must be identical.
+def same_layout_as_lance(path, table, tmp, version):
+    """Writes `table` with pylance's own writer in `version` and compares the kit's file column
+    by column: where Lance chose the same page layout, the page buffers must be identical.
     Returns (columns compared, columns whose layout Lance chose differently)."""
-    lance_path = str(tmp / (Path(path).stem + ".by-lance.lance"))
-    with LanceFileWriter(lance_path, schema=table.schema, version="2.2") as w:
+    lance_path = str(tmp / (Path(path).stem + f".by-lance-{version}.lance"))
+    with LanceFileWriter(lance_path, schema=table.schema, version=version) as w:
         w.write_batch(table)
     ours = LanceFileReader(path).metadata().columns
     compared, differs = 0, []
@@ -121,7 +122,7 @@ def same_layout_as_lance(path, table, tmp):
             differs.append(k)
             continue
         compared += 1
-        check(f"kit 2.2 column {k} of {Path(path).name}: same layout as Lance's writer, "
+        check(f"kit {version} column {k} of {Path(path).name}: same layout as Lance's writer, "
               f"same bytes", kit == lance_pages)
     return compared, differs
 
@@ -130,7 +131,7 @@ def kit_to_pylance(tmp, version):
     out = tmp / f"kit-{version}"
     out.mkdir()
     docs = dump("write-sample", str(out), version)
-    footer = {"2.0": (0, 3), "2.2": (2, 2)}[version]
+    footer = {"2.0": (0, 3), "2.1": (2, 1), "2.2": (2, 2)}[version]
     for doc in docs:
         path = doc["path"]
         name = f"{version}/{Path(path).name}"
@@ -138,7 +139,7 @@ def kit_to_pylance(tmp, version):
         check(f"pylance opens kit {name}: footer {md.major_version}.{md.minor_version}, "
               f"{md.num_rows} rows", (md.major_version, md.minor_version) == footer
               and md.num_rows == doc["num_rows"])
-        if version == "2.2":
+        if version != "2.0":
             leaves = [c for c in doc["columns"] if c["logical_type"] != "struct"]
             check(f"kit {name}: one column per leaf field, none for a struct "
                   f"({len(leaves)} of {len(doc['columns'])} fields)",
@@ -152,8 +153,8 @@ def kit_to_pylance(tmp, version):
             for (col_name, values), c in zip(got, doc["columns"]):
                 compare(f"kit->pylance {name} {col_name} ({c['logical_type']}, id {c['id']})",
                         c["values"], values)
-            if version == "2.2":
-                compared, differs = same_layout_as_lance(path, table, tmp)
+            if version != "2.0":
+                compared, differs = same_layout_as_lance(path, table, tmp, version)
                 print(f"     {name}: {compared} column(s) laid out as Lance lays them out, "
                       f"byte-identical; Lance chose another layout for column(s) {differs}")
         else:
@@ -242,6 +243,7 @@ def main():
         tmp = Path(d)
         kit_to_pylance(tmp, "2.0")
         kit_to_pylance(tmp, "2.2")
+        kit_to_pylance(tmp, "2.1")
         pylance_to_kit(tmp)
     print(f"all {len(CHECKS)} checks passed")
 

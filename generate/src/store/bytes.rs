@@ -11,7 +11,9 @@ use std::path::Path;
 use lance_reference::model::{DataType, Field, FieldId, Value};
 use lance_reference::proto::lance::encodings21::page_layout::Layout;
 use lance_reference::proto::lance::table as pb;
-use lance_reference_io::data_file::structural_encode::{StructuralPage, encode_dictionary_page};
+use lance_reference_io::data_file::structural_encode::{
+    Grammar, StructuralPage, encode_dictionary_page_in, encode_structural_page_in,
+};
 use lance_reference_io::data_file::{
     ColumnData, DataFileVersion, FileExtras, PageEdit, read_data_file, write_data_file_edited,
 };
@@ -313,18 +315,24 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
                 *overlay,
                 &|good, path, id| {
                     let applied = std::cell::Cell::new(false);
-                    let edit = |_: usize, c: &ColumnData, depth: usize, page: StructuralPage| {
+                    let edit = |grammar: Grammar,
+                                _: usize,
+                                c: &ColumnData,
+                                depth: usize,
+                                page: StructuralPage| {
                         if c.field.id != id {
                             return Ok(Some(page));
                         }
                         applied.set(true);
-                        damage_page(*damage, c, depth, page).map(Some)
+                        damage_page(*damage, grammar, c, depth, page).map(Some)
                     };
                     let bytes = rewrite_column(good, path, id, &|_, _, _| {}, &edit)?;
                     if !applied.get() {
                         return Err(StoreError::Corrupt(CorruptError::Target {
                             what: "damage_page".to_string(),
-                            problem: format!("{path} is not a v2.2 file with a page of that field"),
+                            problem: format!(
+                                "{path} is not a v2.1+ file with a page of that field"
+                            ),
                         }));
                     }
                     Ok(bytes)
@@ -649,6 +657,7 @@ fn retype(data_type: &mut DataType, values: &mut [Value]) {
 
 /// The page edit that changes nothing.
 fn keep_page(
+    _: Grammar,
     _: usize,
     _: &ColumnData,
     _: usize,
@@ -657,29 +666,48 @@ fn keep_page(
     Ok(Some(page))
 }
 
-/// `page`, the v2.2 page of column `c` (inside `depth` structs), damaged as `damage` says.
+/// `page`, the v2.1+ page of column `c` (inside `depth` structs, in `grammar`), damaged as
+/// `damage` says.
 fn damage_page(
     damage: PageDamage,
+    grammar: Grammar,
     c: &ColumnData,
     depth: usize,
     page: StructuralPage,
 ) -> Result<StructuralPage, String> {
     let mut page = match damage {
         PageDamage::ItemCount => page,
-        PageDamage::DictionaryIndex => encode_dictionary_page(&c.field.data_type, &c.values, depth)
-            .map_err(|e| format!("a chunk of {} bytes", e.bytes))?
-            .ok_or_else(|| {
-                format!(
-                    "no dictionary page for a {} column with these values",
-                    c.field.data_type.logical_type()
-                )
-            })?,
+        PageDamage::StructLayer => {
+            if depth == 0 {
+                return Err(format!(
+                    "field {} is not below a struct, so its page has no struct layer",
+                    c.field.id
+                ));
+            }
+            // Outermost first: every struct present, the parent NULL at row 0 only.
+            let mut structs: Vec<Option<Vec<bool>>> = vec![None; depth];
+            structs[depth - 1] = Some(vec![false]);
+            return encode_structural_page_in(grammar, &c.field.data_type, &c.values, &structs)
+                .map_err(|e| format!("a chunk of {} bytes", e.bytes))?
+                .ok_or_else(|| "the column is empty".to_string());
+        }
+        PageDamage::DictionaryIndex => {
+            encode_dictionary_page_in(grammar, &c.field.data_type, &c.values, depth)
+                .map_err(|e| format!("a chunk of {} bytes", e.bytes))?
+                .ok_or_else(|| {
+                    format!(
+                        "no dictionary page for a {} column with these values",
+                        c.field.data_type.logical_type()
+                    )
+                })?
+        }
     };
     let Some(Layout::MiniBlockLayout(layout)) = &mut page.layout.layout else {
         return Err("the page is not a mini-block page (a column of NULLs only?)".into());
     };
     match damage {
         PageDamage::ItemCount => layout.num_items += 1,
+        PageDamage::StructLayer => {}
         PageDamage::DictionaryIndex => {
             let items = layout.num_dictionary_items;
             let dictionary = page

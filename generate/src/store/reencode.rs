@@ -152,6 +152,7 @@ pub(super) fn apply(
             // The file keeps its own version (a re-encoding changes the column order only).
             let version = match (df.file_major_version, df.file_minor_version) {
                 (2, 0) | (0, 3) => DataFileVersion::V2_0,
+                (2, 1) => DataFileVersion::V2_1,
                 (2, 2) => DataFileVersion::V2_2,
                 (major, minor) => {
                     return Err(missing(format!(

@@ -1,4 +1,4 @@
-//! Lance data files: writers of formats v2.0 and v2.2 ([`structural_encode`]), and a reader of
+//! Lance data files: writers of formats v2.0, v2.1 and v2.2 ([`structural_encode`]), and a reader of
 //! formats v2.0, v2.1 and v2.2, for the types the kit uses (`int32`, `int64`, `uint64`,
 //! `float32`, `float64`, `utf8`, `bool`, `fixed_size_list<float32, N>` and structs), all with NULLs.
 //!
@@ -23,7 +23,7 @@
 //! | [`page_encode`] | values → one page's encoding tree and buffers |
 //! | [`page_decode`] | a v2.0 page's encoding tree and buffers → values |
 //! | [`structural`] | a v2.1+ page's layout and buffers → values |
-//! | [`structural_encode`] | values → one v2.2 page's `PageLayout` and buffers |
+//! | [`structural_encode`] | values → one v2.1 or v2.2 page's `PageLayout` and buffers |
 //! | [`writer`] | [`write_data_file`] |
 //! | [`reader`] | [`read_data_file`], [`DataFileContents`] |
 

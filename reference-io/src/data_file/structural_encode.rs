@@ -1,24 +1,26 @@
-//! Turning one leaf column's values into one format v2.2 page: a `PageLayout` (structural
-//! encoding) plus its buffers.
+//! Turning one leaf column's values into one format v2.1 or v2.2 page: a `PageLayout`
+//! (structural encoding) plus its buffers.
 //!
 //! Invariant: every page written here is one Lance 14.0.2 reads back with the same values, and
 //! it uses only the smallest part of the v2.1+ grammar: a column with no value is a
 //! `ConstantLayout` (all NULL: no buffers for a top-level leaf, else an empty repetition buffer
-//! and raw u16 definition levels, as Lance writes it); any other column is one `MiniBlockLayout` with
-//! `has_large_chunk = true` (the u32 chunk grammar version 2.2 requires), values compressed
+//! and raw u16 definition levels, as Lance writes it: under `def_compression` `Flat(16)` in
+//! v2.2, with no `def_compression` in v2.1, whose constant layout has none); any other column
+//! is one `MiniBlockLayout` in its version's chunk grammar ([`Grammar`]: u32 words and sizes,
+//! `has_large_chunk = true`, in v2.2; u16 ones, `has_large_chunk = false`, in v2.1), values compressed
 //! with `Flat` (`int32`, `int64`, `uint64`, `float32`, `float64`, `bool`), `Variable` with
 //! `Flat(32)` offsets (`utf8`) or `FixedSizeList` over `Flat(32)` (`fixed_size_list<float32,
 //! N>`), and definition levels (when a value or an enclosing struct is NULL) stored raw as
 //! `Flat(16)`. The layers list the item first, then one layer per struct ancestor, inner-most
 //! first, nullable when that struct is NULL in some row. The bytes depend only on the values (no clock, no hash order): the chunking rule
-//! is [`chunk_sizes`].
+//! is [`chunk_sizes_within`] (32 KiB of values per chunk in v2.2, 16 KiB in v2.1).
 //!
 //! A mini-block page has two buffers: the chunk metadata words (one little-endian u32 per
-//! chunk: `(chunk_bytes / 8 - 1) << 4 | log2(values)`, the last chunk's low bits 0) and the
-//! chunks. A chunk is
+//! chunk in v2.2, u16 in v2.1: `(chunk_bytes / 8 - 1) << 4 | log2(values)`, the last chunk's
+//! low bits 0) and the chunks. A chunk is
 //!
 //! ```text
-//! u16 num_levels | [u16 def_bytes] | u32 size of each value buffer | pad
+//! u16 num_levels | [u16 def_bytes] | u32 (v2.2) or u16 (v2.1) size of each value buffer | pad
 //! [def levels, u16 each | pad] | value buffer 0 | pad | value buffer 1 | pad ...
 //! ```
 //!
@@ -42,7 +44,47 @@ pub const CHUNK_PADDING_BYTE: u8 = 0xFE;
 /// The byte a `Variable` buffer is padded with to a whole number of offsets.
 pub const VARIABLE_PADDING_BYTE: u8 = 0x48;
 
-/// One encoded v2.2 page.
+/// The most bytes a v2.1 chunk's value buffers take before the chunker closes it (so that
+/// the whole chunk, with its header, 4096 u16 levels and padding, stays within the 32 KiB a
+/// u16 metadata word can state).
+pub const TARGET_CHUNK_BYTES_V2_1: usize = 16 * 1024;
+
+/// Which of the two v2.1+ grammars a page is written in. They differ, for the pages written
+/// here, in the mini-block chunk grammar (the width of the chunk metadata words and of a
+/// chunk's value buffer sizes) and in how an all-NULL page below a struct states its levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Grammar {
+    /// Format v2.1: u16 chunk words and buffer sizes (`has_large_chunk = false`, chunks of at
+    /// most 32 KiB); a constant page's levels are raw, with no `def_compression`.
+    V2_1,
+    /// Format v2.2: u32 chunk words and buffer sizes (`has_large_chunk = true`); a constant
+    /// page's levels are declared `Flat(16)`.
+    V2_2,
+}
+
+impl Grammar {
+    fn large_chunks(self) -> bool {
+        self == Grammar::V2_2
+    }
+
+    /// The most value bytes a chunk takes before the chunker closes it.
+    fn target_chunk_bytes(self) -> usize {
+        match self {
+            Grammar::V2_1 => TARGET_CHUNK_BYTES_V2_1,
+            Grammar::V2_2 => TARGET_CHUNK_BYTES,
+        }
+    }
+
+    /// The number of bits a chunk metadata word has for `chunk_bytes / 8 - 1`.
+    fn size_bits(self) -> u32 {
+        match self {
+            Grammar::V2_1 => 12,
+            Grammar::V2_2 => 28,
+        }
+    }
+}
+
+/// One encoded v2.1+ page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StructuralPage {
     /// Rows in the page.
@@ -53,7 +95,8 @@ pub struct StructuralPage {
     pub buffers: Vec<Vec<u8>>,
 }
 
-/// A chunk that does not fit the u32 metadata word (more than 32 GiB of bytes).
+/// A chunk that does not fit its metadata word (more than 32 KiB of bytes in v2.1, 4 GiB in
+/// v2.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkTooLarge {
     /// The chunk's size in bytes.
@@ -73,13 +116,23 @@ pub fn encode_structural_page(
     encode_structural_page_under(data_type, values, &vec![None; struct_depth])
 }
 
-/// [`encode_structural_page`] for a leaf below the structs `structs` (outermost first): each
-/// is `None` when present in every row, else its validity per row (`false` = NULL struct; a
-/// row missing from the list is present). A struct that is NULL somewhere makes its layer
-/// nullable; levels are numbered from 1 over the nullable layers, item first, and a row's
-/// level is that of its outer-most NULL struct, else the item's when the value is NULL, else
-/// 0 (the leaf stores no value under a NULL struct).
+/// [`encode_structural_page_in`] in v2.2.
 pub fn encode_structural_page_under(
+    data_type: &DataType,
+    values: &[Value],
+    structs: &[Option<Vec<bool>>],
+) -> Result<Option<StructuralPage>, ChunkTooLarge> {
+    encode_structural_page_in(Grammar::V2_2, data_type, values, structs)
+}
+
+/// [`encode_structural_page`] in `grammar` for a leaf below the structs `structs` (outermost
+/// first): each is `None` when present in every row, else its validity per row (`false` = NULL
+/// struct; a row missing from the list is present). A struct that is NULL somewhere makes its
+/// layer nullable; levels are numbered from 1 over the nullable layers, item first, and a
+/// row's level is that of its outer-most NULL struct, else the item's when the value is NULL,
+/// else 0 (the leaf stores no value under a NULL struct).
+pub fn encode_structural_page_in(
+    grammar: Grammar,
     data_type: &DataType,
     values: &[Value],
     structs: &[Option<Vec<bool>>],
@@ -136,15 +189,16 @@ pub fn encode_structural_page_under(
         .collect();
     if values.iter().all(Value::is_null) {
         // Lance 14 writes (and reads) an all-NULL page with no buffers only for a top-level
-        // leaf; below a struct it stores the levels, raw u16 under `def_compression`
-        // Flat(16), after an empty repetition buffer.
+        // leaf; below a struct it stores the levels, raw u16 after an empty repetition
+        // buffer: declared `Flat(16)` with their count in v2.2, undeclared in v2.1.
         let levels = !structs.is_empty();
+        let declared = levels && grammar == Grammar::V2_2;
         let layout = pb::PageLayout {
             layout: Some(pb::page_layout::Layout::ConstantLayout(
                 pb::ConstantLayout {
                     layers,
-                    def_compression: levels.then(|| flat(16)),
-                    num_def_values: if levels { rows } else { 0 },
+                    def_compression: declared.then(|| flat(16)),
+                    num_def_values: if declared { rows } else { 0 },
                     ..Default::default()
                 },
             )),
@@ -164,7 +218,8 @@ pub fn encode_structural_page_under(
         }));
     }
     let kind = ValueKind::of(data_type, values);
-    let (words, chunks) = mini_block_chunks(kind, values, with_def.then_some(def.as_slice()))?;
+    let (words, chunks) =
+        mini_block_chunks(grammar, kind, values, with_def.then_some(def.as_slice()))?;
     let def_compression = with_def.then(|| flat(16));
     let layout = pb::PageLayout {
         layout: Some(pb::page_layout::Layout::MiniBlockLayout(
@@ -178,7 +233,7 @@ pub fn encode_structural_page_under(
                 num_buffers: kind.num_buffers(),
                 repetition_index_depth: 0,
                 num_items: rows,
-                has_large_chunk: true,
+                has_large_chunk: grammar.large_chunks(),
             },
         )),
     };
@@ -189,13 +244,19 @@ pub fn encode_structural_page_under(
     }))
 }
 
-/// The chunk metadata words and the chunks of a mini-block page holding `values` as `kind`.
+/// The chunk metadata words and the chunks of a mini-block page holding `values` as `kind`,
+/// in `grammar`.
 fn mini_block_chunks(
+    grammar: Grammar,
     kind: ValueKind,
     values: &[Value],
     levels: Option<&[u16]>,
 ) -> Result<(Vec<u8>, Vec<u8>), ChunkTooLarge> {
-    let sizes = chunk_sizes(values, |v| kind.value_bytes(v));
+    let sizes = chunk_sizes_within(
+        values,
+        |v| kind.value_bytes(v),
+        grammar.target_chunk_bytes(),
+    );
     let mut words = Vec::with_capacity(sizes.len() * 4);
     let mut chunks = Vec::new();
     let mut start = 0usize;
@@ -204,26 +265,41 @@ fn mini_block_chunks(
         let chunk_levels = levels.map(|l| l.get(start..start + n).unwrap_or_default());
         start += n;
         let chunk_start = chunks.len();
-        write_chunk(&mut chunks, &kind, chunk_values, chunk_levels);
+        write_chunk(grammar, &mut chunks, &kind, chunk_values, chunk_levels);
         let bytes = chunks.len() - chunk_start;
         let last = k + 1 == sizes.len();
         let log = if last { 0 } else { n.trailing_zeros() };
         let word = u32::try_from(bytes / CHUNK_ALIGNMENT - 1)
             .ok()
-            .filter(|w| *w < (1 << 28))
+            .filter(|w| *w < (1 << grammar.size_bits()))
             .ok_or(ChunkTooLarge { bytes })?;
-        words.extend_from_slice(&((word << 4) | log).to_le_bytes());
+        let word = (word << 4) | log;
+        match grammar {
+            // The filter above keeps the word within 16 bits.
+            Grammar::V2_1 => words.extend_from_slice(&(word as u16).to_le_bytes()),
+            Grammar::V2_2 => words.extend_from_slice(&word.to_le_bytes()),
+        }
     }
     Ok((words, chunks))
 }
 
-/// A dictionary-encoded mini-block page of a fixed-width column (`int32`, `int64`, `uint64`,
+/// [`encode_dictionary_page_in`] in v2.2.
+pub fn encode_dictionary_page(
+    data_type: &DataType,
+    values: &[Value],
+    struct_depth: usize,
+) -> Result<Option<StructuralPage>, ChunkTooLarge> {
+    encode_dictionary_page_in(Grammar::V2_2, data_type, values, struct_depth)
+}
+
+/// A dictionary-encoded mini-block page (in `grammar`) of a fixed-width column (`int32`, `int64`, `uint64`,
 /// `float32`, `float64`), as Lance 14 writes dictionaries: page buffer 2 holds the distinct
 /// values (`Flat`, in order of first occurrence, compared bit for bit), and the chunks hold
 /// one `Flat(32)` index per row (0 for a NULL row, whose definition level says it is NULL).
 /// `None` for another type, or for a column with no value (which [`encode_structural_page`]
 /// writes as a constant page, with no dictionary). The kit writes such pages only to build damaged files.
-pub fn encode_dictionary_page(
+pub fn encode_dictionary_page_in(
+    grammar: Grammar,
     data_type: &DataType,
     values: &[Value],
     struct_depth: usize,
@@ -231,7 +307,9 @@ pub fn encode_dictionary_page(
     let ValueKind::Flat(bits @ (32 | 64)) = ValueKind::of(data_type, values) else {
         return Ok(None);
     };
-    let Some(page) = encode_structural_page(data_type, values, struct_depth)? else {
+    let Some(page) =
+        encode_structural_page_in(grammar, data_type, values, &vec![None; struct_depth])?
+    else {
         return Ok(None);
     };
     let any_null = values.iter().any(Value::is_null);
@@ -257,6 +335,7 @@ pub fn encode_dictionary_page(
     // A top-level leaf's levels: 1 for a NULL row (the only dictionary pages the kit writes).
     let levels: Vec<u16> = values.iter().map(|v| u16::from(v.is_null())).collect();
     let (words, chunks) = mini_block_chunks(
+        grammar,
         ValueKind::Flat(32),
         &indices,
         any_null.then_some(levels.as_slice()),
@@ -462,7 +541,13 @@ fn pad(out: &mut Vec<u8>, chunk_start: usize) {
     out.resize(chunk_start + target, CHUNK_PADDING_BYTE);
 }
 
-fn write_chunk(out: &mut Vec<u8>, kind: &ValueKind, values: &[Value], levels: Option<&[u16]>) {
+fn write_chunk(
+    grammar: Grammar,
+    out: &mut Vec<u8>,
+    kind: &ValueKind,
+    values: &[Value],
+    levels: Option<&[u16]>,
+) {
     let start = out.len();
     let buffers = kind.buffers(values);
     let with_def = levels.is_some();
@@ -478,7 +563,14 @@ fn write_chunk(out: &mut Vec<u8>, kind: &ValueKind, values: &[Value], levels: Op
         out.extend_from_slice(&(def.len() as u16).to_le_bytes());
     }
     for b in &buffers {
-        out.extend_from_slice(&offset_u32(b.len()).to_le_bytes());
+        match grammar {
+            // A v2.1 chunk is at most 32 KiB ([`mini_block_chunks`] refuses a larger one).
+            Grammar::V2_1 => {
+                let size = u16::try_from(b.len()).unwrap_or(u16::MAX);
+                out.extend_from_slice(&size.to_le_bytes());
+            }
+            Grammar::V2_2 => out.extend_from_slice(&offset_u32(b.len()).to_le_bytes()),
+        }
     }
     pad(out, start);
     if with_def {
@@ -496,18 +588,27 @@ fn write_chunk(out: &mut Vec<u8>, kind: &ValueKind, values: &[Value], levels: Op
 /// [`TARGET_CHUNK_BYTES`]; the final chunk takes whatever remains when it fits those bounds
 /// (so a column of `n ≤ 4096` small values is one chunk of `n`).
 pub fn chunk_sizes(values: &[Value], size: impl Fn(&Value) -> usize) -> Vec<usize> {
+    chunk_sizes_within(values, size, TARGET_CHUNK_BYTES)
+}
+
+/// [`chunk_sizes`] with `target` value bytes in place of [`TARGET_CHUNK_BYTES`].
+pub fn chunk_sizes_within(
+    values: &[Value],
+    size: impl Fn(&Value) -> usize,
+    target: usize,
+) -> Vec<usize> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < values.len() {
         let rest = values.get(start..).unwrap_or_default();
         let bytes_of = |n: usize| -> usize { rest.iter().take(n).map(&size).sum() };
         let take = if rest.len() <= MAX_CHUNK_VALUES
-            && (rest.len() == 1 || bytes_of(rest.len()) <= TARGET_CHUNK_BYTES)
+            && (rest.len() == 1 || bytes_of(rest.len()) <= target)
         {
             rest.len()
         } else {
             let mut n = MAX_CHUNK_VALUES;
-            while n > 2 && (n >= rest.len() || bytes_of(n) > TARGET_CHUNK_BYTES) {
+            while n > 2 && (n >= rest.len() || bytes_of(n) > target) {
                 n /= 2;
             }
             n.min(rest.len())
@@ -562,6 +663,99 @@ mod tests {
             "0a001400280000000000010000000000010000000000010000000000fefefefe\
              00000000000000000200000003000000000000000500000006000000000000000800000009000000",
         );
+    }
+
+    /// The pages pylance 14.0.2's `LanceFileWriter(version="2.1")` writes for the columns of
+    /// the four tests around this one (PageLayout aside, which differs only in
+    /// `has_large_chunk`): u16 chunk words and u16 value buffer sizes.
+    #[test]
+    fn v2_1_pages_are_the_ones_lance_writes() {
+        let v21 = |data_type: DataType, values: Vec<Value>| {
+            encode_structural_page_in(Grammar::V2_1, &data_type, &values, &[])
+                .unwrap()
+                .unwrap()
+        };
+        let cases = [
+            (
+                v21(
+                    DataType::Int32,
+                    ten(|i| i % 3 == 1, |i| Value::Int32(i as i32)),
+                ),
+                "8000",
+                "0a0014002800fefe0000010000000000010000000000010000000000fefefefe\
+                 00000000000000000200000003000000000000000500000006000000000000000800000009000000",
+            ),
+            (
+                v21(
+                    DataType::Utf8,
+                    ten(|i| i % 5 == 2, |i| Value::Utf8(format!("s{i}"))),
+                ),
+                "b000",
+                "0a0014003c00fefe0000000001000000000000000000010000000000fefefefe\
+                 2c0000002e000000300000003000000032000000340000003600000038000000380000003a0000003c000000\
+                 73307331733373347335733673387339fefefefe",
+            ),
+            (
+                v21(
+                    DataType::Bool,
+                    ten(|i| i % 6 == 3, |i| Value::Bool(i % 2 == 0)),
+                ),
+                "4000",
+                "0a0014000200fefe0000000000000100000000000000000000000100fefefefe5501fefefefefefe",
+            ),
+            (
+                v21(
+                    DataType::FixedSizeList { dimension: 3 },
+                    ten(
+                        |i| i % 4 == 2,
+                        |i| Value::Vector(vec![Some(i as f32), (i != 5).then_some(1.0), Some(2.0)]),
+                    ),
+                ),
+                "3001",
+                "0a001400040078000000000001000000000000000100000000000000fefefefe\
+                 3ffee23ffefefefe\
+                 000000000000803f000000400000803f0000803f00000040000000000000000000000000\
+                 000040400000803f00000040000080400000803f000000400000a040000000000000004000\
+                 00000000000000000000000000e0400000803f00000040000000410000803f00000040\
+                 000010410000803f00000040",
+            ),
+        ];
+        for (p, words, chunks) in cases {
+            let Some(pb::page_layout::Layout::MiniBlockLayout(m)) = &p.layout.layout else {
+                panic!("not a mini-block page: {:?}", p.layout);
+            };
+            assert!(!m.has_large_chunk);
+            assert_eq!(hex(&p.buffers[0]), words, "chunk metadata words");
+            assert_eq!(hex(&p.buffers[1]), chunks, "chunks");
+        }
+    }
+
+    #[test]
+    fn v2_1_chunks_fit_their_u16_words() {
+        // 3,000 strings of 300 bytes: 900 KB, far past one 32 KiB chunk.
+        let values: Vec<Value> = (0..3000)
+            .map(|i| Value::Utf8(format!("{i:0>300}")))
+            .collect();
+        for grammar in [Grammar::V2_1, Grammar::V2_2] {
+            let p = encode_structural_page_in(grammar, &DataType::Utf8, &values, &[])
+                .unwrap()
+                .unwrap();
+            let width = if grammar == Grammar::V2_1 { 2 } else { 4 };
+            let words: Vec<u64> = p.buffers[0]
+                .chunks(width)
+                .map(|w| w.iter().rev().fold(0u64, |a, b| (a << 8) | u64::from(*b)))
+                .collect();
+            let total: u64 = words.iter().map(|w| ((w >> 4) + 1) * 8).sum();
+            assert_eq!(total, p.buffers[1].len() as u64, "{grammar:?}");
+            if grammar == Grammar::V2_1 {
+                assert!(words.iter().all(|w| ((w >> 4) + 1) * 8 <= 32 * 1024));
+                assert!(words.len() > 900_000 / TARGET_CHUNK_BYTES_V2_1);
+            }
+        }
+        // A single value larger than a u16 chunk can hold cannot be written in v2.1.
+        let huge = [Value::Utf8("x".repeat(40_000))];
+        assert!(encode_structural_page_in(Grammar::V2_1, &DataType::Utf8, &huge, &[]).is_err());
+        assert!(encode_structural_page_in(Grammar::V2_2, &DataType::Utf8, &huge, &[]).is_ok());
     }
 
     #[test]
@@ -772,7 +966,7 @@ mod tests {
                 DataFileVersion::V2_2,
                 std::slice::from_ref(&column),
                 &FileExtras::default(),
-                &|_, c, depth, _| {
+                &|_, _, c, depth, _| {
                     encode_dictionary_page(&c.field.data_type, &c.values, depth)
                         .map_err(|e| e.bytes.to_string())
                 },

@@ -1,11 +1,12 @@
-//! Writing a Lance data file, format v2.0 or v2.2, from columns of values.
+//! Writing a Lance data file, format v2.0, v2.1 or v2.2, from columns of values.
 //!
 //! Invariant: the output is a file Lance 14.0.2 reads with the same values, laid out as its
 //! writer lays it out: page buffers (each padded to 64 bytes with `0x48`), global buffer 0
 //! (the `FileDescriptor`, unpadded), one `ColumnMetadata` per column, the column metadata offset
-//! table, the global buffer offset table and a footer with version `(0,3)` for v2.0 or `(2,2)`
-//! for v2.2. One page per column; an empty non-struct column has no page. In v2.0 every field
-//! has a column (a struct's holds its validity, [`super::page_encode`]); in v2.2 only leaves do
+//! table, the global buffer offset table and a footer with version `(0,3)` for v2.0, `(2,1)`
+//! for v2.1 or `(2,2)` for v2.2. One page per column; an empty non-struct column has no page.
+//! In v2.0 every field has a column (a struct's holds its validity, [`super::page_encode`]);
+//! in v2.1 and v2.2 only leaves do
 //! (a struct field is in the schema but has no column, and its children's pages carry one
 //! definition layer for it, [`super::structural_encode`]), so the file has one column per
 //! non-struct field, in schema order. The same input always gives the same bytes (no clocks,
@@ -20,7 +21,9 @@ use super::container::{
     Extent, FOOTER_LEN, FileVersion, Footer, WRITER_VERSION, offset_table_bytes,
 };
 use super::page_encode::encode_page;
-use super::structural_encode::{PAGE_LAYOUT_URL, StructuralPage, encode_structural_page_under};
+use super::structural_encode::{
+    Grammar, PAGE_LAYOUT_URL, StructuralPage, encode_structural_page_in,
+};
 use lance_reference::model::{DataType, Field, Value};
 use lance_reference::proto::lance::encodings as enc;
 use lance_reference::proto::lance::file as pbf;
@@ -32,6 +35,9 @@ pub enum DataFileVersion {
     /// Format v2.0: `ArrayEncoding` pages, a column per field; footer `(0,3)`.
     #[default]
     V2_0,
+    /// Format v2.1: `PageLayout` pages in the u16 chunk grammar, a column per leaf field;
+    /// footer `(2,1)`.
+    V2_1,
     /// Format v2.2 (Lance 14's default): `PageLayout` pages, a column per leaf field; footer
     /// `(2,2)`.
     V2_2,
@@ -39,12 +45,17 @@ pub enum DataFileVersion {
 
 impl DataFileVersion {
     /// Every version the writer writes.
-    pub const ALL: [DataFileVersion; 2] = [DataFileVersion::V2_0, DataFileVersion::V2_2];
+    pub const ALL: [DataFileVersion; 3] = [
+        DataFileVersion::V2_0,
+        DataFileVersion::V2_1,
+        DataFileVersion::V2_2,
+    ];
 
     /// The `(file_major_version, file_minor_version)` a manifest's `DataFile` records.
     pub fn manifest_numbers(self) -> (u32, u32) {
         match self {
             DataFileVersion::V2_0 => (2, 0),
+            DataFileVersion::V2_1 => (2, 1),
             DataFileVersion::V2_2 => (2, 2),
         }
     }
@@ -53,6 +64,7 @@ impl DataFileVersion {
     pub fn footer(self) -> FileVersion {
         match self {
             DataFileVersion::V2_0 => WRITER_VERSION,
+            DataFileVersion::V2_1 => FileVersion { major: 2, minor: 1 },
             DataFileVersion::V2_2 => FileVersion { major: 2, minor: 2 },
         }
     }
@@ -61,11 +73,12 @@ impl DataFileVersion {
     pub fn name(self) -> &'static str {
         match self {
             DataFileVersion::V2_0 => "2.0",
+            DataFileVersion::V2_1 => "2.1",
             DataFileVersion::V2_2 => "2.2",
         }
     }
 
-    /// The version named `name` (`"2.0"` or `"2.2"`).
+    /// The version named `name` (`"2.0"`, `"2.1"` or `"2.2"`).
     pub fn from_name(name: &str) -> Option<DataFileVersion> {
         DataFileVersion::ALL.into_iter().find(|v| v.name() == name)
     }
@@ -73,6 +86,15 @@ impl DataFileVersion {
     /// True when struct fields have a column of their own (v2.0 only).
     pub fn struct_has_column(self) -> bool {
         self == DataFileVersion::V2_0
+    }
+
+    /// The grammar of the version's `PageLayout` pages (`None` for v2.0, which has none).
+    pub fn grammar(self) -> Option<Grammar> {
+        match self {
+            DataFileVersion::V2_0 => None,
+            DataFileVersion::V2_1 => Some(Grammar::V2_1),
+            DataFileVersion::V2_2 => Some(Grammar::V2_2),
+        }
     }
 }
 
@@ -278,7 +300,7 @@ fn struct_validity(columns: &[ColumnData], column: usize) -> Vec<Option<Vec<bool
 }
 
 /// The page of column `column` in `version`, or `None` when the column has no page (an empty
-/// leaf) or, in v2.2, no column at all (a struct: see [`DataFileVersion::struct_has_column`]).
+/// leaf) or, in v2.1+, no column at all (a struct: see [`DataFileVersion::struct_has_column`]).
 fn written_page(
     version: DataFileVersion,
     columns: &[ColumnData],
@@ -288,19 +310,17 @@ fn written_page(
     let Some(c) = columns.get(column) else {
         return Ok(None);
     };
-    match version {
-        DataFileVersion::V2_0 => {
-            Ok(
-                encode_page(&c.field.data_type, &c.values).map(|page| WrittenPage {
-                    rows: page.rows,
-                    encoding: direct(ARRAY_ENCODING_URL, page.encoding.encode_to_vec()),
-                    buffers: page.buffers,
-                }),
-            )
-        }
-        DataFileVersion::V2_2 => {
+    match version.grammar() {
+        None => Ok(
+            encode_page(&c.field.data_type, &c.values).map(|page| WrittenPage {
+                rows: page.rows,
+                encoding: direct(ARRAY_ENCODING_URL, page.encoding.encode_to_vec()),
+                buffers: page.buffers,
+            }),
+        ),
+        Some(grammar) => {
             let structs = struct_validity(columns, column);
-            let page = encode_structural_page_under(&c.field.data_type, &c.values, &structs)
+            let page = encode_structural_page_in(grammar, &c.field.data_type, &c.values, &structs)
                 .map_err(|too_large| DataFileError::BadFieldOrder {
                     column,
                     field: c.field.id,
@@ -310,7 +330,7 @@ fn written_page(
                     ),
                 })?;
             let page = match page {
-                Some(page) => edit(column, c, structs.len(), page).map_err(|problem| {
+                Some(page) => edit(grammar, column, c, structs.len(), page).map_err(|problem| {
                     DataFileError::BadFieldOrder {
                         column,
                         field: c.field.id,
@@ -337,16 +357,16 @@ pub fn write_data_file_in(
     columns: &[ColumnData],
     extras: &FileExtras,
 ) -> Result<Vec<u8>, DataFileError> {
-    write_data_file_edited(version, columns, extras, &|_, _, _, page| Ok(Some(page)))
+    write_data_file_edited(version, columns, extras, &|_, _, _, _, page| Ok(Some(page)))
 }
 
-/// Replaces a v2.2 page before it is written: called with the column's index, its data, the
-/// number of structs around it and the page [`encode_structural_page_under`] made; returns the page
-/// to write (`None`: none), or why it cannot.
-pub type PageEdit<'a> = dyn Fn(usize, &ColumnData, usize, StructuralPage) -> Result<Option<StructuralPage>, String>
+/// Replaces a v2.1+ page before it is written: called with the file's grammar, the column's
+/// index, its data, the number of structs around it and the page [`encode_structural_page_in`]
+/// made; returns the page to write (`None`: none), or why it cannot.
+pub type PageEdit<'a> = dyn Fn(Grammar, usize, &ColumnData, usize, StructuralPage) -> Result<Option<StructuralPage>, String>
     + 'a;
 
-/// [`write_data_file_in`] with each v2.2 page passed through `edit` first. The corpus uses it
+/// [`write_data_file_in`] with each v2.1+ page passed through `edit` first. The corpus uses it
 /// to write damaged files (a page whose layout breaks a rule of the format), so what `edit`
 /// returns is written as it is, unchecked; v2.0 pages are written unchanged.
 pub fn write_data_file_edited(

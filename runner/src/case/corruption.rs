@@ -454,6 +454,12 @@ pub enum PageDamage {
     /// items and `num_dictionary_items` end one early, so the rows holding the last distinct
     /// value carry an index one past the dictionary.
     DictionaryIndex,
+    /// The field is a leaf below a struct, and its page says that struct (its parent) is NULL
+    /// at the page's first row: that row's definition level stops at the struct's layer and
+    /// the leaf's value there is not stored, as below any NULL struct. The rewrite writes every
+    /// struct present in every row, so the struct's other leaves still say it is present
+    /// there, and the file's leaves disagree on the struct's validity.
+    StructLayer,
 }
 
 /// How [`Corruption::DamageLineageColumn`] damages a hidden column.

@@ -77,6 +77,10 @@ pub enum DataFileVersionSpec {
     #[default]
     #[serde(rename = "2.0")]
     V2_0,
+    /// Format v2.1: as v2.2 in which fields take columns, with the u16 mini-block chunk
+    /// grammar and no compressed levels in constant pages.
+    #[serde(rename = "2.1")]
+    V2_1,
     /// Format v2.2, Lance 14's default: a column per leaf; struct fields take no position in
     /// `DataFile.fields`.
     #[serde(rename = "2.2")]
@@ -88,6 +92,7 @@ impl DataFileVersionSpec {
     pub fn as_str(self) -> &'static str {
         match self {
             DataFileVersionSpec::V2_0 => "2.0",
+            DataFileVersionSpec::V2_1 => "2.1",
             DataFileVersionSpec::V2_2 => "2.2",
         }
     }

@@ -78,7 +78,7 @@ pub struct WriteRequest {
     /// The step, in the case vocabulary with every cell and literal tagged
     /// ([`super::write_step`]).
     pub step: serde_json::Value,
-    /// The data file version (`"2.0"`, `"2.2"`) every data file of the commit must be written
+    /// The data file version (`"2.0"`, `"2.1"`, `"2.2"`) every data file of the commit must be written
     /// in, when the run asks for one (`run --data-file-version`); absent, the writer chooses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_file_version: Option<String>,
