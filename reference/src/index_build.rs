@@ -23,7 +23,7 @@ use crate::resolve::resolve_column;
 /// the resolved value of its first field (the key; for a vector index, the vector). For a
 /// BTree, NULL values are entries too: the index records what the row held. A vector index
 /// holds no NULL vector and no vector with a NULL or NaN item ([IDX-FILE-5]): such a row has
-/// no distance and never ranks ([IDX-READ-12]), and Lance's vector index leaves it out too.
+/// no distance and never ranks ([IDX-READ-13]), and Lance's vector index leaves it out too.
 pub fn entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
     let Some(&key) = index.fields.first() else {
         return Ok(Vec::new());

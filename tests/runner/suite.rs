@@ -41,7 +41,7 @@ fn negative_ids() -> BTreeSet<String> {
 #[test]
 fn the_reference_passes_every_case_in_process() {
     // covers: OVL-PREC-1, OVL-COV-3, FLG-READ-1
-    // covers: IDX-READ-12
+    // covers: IDX-READ-13
     // (indices/vector-nan-never-ranks: a reader ranking a NaN distance answers a fourth row)
     let mut reader = ReferenceReader::new();
     let report = run_suite(&mut reader, Options::new(corpus())).unwrap();
