@@ -111,6 +111,14 @@ GATES = [
 # row ids and struct fields, and answers lineage and queries through the calls listed above.
 BASE_CAPABILITIES = ["stable-row-ids", "deletions", "nested-fields", "lineage-placement", "scalar-query", "vector-query"]
 
+# Index words (spec/conformance.md §3): the index kinds this pylance uses as the kit stores
+# them, so that its index-path checks and damage to their files are judged. Every release
+# measured uses the kit's IVF_FLAT index; a BTree of index_version 1 (the version the kit, like
+# Lance 14 on a table with stable row ids, writes) is used from 14.0.0 on: 8.0.1, 12.0.0 and
+# 13.0.0 ignore it with the warning 'has version 1, which is not supported (<=0)' and answer on
+# the flat path, which a reader without `btree-index` may do (spec/indices.md, Differences).
+INDEX_WORDS = [("vector-index", (0, 0, 0)), ("btree-index", (14, 0, 0))]
+
 # Error class from Lance's message, first match wins; anything else is `invalid`. Lance has
 # no error classes of its own, so each pattern names the Lance message it maps and why.
 CLASSES = [
@@ -248,6 +256,7 @@ def describe():
     vt = version_tuple(version)
     probed, probe_error = probe_flags([g["bit"] for g in GATES])
     capabilities = list(BASE_CAPABILITIES)
+    capabilities += [word for word, since in INDEX_WORDS if vt >= since]
     gates = []
     for g in GATES:
         env_set = g["env"] is not None and g["env"] in os.environ

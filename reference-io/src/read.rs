@@ -1058,7 +1058,8 @@ fn remapped_entries(
             fragment,
             offset,
             stored: stored_text(value.as_ref()),
-            expected: "no entry (the index holds no NULL or partly NULL vector)".into(),
+            expected: "no entry (the index holds no vector with a NULL or NaN item, IDX-FILE-5)"
+                .into(),
             dataset_version: index.dataset_version,
             remapped: true,
         }));
@@ -1277,7 +1278,8 @@ pub(crate) fn checked_entries(
             fragment,
             offset,
             stored: stored_text(value.as_ref()),
-            expected: "no entry (the index holds no NULL or partly NULL vector)".into(),
+            expected: "no entry (the index holds no vector with a NULL or NaN item, IDX-FILE-5)"
+                .into(),
             dataset_version: at_build.version,
             remapped: false,
         }));

@@ -22,8 +22,8 @@ use crate::resolve::resolve_column;
 /// The entries an index over `snapshot` holds: for every live row of every fragment it covers,
 /// the resolved value of its first field (the key; for a vector index, the vector). For a
 /// BTree, NULL values are entries too: the index records what the row held. A vector index
-/// holds no NULL vector and no vector with a NULL item: such a row has no distance and never
-/// ranks, and Lance's vector index leaves it out too.
+/// holds no NULL vector and no vector with a NULL or NaN item ([IDX-FILE-5]): such a row has
+/// no distance and never ranks ([IDX-READ-13]), and Lance's vector index leaves it out too.
 pub fn entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
     let Some(&key) = index.fields.first() else {
         return Ok(Vec::new());
@@ -36,7 +36,7 @@ pub fn entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
             let Some(value) = value else { continue };
             let rankless = match &value {
                 Value::Null => true,
-                Value::Vector(items) => items.iter().any(Option::is_none),
+                Value::Vector(items) => items.iter().any(|x| x.is_none_or(f32::is_nan)),
                 _ => false,
             };
             if index.kind == IndexKind::Vector && rankless {

@@ -8,6 +8,12 @@
 //! unfold from the cell. Every requirement id links to the section of the spec that states it.
 //! A case a run did not include shows as not run, never as a pass. Above the matrix, every run's
 //! skipped cases are counted by reason (the message of the check that was not judged).
+//!
+//! Each area has a score per run, as wpt.fyi scores interop: the share of the area's cases
+//! (every case of the area any run holds) that the run passed; a known failure, a skip and a
+//! case not run score nothing. A cell whose case verdict differs from the one the same
+//! implementation (name and role) got in the nearest run to its left carries a "changed" mark
+//! naming that run and verdict, so two releases, or gates on and off, read as a diff.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -115,7 +121,111 @@ table.runs td, table.runs th { text-align: left; }
 table.skips td.reason { max-width: 60em; font-size: 0.9em; }
 table.skips td, table.skips th { text-align: left; }
 .legend span { display: inline-block; padding: 2px 8px; margin-right: 4px; border: 1px solid #c9c9c9; }
+.delta { display: inline-block; font-size: 11px; font-weight: 700; color: #fff; background: #6a1b9a; border-radius: 3px; padding: 0 4px; margin-left: .3em; }
+th.score { font-weight: 600; text-align: right; white-space: nowrap; }
+table.scores td { text-align: right; white-space: nowrap; }
+.bar { display: inline-block; height: 8px; background: #2e7d32; vertical-align: middle; margin-right: .4em; }
+.barbg { display: inline-block; width: 60px; height: 8px; background: #e0e0e0; vertical-align: middle; margin-right: .4em; }
 ";
+
+/// An area's score in one run: the cases of the area it passed, of `total` (every case of the
+/// area in any run), as wpt.fyi scores interop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AreaScore {
+    /// Cases of the area the run passed.
+    pub passed: usize,
+    /// Cases of the area in any run.
+    pub total: usize,
+}
+
+impl AreaScore {
+    /// The score in whole percent, rounded down (100 only when every case passed).
+    pub fn percent(self) -> usize {
+        (self.passed * 100).checked_div(self.total).unwrap_or(0)
+    }
+}
+
+/// Per area (in first-seen order) and per run (in the order given), the area's score.
+pub fn area_scores(reports: &[Report]) -> Vec<(String, Vec<AreaScore>)> {
+    let mut areas: Vec<String> = Vec::new();
+    let mut ids: BTreeMap<String, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for r in reports {
+        for c in &r.cases {
+            if !ids.contains_key(&c.area) {
+                areas.push(c.area.clone());
+            }
+            ids.entry(c.area.clone()).or_default().insert(&c.id);
+        }
+    }
+    areas
+        .into_iter()
+        .map(|a| {
+            let total = ids[&a].len();
+            let per_run = reports
+                .iter()
+                .map(|r| AreaScore {
+                    passed: r
+                        .cases
+                        .iter()
+                        .filter(|c| c.area == a && c.outcome == Outcome::Passed)
+                        .count(),
+                    total,
+                })
+                .collect();
+            (a, per_run)
+        })
+        .collect()
+}
+
+/// For run `j`, the nearest run to its left of the same implementation (name and role), if
+/// any: the run its verdicts are compared with for the "changed" mark.
+pub fn previous_run(reports: &[Report], j: usize) -> Option<usize> {
+    let r = &reports[j];
+    (0..j).rev().find(|&i| {
+        reports[i].implementation.name == r.implementation.name && reports[i].role == r.role
+    })
+}
+
+/// The "changed" mark of case `id` in run `j`: the earlier run of the same implementation and
+/// the verdict the case had there, when it differs from this run's. A case the earlier run did
+/// not hold is not marked.
+pub fn changed(reports: &[Report], j: usize, id: &str) -> Option<(usize, Verdict)> {
+    let i = previous_run(reports, j)?;
+    let now = reports[j].cases.iter().find(|c| c.id == id)?;
+    let before = reports[i].cases.iter().find(|c| c.id == id)?;
+    (before.verdict != now.verdict).then_some((i, before.verdict))
+}
+
+fn score_cell(out: &mut String, score: AreaScore, tag: &str) {
+    let width = score.percent() * 60 / 100;
+    let _ = write!(
+        out,
+        "<{tag} class=\"score\"><span class=\"barbg\"><span class=\"bar\" style=\"width:{width}px\"></span></span>{}% <span class=\"tag\">{}/{}</span></{tag}>",
+        score.percent(),
+        score.passed,
+        score.total
+    );
+}
+
+/// The table of area scores: one row per area, one column per run.
+fn scores_table(out: &mut String, reports: &[Report], scores: &[(String, Vec<AreaScore>)]) {
+    let _ = write!(
+        out,
+        "<table class=\"scores\"><thead><tr><th>area score (cases passed)</th>"
+    );
+    for r in reports {
+        let _ = write!(out, "<th>{}</th>", e(&r.title()));
+    }
+    let _ = writeln!(out, "</tr></thead><tbody>");
+    for (area, per_run) in scores {
+        let _ = write!(out, "<tr><th class=\"area\">{}</th>", e(area));
+        for s in per_run {
+            score_cell(out, *s, "td");
+        }
+        let _ = writeln!(out, "</tr>");
+    }
+    let _ = writeln!(out, "</tbody></table>\n<p></p>");
+}
 
 /// The CSS class of a case's outcome.
 fn class_of(c: &CaseResult) -> &'static str {
@@ -141,8 +251,16 @@ fn link(base: &str, section: &str) -> String {
     }
 }
 
-fn cell(out: &mut String, c: &CaseResult) {
+fn cell(out: &mut String, c: &CaseResult, changed: Option<(&str, Verdict)>) {
     let mut body = String::new();
+    if let Some((run, verdict)) = changed {
+        let _ = writeln!(
+            body,
+            "changed: {} in {run}, {} here",
+            verdict.as_str(),
+            c.verdict.as_str()
+        );
+    }
     if let Some(reason) = &c.known_failure {
         let _ = writeln!(body, "known failure: {reason}");
     }
@@ -220,9 +338,17 @@ fn cell(out: &mut String, c: &CaseResult) {
         (Outcome::Passed | Outcome::Skipped, _) | (_, None) => String::new(),
         (_, Some(k)) => format!(" <span class=\"tag\">{}</span>", e(k.describe())),
     };
+    let delta = match changed {
+        Some((run, verdict)) => format!(
+            " <span class=\"delta\" title=\"{} in {}\">changed</span>",
+            verdict.as_str(),
+            e(run)
+        ),
+        None => String::new(),
+    };
     let _ = write!(
         out,
-        "<td class=\"cell {}\"><details><summary>{}{kind}{tag}</summary><div>{}</div></details></td>",
+        "<td class=\"cell {}\"><details><summary>{}{delta}{kind}{tag}</summary><div>{}</div></details></td>",
         class_of(c),
         label(c),
         e(body.trim_end())
@@ -254,7 +380,7 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
     );
     let _ = writeln!(
         out,
-        "<p class=\"legend\"><span class=\"pass\">PASS</span><span class=\"fail\">FAIL</span><span class=\"error\">ERROR (crash)</span><span class=\"inconclusive\">INCONC (twin not read)</span><span class=\"known\">XFAIL (known failure)</span><span class=\"advisory\">SHOULD (advisory)</span><span class=\"changed\">XCHG / XPASS (known-failure list out of date)</span><span class=\"skipped\">UNSUP / SKIP</span><span class=\"kit\">KIT (the kit could not judge: a corpus or runner fault)</span><span class=\"notrun\">not run</span></p>"
+        "<p class=\"legend\"><span class=\"pass\">PASS</span><span class=\"fail\">FAIL</span><span class=\"error\">ERROR (crash)</span><span class=\"inconclusive\">INCONC (twin not read)</span><span class=\"known\">XFAIL (known failure)</span><span class=\"advisory\">SHOULD (advisory)</span><span class=\"changed\">XCHG / XPASS (known-failure list out of date)</span><span class=\"skipped\">UNSUP / SKIP</span><span class=\"kit\">KIT (the kit could not judge: a corpus or runner fault)</span><span class=\"notrun\">not run</span><span class=\"delta\">changed</span> (the verdict differs from the same implementation's in the nearest run to the left)</p>"
     );
     let _ = writeln!(
         out,
@@ -283,6 +409,8 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
         );
     }
     let _ = writeln!(out, "</tbody></table>\n<p></p>");
+    let scores = area_scores(reports);
+    scores_table(&mut out, reports, &scores);
     skips_by_reason(&mut out, reports);
     let _ = write!(
         out,
@@ -296,12 +424,13 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
     for (a, id) in &order {
         if *a != area {
             area = a.clone();
-            let _ = writeln!(
-                out,
-                "<tr><th class=\"area\" colspan=\"{}\">{}</th></tr>",
-                reports.len() + 1,
-                e(a)
-            );
+            let _ = write!(out, "<tr><th class=\"area\">{}</th>", e(a));
+            if let Some((_, per_run)) = scores.iter().find(|(x, _)| x == a) {
+                for s in per_run {
+                    score_cell(&mut out, *s, "th");
+                }
+            }
+            let _ = writeln!(out, "</tr>");
         }
         let c = info[id];
         let reqs: String = c
@@ -327,9 +456,11 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
             e(id),
             c.level.as_str()
         );
-        for r in reports {
+        for (j, r) in reports.iter().enumerate() {
+            let mark = changed(reports, j, id).map(|(i, v)| (reports[i].title(), v));
+            let mark = mark.as_ref().map(|(t, v)| (t.as_str(), *v));
             match r.cases.iter().find(|x| &x.id == id) {
-                Some(x) => cell(&mut out, x),
+                Some(x) => cell(&mut out, x, mark),
                 None => {
                     let _ = write!(out, "<td class=\"cell notrun\">not run</td>");
                 }

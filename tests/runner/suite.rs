@@ -41,6 +41,8 @@ fn negative_ids() -> BTreeSet<String> {
 #[test]
 fn the_reference_passes_every_case_in_process() {
     // covers: OVL-PREC-1, OVL-COV-3, FLG-READ-1
+    // covers: IDX-READ-13
+    // (indices/vector-nan-never-ranks: a reader ranking a NaN distance answers a fourth row)
     let mut reader = ReferenceReader::new();
     let report = run_suite(&mut reader, Options::new(corpus())).unwrap();
     let failing: Vec<_> = report
@@ -91,6 +93,12 @@ enum How {
     InvalidClass,
     /// Answers queries rightly but reports a plan without the index.
     FlatPlan,
+    /// Does not declare `btree-index` and ignores BTree indices as a reader that cannot read
+    /// them does: scalar queries answered on the flat path, damage to a BTree's files unseen
+    /// (a damaged version's scalar query is answered as the twin's flat scan answers it).
+    IgnoresBTree,
+    /// As `IgnoresBTree`, but a damaged version's scalar query is answered with no rows.
+    IgnoresBTreeWrongly,
 }
 
 fn invalid() -> Refusal {
@@ -107,9 +115,15 @@ impl ConformanceReader for Broken {
         if self.how == How::DeclaresNothing {
             d.capabilities.clear();
         }
+        if matches!(self.how, How::IgnoresBTree | How::IgnoresBTreeWrongly) {
+            d.capabilities.remove("btree-index");
+        }
         Ok(d)
     }
     fn open(&mut self, at: &VersionRef) -> Answer<OpenResult> {
+        if self.ignores(at) {
+            return self.inner.open(&twin_of(at));
+        }
         if self.how == How::RefusesTwins && at.dataset.ends_with("/undamaged") {
             return Err(invalid());
         }
@@ -126,6 +140,12 @@ impl ConformanceReader for Broken {
         }
     }
     fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
+        if self.ignores(&request.at) {
+            return self.inner.scan(&ScanRequest {
+                at: twin_of(&request.at),
+                ..request.clone()
+            });
+        }
         let r = self.inner.scan(request);
         match (self.how, r) {
             (How::AlwaysErrors, _) => Err(invalid()),
@@ -168,6 +188,25 @@ impl ConformanceReader for Broken {
         Ok(r)
     }
     fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> Answer<QueryAnswer> {
+        let ignores = matches!(self.how, How::IgnoresBTree | How::IgnoresBTreeWrongly);
+        if ignores && query.vector.is_none() {
+            let answer = if self.ignores(at) {
+                let mut a = self.inner.query(&twin_of(at), query)?;
+                if self.how == How::IgnoresBTreeWrongly {
+                    a.final_rows.clear();
+                }
+                a
+            } else {
+                self.inner.query(at, query)?
+            };
+            return Ok(QueryAnswer {
+                plan: Some(QueryPlan {
+                    index: false,
+                    text: "a full scan".into(),
+                }),
+                ..answer
+            });
+        }
         let mut r = match (self.how, self.inner.query(at, query)) {
             // A query at a damaged version is answered too (with nothing).
             (How::NeverErrors, Err(Refusal::Error(_))) => QueryAnswer {
@@ -192,6 +231,53 @@ impl ConformanceReader for Broken {
             });
         }
         Ok(r)
+    }
+}
+
+impl Broken {
+    /// Whether this reader never sees the damage of the damaged version `at`: it ignores
+    /// BTree indices, and the case's only damage is to BTree indices (their files or coverage),
+    /// so it reads what the undamaged twin holds.
+    fn ignores(&self, at: &VersionRef) -> bool {
+        use lance_conformance::case::{Case, Corruption, IndexKindSpec, Step};
+        if !matches!(self.how, How::IgnoresBTree | How::IgnoresBTreeWrongly)
+            || !at.dataset.ends_with("/dataset")
+        {
+            return false;
+        }
+        let dir = std::path::Path::new(&at.dataset).parent().unwrap();
+        let Ok(case) = Case::load(&dir.join("case.toml")) else {
+            return false;
+        };
+        let mut btrees = BTreeSet::new();
+        let mut damaged = Vec::new();
+        for step in &case.steps {
+            match step {
+                Step::Create { indices, .. } => btrees.extend(
+                    indices
+                        .iter()
+                        .filter(|i| i.kind == IndexKindSpec::Btree)
+                        .map(|i| i.name.clone()),
+                ),
+                Step::BuildIndex { name, kind, .. } if *kind == IndexKindSpec::Btree => {
+                    btrees.insert(name.clone());
+                }
+                Step::Corrupt(
+                    Corruption::DamageIndexFiles { index, .. }
+                    | Corruption::SetIndexCoverage { index, .. },
+                ) => damaged.push(index.clone()),
+                Step::Corrupt(_) => return false,
+                _ => {}
+            }
+        }
+        !damaged.is_empty() && damaged.iter().all(|i| btrees.contains(i))
+    }
+}
+
+fn twin_of(at: &VersionRef) -> VersionRef {
+    VersionRef {
+        dataset: format!("{}/undamaged", at.dataset.trim_end_matches("/dataset")),
+        version: at.version,
     }
 }
 
@@ -242,6 +328,102 @@ fn a_right_answer_from_the_flat_path_fails_where_the_index_should_answer() {
                 .as_deref()
                 .is_some_and(|m| m.contains("index not used"))
     }));
+}
+
+#[test]
+fn a_reader_ignoring_an_index_it_does_not_declare_is_not_judged_on_it() {
+    // A reader without `btree-index` that ignores BTree indices (as pylance before 14.0.0
+    // does) answers rightly on the flat path: neither the plan nor the damage it never reads
+    // counts against it, and every answer is still judged.
+    let report = broken(How::IgnoresBTree);
+    let check = |case: &str, name: &str| {
+        let c = report.cases.iter().find(|c| c.id == case).unwrap();
+        c.checks
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap_or_else(|| panic!("{case}: no check {name}"))
+            .clone()
+    };
+    let plan = check("stale-hit-dropped", "v1 query \"age = 25\"");
+    assert_eq!(plan.verdict, Verdict::Unsupported);
+    assert!(
+        plan.message
+            .as_deref()
+            .unwrap()
+            .contains("needs btree-index")
+    );
+    for case in [
+        "damaged-index-truncated-data",
+        "damaged-index-lookup-batch-size",
+    ] {
+        assert_eq!(check(case, "v1 refuses").verdict, Verdict::Unsupported);
+        assert_eq!(check(case, "v1 read as its twin").verdict, Verdict::Pass);
+    }
+    let failing: Vec<_> = report
+        .cases
+        .iter()
+        .filter(|c| c.verdict.is_failure())
+        .map(|c| (c.id.clone(), c.first_problem()))
+        .collect();
+    assert!(failing.is_empty(), "{failing:?}");
+    // The damaged read is still judged: answering a damaged version's query wrongly fails.
+    let report = broken(How::IgnoresBTreeWrongly);
+    let c = report
+        .cases
+        .iter()
+        .find(|c| c.id == "damaged-index-missing-lookup")
+        .unwrap();
+    assert!(c.verdict.is_failure());
+    assert!(
+        c.checks
+            .iter()
+            .any(|k| k.name == "v2 read as its twin" && k.verdict == Verdict::Fail)
+    );
+}
+
+#[test]
+fn the_html_report_scores_areas_and_marks_changed_verdicts() {
+    use lance_conformance::runner::html;
+    let good = run(&mut ReferenceReader::new());
+    let flat = broken(How::FlatPlan);
+    let mut other = flat.clone();
+    other.implementation.name = "another reader".into();
+    let reports = [good, flat, other];
+    let scores = html::area_scores(&reports);
+    let indices = &scores.iter().find(|(a, _)| a == "indices").unwrap().1;
+    // The reference passes the whole area; the flat-plan reader fails the index-path cases.
+    assert_eq!(indices[0].passed, indices[0].total);
+    assert_eq!(indices[0].percent(), 100);
+    assert!(indices[1].passed < indices[1].total);
+    assert!(indices[1].percent() < 100);
+    for (area, per_run) in &scores {
+        let cases = reports[0].cases.iter().filter(|c| &c.area == area).count();
+        assert!(per_run.iter().all(|s| s.total == cases), "{area}");
+    }
+    // Same implementation, verdict moved: marked with the earlier run and its verdict.
+    assert_eq!(
+        html::changed(&reports, 1, "stale-hit-dropped"),
+        Some((0, Verdict::Pass))
+    );
+    assert_eq!(html::changed(&reports, 1, "direct-overlay"), None);
+    assert_eq!(html::changed(&reports, 0, "stale-hit-dropped"), None);
+    // Another implementation is never compared with the reference's runs.
+    assert_eq!(html::previous_run(&reports, 2), None);
+    assert_eq!(html::changed(&reports, 2, "stale-hit-dropped"), None);
+    let index = lance_conformance::case::RequirementIndex::load(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("spec/requirements.toml"),
+    )
+    .unwrap();
+    let page = html::render(&reports, &index, ".", "scores");
+    assert!(page.contains("<table class=\"scores\">"));
+    let marks = page.matches("<span class=\"delta\" title=").count();
+    let moved = reports[1]
+        .cases
+        .iter()
+        .filter(|c| html::changed(&reports, 1, &c.id).is_some())
+        .count();
+    assert!(moved > 0);
+    assert_eq!(marks, moved);
 }
 
 #[test]

@@ -4,7 +4,10 @@
 //! declared; otherwise it is `unsupported` without being run. The data capabilities are the
 //! case `requires` vocabulary (`conformance-cases/README.md`): a case needing one the reader
 //! lacks is `unsupported` as a whole. The other words gate single kinds of check, so a reader
-//! that cannot report exclusion sets is still judged on its scans.
+//! that cannot report exclusion sets is still judged on its scans. The index words are the
+//! one exception to "not run": a query is sent whatever index words are declared, because its
+//! answer is judged anyway; only the judgement that needs the index used (its plan, the
+//! refusal of damage to the index's files) is `unsupported` without the word.
 
 use std::collections::BTreeSet;
 
@@ -20,9 +23,16 @@ pub const VECTOR_QUERY: &str = "vector-query";
 pub const EXCLUSION: &str = "exclusion";
 /// Reports the reference's error codes; a negative case pinning a code is then judged on it.
 pub const ERROR_CODES: &str = "error-codes";
+/// Uses a BTree index as the kit stores it (details `/lance.table.BTreeIndexDetails`,
+/// `index_version` 1, row addresses): its index-path checks and the damage to its files are
+/// judged. A reader without it may ignore such an index and answer on the flat path.
+pub const BTREE_INDEX: &str = "btree-index";
+/// Uses a vector index as the kit stores it (IVF_FLAT, details
+/// `/lance.index.pb.VectorIndexDetails`); as [`BTREE_INDEX`] for vector indices.
+pub const VECTOR_INDEX: &str = "vector-index";
 
 /// Every capability word the protocol defines, in the order the spec lists them.
-pub const VOCABULARY: [&str; 12] = [
+pub const VOCABULARY: [&str; 14] = [
     "overlays",
     "sparse-overlays",
     "stable-row-ids",
@@ -35,6 +45,8 @@ pub const VOCABULARY: [&str; 12] = [
     SCALAR_QUERY,
     LINEAGE_PLACEMENT,
     ERROR_CODES,
+    BTREE_INDEX,
+    VECTOR_INDEX,
 ];
 
 /// The writer words: the steps of the case vocabulary a writer commits (`write:<step>`). A
@@ -102,6 +114,15 @@ pub fn word(capability: Capability) -> &'static str {
 /// kind of check (`exclusion`, `vector-query`).
 pub fn is_data(capability: Capability) -> bool {
     !matches!(capability, Capability::Exclusion | Capability::VectorQuery)
+}
+
+/// The index word a reader declares to have an index of `kind` judged on its use: an index
+/// it does not declare it may ignore (spec/conformance.md §3).
+pub fn index_word(kind: lance_reference::model::IndexKind) -> &'static str {
+    match kind {
+        lance_reference::model::IndexKind::BTree => BTREE_INDEX,
+        lance_reference::model::IndexKind::Vector => VECTOR_INDEX,
+    }
 }
 
 /// The data capabilities of `requires` that `declared` lacks.

@@ -37,7 +37,9 @@ use super::protocol::{
 };
 use super::reference::{manifest_schema, read_checked};
 use super::report::{CheckResult, FailureKind, Verdict};
-use crate::case::{Capability, Cell, Level, PredicateSpec, QuerySpec, RequirementIndex};
+use crate::case::{
+    Capability, Cell, Corruption, Level, PredicateSpec, QuerySpec, RequirementIndex, Step,
+};
 use crate::corpus::{CaseDir, UNDAMAGED_DIR, UNDAMAGED_EXPECTED};
 use crate::expected::tagged::{Tagged, tag, tag_scalar};
 use crate::expected::{self, ExpectedError, ExpectedVersion, QueryKind};
@@ -565,6 +567,7 @@ fn read_damaged(
     let spec = case.case.expect_error.as_ref();
     let implemented = spec.and_then(|e| e.unless_implemented.as_deref());
     let may_read = spec.is_some_and(|e| e.may_read);
+    let ignorable = ignorable_index_damage(checks.declared, case, n);
     let all: Vec<usize> = (0..undamaged.columns.len()).collect();
     match (implemented, twin) {
         (Some(feature), Twin::Read) => {
@@ -586,6 +589,21 @@ fn read_damaged(
                     )),
                 ),
             }
+        }
+        (None, Twin::Read) if ignorable.is_some() => {
+            // Damage confined to an index the reader does not declare it uses (§3): ignoring
+            // the index is allowed, so the refusal is not judged, and what the read returns is
+            // judged at MUST.
+            let (word, index) = ignorable.unwrap_or_default();
+            checks.push(
+                name,
+                Verdict::Unsupported,
+                None,
+                Some(format!(
+                    "needs {word}: the damage is to index {index:?}, which a reader without {word} may ignore; read the damaged version"
+                )),
+            );
+            read_as_twin(checks, n, undamaged, scanned, answers);
         }
         (None, Twin::Read) if may_read => {
             // Refusing is recommended (the case's level); reading is allowed, and what the
@@ -642,6 +660,38 @@ fn read_as_twin(
             )),
         ),
     }
+}
+
+/// The index word and name when the damage of `case` (version `n`) is confined to indices
+/// whose kind the reader does not declare (their files or their coverage, §3), which it may
+/// ignore; `None` otherwise.
+/// The kind is the undamaged twin's (the damaged manifest points at a damaged copy).
+fn ignorable_index_damage(
+    declared: &BTreeSet<String>,
+    case: &CaseDir,
+    n: u64,
+) -> Option<(&'static str, String)> {
+    let mut damaged = Vec::new();
+    for step in &case.case.steps {
+        match step {
+            Step::Corrupt(what) => match what {
+                Corruption::DamageIndexFiles { index, .. }
+                | Corruption::SetIndexCoverage { index, .. } => damaged.push(index.clone()),
+                _ => return None,
+            },
+            _ => continue,
+        }
+    }
+    let twin = read_checked(&case.dir.join(UNDAMAGED_DIR), n).ok()?;
+    let mut found = None;
+    for name in damaged {
+        let word = capability::index_word(twin.index(name.as_str())?.kind);
+        if declared.contains(word) {
+            return None;
+        }
+        found = Some((word, name));
+    }
+    found
 }
 
 /// `v<n> refuses` when the reader refused the damaged version with `got`: a pass when the twin
@@ -1082,7 +1132,27 @@ fn query(
         Ok(got) => match compare::query(q, &got, with_lists) {
             Ok(()) => {
                 let expected = index_expected(snapshot.ok(), spec);
-                let (verdict, detail) = plan_verdict(got.plan.as_ref(), expected);
+                let (mut verdict, mut detail) = plan_verdict(got.plan.as_ref(), expected);
+                // A reader may ignore an index of a kind it does not declare (§3): its right
+                // answer from the flat path is not judged on the path.
+                let word = snapshot
+                    .ok()
+                    .and_then(|s| s.index(spec.index.as_str()))
+                    .map(|i| capability::index_word(i.kind));
+                if let Some(word) =
+                    word.filter(|w| verdict == Verdict::Fail && !checks.declared.contains(*w))
+                {
+                    verdict = Verdict::Unsupported;
+                    detail = detail.map(|d| {
+                        d.replacen(
+                            "index not used: the answer is right but came from the flat path",
+                            &format!(
+                                "needs {word} to judge the plan: the answer is right and came from the flat path, and a reader without {word} may ignore the index"
+                            ),
+                            1,
+                        )
+                    });
+                }
                 let kind = (verdict == Verdict::Fail).then_some(FailureKind::IndexNotUsed);
                 checks.push(name, verdict, kind, detail);
             }
