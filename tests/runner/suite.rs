@@ -340,7 +340,7 @@ fn a_reader_ignoring_an_index_it_does_not_declare_is_not_judged_on_it() {
         let c = report.cases.iter().find(|c| c.id == case).unwrap();
         c.checks
             .iter()
-            .find(|k| k.name == name)
+            .find(|k| k.name.to_string() == name)
             .unwrap_or_else(|| panic!("{case}: no check {name}"))
             .clone()
     };
@@ -377,7 +377,7 @@ fn a_reader_ignoring_an_index_it_does_not_declare_is_not_judged_on_it() {
     assert!(
         c.checks
             .iter()
-            .any(|k| k.name == "v2 read as its twin" && k.verdict == Verdict::Fail)
+            .any(|k| k.name.to_string() == "v2 read as its twin" && k.verdict == Verdict::Fail)
     );
 }
 

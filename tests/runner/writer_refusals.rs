@@ -257,7 +257,7 @@ fn checks_named(report: &Report, suffix: &str) -> Vec<(String, Verdict)> {
         .flat_map(|c| {
             c.checks
                 .iter()
-                .filter(|k| k.name.ends_with(suffix))
+                .filter(|k| k.name.to_string().ends_with(suffix))
                 .map(move |k| (format!("{} {}", c.id, k.name), k.verdict))
         })
         .collect()
@@ -295,7 +295,10 @@ fn a_writer_reporting_its_lengths_is_judged_by_them_without_the_reference_encodi
     for id in failed(&report) {
         let case = report.cases.iter().find(|c| c.id == id).unwrap();
         let check = case.primary_failure().unwrap();
-        assert!(check.name.ends_with("lineage lengths"), "{id}: {check:?}");
+        assert!(
+            check.name.to_string().ends_with("lineage lengths"),
+            "{id}: {check:?}"
+        );
     }
     // ...and missed by a writer that reports nothing, which is what the report adds.
     let report = run(
@@ -373,7 +376,7 @@ fn a_writer_without_overlays_that_refuses_passes_the_handover() {
     let case = &report.cases[0];
     assert_eq!(case.verdict, Verdict::Pass, "{:?}", case.checks);
     assert_eq!(
-        case.checks[0].name,
+        case.checks[0].name.to_string(),
         "v2 refuses (append; needs write:overlay)"
     );
 }
@@ -427,7 +430,7 @@ fn a_fold_plan_may_be_refused_or_completed_but_never_committed_stale() {
     let report = run(&mut Buggy::new(Bug::CompletesFoldPlan), &case);
     let refusal = &report.cases[0].checks;
     assert!(
-        refusal.iter().any(|c| c.name == "v2 refuses (fold)"
+        refusal.iter().any(|c| c.name.to_string() == "v2 refuses (fold)"
             && c.verdict == Verdict::Pass
             && c.message.as_deref().is_some_and(|m| m.contains("validate"))),
         "{refusal:?}"
@@ -435,7 +438,7 @@ fn a_fold_plan_may_be_refused_or_completed_but_never_committed_stale() {
     let report = run(&mut Buggy::new(Bug::CommitsStaleFold), &case);
     assert_eq!(failed(&report), set(&case));
     let check = report.cases[0].primary_failure().unwrap();
-    assert_eq!(check.name, "v2 refuses (fold)");
+    assert_eq!(check.name.to_string(), "v2 refuses (fold)");
     assert!(
         check
             .message

@@ -151,6 +151,16 @@ pub enum Check {
         /// The step's operation word.
         op: String,
     },
+    /// `v<n> refuses (<op>; needs <words>)`: a writer handed a version whose writer word
+    /// announces features it lacks, refusing its first step on it.
+    RefusesWriteLacking {
+        /// The version the step was sent on.
+        version: u64,
+        /// The step's operation word.
+        op: String,
+        /// The writer words lacking, joined by `, `.
+        needs: String,
+    },
     /// `v<n> refuses prepared (<op>)`: a committer refusing a malformed prepared commit.
     RefusesPrepared {
         /// The version the refused commit would have made.
@@ -183,6 +193,7 @@ impl Check {
             Check::RefusesForFeature { .. }
                 | Check::Refuses { .. }
                 | Check::RefusesWrite { .. }
+                | Check::RefusesWriteLacking { .. }
                 | Check::RefusesPrepared { .. }
         )
     }
@@ -210,6 +221,7 @@ impl Check {
             | Check::CommitRetried { version, .. }
             | Check::CommitPrepared { version, .. }
             | Check::RefusesWrite { version, .. }
+            | Check::RefusesWriteLacking { version, .. }
             | Check::RefusesPrepared { version, .. } => Some(*version),
             Check::Expected | Check::WriterCase | Check::Walk | Check::WalkStep { .. } => None,
         }
@@ -269,6 +281,9 @@ impl fmt::Display for Check {
                 write!(f, "v{version} commit prepared ({op})")
             }
             Check::RefusesWrite { version, op } => write!(f, "v{version} refuses ({op})"),
+            Check::RefusesWriteLacking { version, op, needs } => {
+                write!(f, "v{version} refuses ({op}; needs {needs})")
+            }
             Check::RefusesPrepared { version, op } => {
                 write!(f, "v{version} refuses prepared ({op})")
             }
@@ -372,6 +387,14 @@ fn parse(s: &str) -> Result<Check, &'static str> {
                 }
             } else if let Some(o) = in_parens(what, "refuses prepared (") {
                 Check::RefusesPrepared { version, op: op(o) }
+            } else if let Some((o, needs)) =
+                in_parens(what, "refuses (").and_then(|o| o.split_once("; needs "))
+            {
+                Check::RefusesWriteLacking {
+                    version,
+                    op: op(o),
+                    needs: needs.to_string(),
+                }
             } else if let Some(o) = in_parens(what, "refuses (") {
                 Check::RefusesWrite { version, op: op(o) }
             } else if let Some(class) = in_parens(what, "refusal class (") {
@@ -542,6 +565,11 @@ mod tests {
             Check::DataFileVersion { version: 2 },
             Check::Rules { version: 2 },
             Check::LineageLengths { version: 2 },
+            Check::RefusesWriteLacking {
+                version: 1,
+                op: "append".into(),
+                needs: "write:overlay, write:spilled-lineage".into(),
+            },
             Check::Write {
                 version: 2,
                 op: op(),

@@ -286,7 +286,7 @@ mod tests {
     /// damage), and `v2 read as its twin` passes or fails at MUST as `read_ok` says.
     fn may_read_case(read_ok: bool) -> CaseResult {
         let refuses = CheckResult::new(
-            "v2 refuses".into(),
+            Check::Refuses { version: 2 },
             Verdict::Fail,
             Level::Should,
             Some(FailureKind::AcceptedDamage),
@@ -294,7 +294,7 @@ mod tests {
         );
         let read = if read_ok {
             CheckResult::new(
-                "v2 read as its twin".into(),
+                Check::ReadAsTwin { version: 2 },
                 Verdict::Pass,
                 Level::Must,
                 None,
@@ -302,7 +302,7 @@ mod tests {
             )
         } else {
             CheckResult::new(
-                "v2 read as its twin".into(),
+                Check::ReadAsTwin { version: 2 },
                 Verdict::Fail,
                 Level::Must,
                 Some(FailureKind::WrongValue),

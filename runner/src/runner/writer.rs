@@ -858,11 +858,11 @@ impl Replay<'_> {
             Action::Prepared { step, version, .. } => (*step, *version, version - 1),
             Action::Refuse { attempt, at, .. } => (*attempt, *at, *at),
         };
-        let name = format!(
-            "v{at} refuses ({}; needs {})",
-            step.op(),
-            lacking.join(", ")
-        );
+        let name = Check::RefusesWriteLacking {
+            version: at,
+            op: step.op().into(),
+            needs: lacking.join(", "),
+        };
         let Some(request) = self.request(&name, step, typed_by) else {
             return;
         };
@@ -874,7 +874,7 @@ impl Replay<'_> {
     /// passes when `validate` finds version `version` (alone and as a commit) clean, which
     /// includes the kit's reader reading it. The case ends here either way: its later steps
     /// assume the refusal.
-    fn committed_instead(&mut self, name: String, version: u64) {
+    fn committed_instead(&mut self, name: Check, version: u64) {
         self.stopped = true;
         match crate::validate::validate(Path::new(&self.dir), Some(version)) {
             Ok(report) if report.findings.is_empty() => self.push(
@@ -1187,7 +1187,7 @@ pub fn run_case(
             Ok((snapshot, _)) => lacking = lacking_for(snapshot.writer_flags, declared),
             Err(e) => {
                 return vec![CheckResult::kit_fault(
-                    "write".into(),
+                    Check::WriterCase,
                     case.case.level,
                     &KitFault::StoredCase {
                         version: from,
