@@ -430,9 +430,11 @@ fn a_fold_plan_may_be_refused_or_completed_but_never_committed_stale() {
     let report = run(&mut Buggy::new(Bug::CompletesFoldPlan), &case);
     let refusal = &report.cases[0].checks;
     assert!(
-        refusal.iter().any(|c| c.name.to_string() == "v2 refuses (fold)"
-            && c.verdict == Verdict::Pass
-            && c.message.as_deref().is_some_and(|m| m.contains("validate"))),
+        refusal
+            .iter()
+            .any(|c| c.name.to_string() == "v2 refuses (fold)"
+                && c.verdict == Verdict::Pass
+                && c.message.as_deref().is_some_and(|m| m.contains("validate"))),
         "{refusal:?}"
     );
     let report = run(&mut Buggy::new(Bug::CommitsStaleFold), &case);
