@@ -5,7 +5,7 @@
 //! [`crate::resolve::resolve_column`] takes it); here the plan's runs of winners are only
 //! copied, in offset order, into an array of the field's Arrow type ([`arrow_type`]) holding the
 //! live (non-deleted) rows: a primitive column copies each run as one slice of its source
-//! ([`copy_runs`]), any other type gathers the same winners with one `interleave`. The sources are the stored columns themselves; one
+//! (`copy_runs`), any other type gathers the same winners with one `interleave`. The sources are the stored columns themselves; one
 //! whose type is not the field's is an error ([`Error::TypeMismatch`]), never a silently
 //! different value. When every winner is the base ([`crate::resolve::base_everywhere`]: no
 //! overlay carries the field and no row is deleted) the gather is the identity, and its output
