@@ -53,7 +53,7 @@ macro_rules! internal_api {
         $(#[$meta])*
         #[cfg(not(feature = "internal-api"))]
         #[allow(unreachable_pub, dead_code, unused_imports, private_interfaces, private_bounds)]
-        mod $name;
+        pub(crate) mod $name;
     };
 }
 

@@ -45,6 +45,7 @@ use lance_reference_io::version_names::{VERSIONS_DIR, parse_manifest_name};
 use lance_reference_io::{Dataset, ReadOptions, Storage, StorageError};
 
 use finding::Finding;
+pub use history::CommitKind;
 use location::{Location, LocationError};
 use report::Report;
 pub use version::Level;
