@@ -6,7 +6,8 @@ of check_reference_datasets.py to a bucket with boto3, and runs `validate s3://b
 --format json` on each with the usual environment (`AWS_ENDPOINT`, `AWS_ALLOW_HTTP`, keys,
 region). Each remote report must equal the report of the same table on the local disk
 (verdicts, versions, commits, findings; only the table's name differs), so listing, sizes and
-ranged reads through `object_store` give exactly the bytes the file system gives.
+ranged reads through `object_store` give exactly the bytes the file system gives. `scan
+s3://bucket/<name> --format json` must print the same bytes as `scan` of the local copy.
 
 The same tables are then validated once more through a proxy on 127.0.0.1 that answers the
 first request for each object with `503 SlowDown`: the reports must not change, and the proxy
@@ -124,6 +125,17 @@ def validate(binary, target, env=None):
     return r.returncode, report, r.stderr
 
 
+def scan(binary, target, env=None):
+    r = subprocess.run(
+        [binary, "scan", target, "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    return r.returncode, r.stdout
+
+
 def comparable(report):
     out = dict(report)
     out.pop("dataset", None)
@@ -191,6 +203,17 @@ def main():
                         f"ok {name} ({how}): exit {remote[0]}, {len(remote[1]['versions'])} versions, "
                         f"{len(remote[1]['findings'])} findings{note}"
                     )
+                    judged += 1
+                # `scan` reads the newest version through the same seam: the rows printed
+                # from the bucket are the bytes printed from the local copy.
+                here, there = scan(binary, path), scan(binary, uri, direct)
+                if here[0] != 0 or there != here:
+                    failures.append(
+                        f"{name} (scan): exit {there[0]} vs local {here[0]}; "
+                        f"{'output differs' if there[1] != here[1] else 'same output'}"
+                    )
+                else:
+                    print(f"ok {name} (scan): {len(here[1])} bytes, the same from the bucket")
                     judged += 1
             # A missing table is not a finding: exit 2 ("cannot judge"), as for a local path
             # that does not exist.
