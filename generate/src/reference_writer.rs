@@ -220,6 +220,22 @@ fn refused_by(code: &str, message: String) -> Refusal {
     refused("refused", Some(code), message)
 }
 
+/// Where fragment `id`, named by the prepared transaction's `i`-th fragment, sits in
+/// `snapshot`; a refusal (`UnknownFragment`) when the snapshot holds no such fragment.
+fn fragment_position(snapshot: &Snapshot, id: u64, i: usize) -> Answer<usize> {
+    snapshot
+        .fragments
+        .iter()
+        .position(|f| f.id == id)
+        .ok_or_else(|| {
+            let e = lance_reference::Error::UnknownFragment {
+                fragment: id,
+                context: format!("transaction fragments[{i}]"),
+            };
+            refused_by(e.code(), e.to_string())
+        })
+}
+
 /// The model data file of a prepared one, read from `dir` as a reader reads a base file or,
 /// with `overlay`, a value file.
 fn prepared_data_file(
@@ -418,17 +434,7 @@ fn deletion_version(
     next.version = prev.version + 1;
     for (i, pf) in transaction.fragments.iter().enumerate() {
         let field = format!("transaction fragments[{i}].deletion_file");
-        let position = next
-            .fragments
-            .iter()
-            .position(|f| f.id == pf.id)
-            .ok_or_else(|| {
-                let e = lance_reference::Error::UnknownFragment {
-                    fragment: pf.id,
-                    context: format!("transaction fragments[{i}]"),
-                };
-                refused_by(e.code(), e.to_string())
-            })?;
+        let position = fragment_position(&next, pf.id, i)?;
         let Some(d) = &pf.deletion_file else {
             continue;
         };
@@ -490,17 +496,7 @@ fn overlay_version(
     // Per touched fragment: its position and the overlays the commit adds.
     let mut added: Vec<(usize, Vec<Overlay>)> = Vec::new();
     for (i, pf) in transaction.fragments.iter().enumerate() {
-        let position = next
-            .fragments
-            .iter()
-            .position(|f| f.id == pf.id)
-            .ok_or_else(|| {
-                let e = lance_reference::Error::UnknownFragment {
-                    fragment: pf.id,
-                    context: format!("transaction fragments[{i}]"),
-                };
-                refused_by(e.code(), e.to_string())
-            })?;
+        let position = fragment_position(&next, pf.id, i)?;
         let mut overlays = Vec::new();
         for (k, o) in pf.overlays.iter().enumerate() {
             let field = format!("fragments[{i}].overlays[{k}]");
