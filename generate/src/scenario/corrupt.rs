@@ -94,12 +94,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         } => {
             let id = field(name)?;
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
-            let pos = position(o, id).map_err(missing)?;
-            let col = o
-                .file
-                .columns
-                .get_mut(pos)
-                .ok_or_else(|| missing("no column".into()))?;
+            let col = value_column_mut(o, id).map_err(missing)?;
             if col.is_empty() {
                 return Err(missing("the column is already empty".into()));
             }
@@ -112,12 +107,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
         } => {
             let id = field(name)?;
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
-            let pos = position(o, id).map_err(missing)?;
-            let col = o
-                .file
-                .columns
-                .get_mut(pos)
-                .ok_or_else(|| missing("no column".into()))?;
+            let col = value_column_mut(o, id).map_err(missing)?;
             let mut values = col.values();
             values.push(values.last().cloned().unwrap_or(Value::Null));
             *col = col
@@ -303,6 +293,15 @@ fn position(o: &Overlay, id: FieldId) -> Result<usize, String> {
         .iter()
         .position(|f| *f == id)
         .ok_or_else(|| format!("the overlay does not carry field {id}"))
+}
+
+/// The value column the overlay stores for field `id`.
+fn value_column_mut(o: &mut Overlay, id: FieldId) -> Result<&mut Column, String> {
+    let pos = position(o, id)?;
+    o.file
+        .columns
+        .get_mut(pos)
+        .ok_or_else(|| "no column".to_string())
 }
 
 fn base_position(f: &Fragment, id: FieldId) -> Option<(usize, usize)> {
