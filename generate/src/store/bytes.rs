@@ -1098,34 +1098,20 @@ offsets = [0]
         use lance_reference::lineage::{RowDatasetVersionSequence, RowIdSequence};
         let decode =
             |p| RowIdSequence::decode(&malformed_sequence(SequenceSpec::RowIds, p, 5).unwrap());
-        assert_eq!(
-            decode(LineageProblem::BitmapPadding).unwrap_err().code(),
-            "lineage_bitmap_padding"
-        );
-        assert_eq!(
-            decode(LineageProblem::UnsortedHoles).unwrap_err().code(),
-            "lineage_not_increasing"
-        );
-        assert_eq!(
-            decode(LineageProblem::HoleOutsideRange).unwrap_err().code(),
-            "lineage_hole_outside_range"
-        );
-        assert_eq!(
-            decode(LineageProblem::HoleBelowStart).unwrap_err().code(),
-            "lineage_hole_outside_range"
-        );
-        assert_eq!(
-            decode(LineageProblem::OffsetOverflow).unwrap_err().code(),
-            "lineage_offset_overflow"
-        );
-        assert_eq!(
-            decode(LineageProblem::BadArrayWidth).unwrap_err().code(),
-            "lineage_byte_length"
-        );
-        assert_eq!(
-            decode(LineageProblem::MissingKind).unwrap_err().code(),
-            "lineage_missing_field"
-        );
+        for (problem, code) in [
+            (LineageProblem::BitmapPadding, "lineage_bitmap_padding"),
+            (LineageProblem::UnsortedHoles, "lineage_not_increasing"),
+            (
+                LineageProblem::HoleOutsideRange,
+                "lineage_hole_outside_range",
+            ),
+            (LineageProblem::HoleBelowStart, "lineage_hole_outside_range"),
+            (LineageProblem::OffsetOverflow, "lineage_offset_overflow"),
+            (LineageProblem::BadArrayWidth, "lineage_byte_length"),
+            (LineageProblem::MissingKind, "lineage_missing_field"),
+        ] {
+            assert_eq!(decode(problem).unwrap_err().code(), code, "{problem:?}");
+        }
         assert_eq!(decode(LineageProblem::LengthMismatch).unwrap().len(), 6);
         assert_eq!(decode(LineageProblem::HugeRange).unwrap().len(), 1 << 60);
         let runs = RowDatasetVersionSequence::decode(
