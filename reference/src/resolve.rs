@@ -570,13 +570,13 @@ fn first_at_or_above(bitmap: &RoaringBitmap, limit: u32) -> Option<u32> {
 }
 
 /// The members of a bitmap, one 64-offset word at a time, in increasing blocks, with the
-/// count of members before the current block (the rank of its first member).
+/// count of members before the current block (the rank of its first member). Members are
+/// taken as runs of consecutive offsets, so a dense stretch costs one step, not one per member.
 struct Words<'a> {
     members: roaring::bitmap::Iter<'a>,
-    /// Members taken from `members` in bulk; `buffer[at..len]` are not consumed yet.
-    buffer: [u32; 64],
-    at: usize,
-    len: usize,
+    /// The run `first..=last` taken from `members` and not consumed yet (its members below the
+    /// current block were).
+    pending: Option<(u32, u32)>,
     /// Members below the block of the next word.
     rank: u32,
 }
@@ -585,30 +585,40 @@ impl<'a> Words<'a> {
     fn new(bitmap: &'a RoaringBitmap) -> Self {
         Words {
             members: bitmap.iter(),
-            buffer: [0; 64],
-            at: 0,
-            len: 0,
+            pending: None,
             rank: 0,
         }
     }
 
     /// The members in `block..block + 64` as bits (bit `i` = offset `block + i`). Blocks are
-    /// asked for in increasing order, so members below `block` were consumed before.
+    /// asked for in increasing steps of 64, so members below `block` were consumed before.
     fn next_word(&mut self, block: u32) -> u64 {
+        let end = u64::from(block) + 64;
         let mut word = 0u64;
         loop {
-            if self.at == self.len {
-                self.len = self.members.next_many(&mut self.buffer).len();
-                self.at = 0;
-                if self.len == 0 {
-                    return word;
-                }
+            let (first, last) = match self.pending.take() {
+                Some(run) => run,
+                None => match self.members.next_range() {
+                    Some(run) => (*run.start(), *run.end()),
+                    None => return word,
+                },
+            };
+            if u64::from(first) >= end {
+                self.pending = Some((first, last));
+                return word;
             }
-            match self.buffer[self.at].checked_sub(block) {
-                Some(bit) if bit < 64 => word |= 1u64 << bit,
-                _ => return word,
+            let from = first.saturating_sub(block);
+            let to = (u64::from(last).min(end - 1) - u64::from(block)) as u32;
+            let width = to - from + 1;
+            word |= if width == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << width) - 1) << from
+            };
+            if u64::from(last) >= end {
+                self.pending = Some((end as u32, last));
+                return word;
             }
-            self.at += 1;
         }
     }
 }
