@@ -429,11 +429,11 @@ impl ColumnPlan<'_> {
     /// claimed yet, at their rank in its coverage; what nobody claimed falls through.
     pub fn for_each_run(&self, f: impl FnMut(Run)) {
         let mut runs = Joined { pending: None, f };
-        let mut deleted = Words::new(self.deleted);
+        let deleted = Words::new(self.deleted, self.rows);
         let mut coverage: Vec<(u32, Words)> = self
             .claims
             .iter()
-            .map(|&(position, bitmap)| (position, Words::new(bitmap)))
+            .map(|&(position, bitmap)| (position, Words::new(bitmap, self.rows)))
             .collect();
         // The winner of each offset of the block that some overlay claimed.
         let mut claimed_by = [Winner::Deleted; 64];
@@ -569,57 +569,33 @@ fn first_at_or_above(bitmap: &RoaringBitmap, limit: u32) -> Option<u32> {
         .flatten()
 }
 
-/// The members of a bitmap, one 64-offset word at a time, in increasing blocks, with the
-/// count of members before the current block (the rank of its first member). Members are
-/// taken as runs of consecutive offsets, so a dense stretch costs one step, not one per member.
-struct Words<'a> {
-    members: roaring::bitmap::Iter<'a>,
-    /// The run `first..=last` taken from `members` and not consumed yet (its members below the
-    /// current block were).
-    pending: Option<(u32, u32)>,
+/// The members of a bitmap below `rows`, one 64-offset word at a time, in increasing blocks,
+/// with the count of members before the current block (the rank of its first member). The
+/// words are laid out once, from one pass over the members (a bitmap of a fragment's offsets,
+/// `rows / 8` bytes), so that taking a word costs an index, not a walk of the bitmap.
+struct Words {
+    words: Vec<u64>,
     /// Members below the block of the next word.
     rank: u32,
 }
 
-impl<'a> Words<'a> {
-    fn new(bitmap: &'a RoaringBitmap) -> Self {
-        Words {
-            members: bitmap.iter(),
-            pending: None,
-            rank: 0,
-        }
+impl Words {
+    fn new(bitmap: &RoaringBitmap, rows: u32) -> Self {
+        let mut words = vec![0u64; (rows as usize).div_ceil(64)];
+        // `for_each`, not a `for` loop: roaring walks its containers inside (`fold`), which
+        // is what makes one pass over the members cheap.
+        bitmap.iter().for_each(|member| {
+            if member < rows {
+                words[(member / 64) as usize] |= 1u64 << (member % 64);
+            }
+        });
+        Words { words, rank: 0 }
     }
 
-    /// The members in `block..block + 64` as bits (bit `i` = offset `block + i`). Blocks are
-    /// asked for in increasing steps of 64, so members below `block` were consumed before.
-    fn next_word(&mut self, block: u32) -> u64 {
-        let end = u64::from(block) + 64;
-        let mut word = 0u64;
-        loop {
-            let (first, last) = match self.pending.take() {
-                Some(run) => run,
-                None => match self.members.next_range() {
-                    Some(run) => (*run.start(), *run.end()),
-                    None => return word,
-                },
-            };
-            if u64::from(first) >= end {
-                self.pending = Some((first, last));
-                return word;
-            }
-            let from = first.saturating_sub(block);
-            let to = (u64::from(last).min(end - 1) - u64::from(block)) as u32;
-            let width = to - from + 1;
-            word |= if width == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << width) - 1) << from
-            };
-            if u64::from(last) >= end {
-                self.pending = Some((end as u32, last));
-                return word;
-            }
-        }
+    /// The members in `block..block + 64` as bits (bit `i` = offset `block + i`); `block` is a
+    /// multiple of 64 below `rows`.
+    fn next_word(&self, block: u32) -> u64 {
+        self.words.get((block / 64) as usize).copied().unwrap_or(0)
     }
 }
 
