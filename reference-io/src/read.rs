@@ -1074,8 +1074,8 @@ fn rows_by_row_id<'a>(
 ) -> Result<BTreeMap<u64, (u64, u32)>, Checked> {
     let mut out = BTreeMap::new();
     for f in fragments {
-        let ids = f.lineage_values(ROW_ID_FIELD_ID).map_err(Checked::Model)?;
-        for (offset, id) in ids.unwrap_or_default().into_iter().enumerate() {
+        let ids = f.lineage_slice(ROW_ID_FIELD_ID).map_err(Checked::Model)?;
+        for (offset, &id) in ids.unwrap_or_default().iter().enumerate() {
             out.insert(id, (f.id, offset as u32));
         }
     }

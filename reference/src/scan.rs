@@ -98,16 +98,16 @@ pub fn scan_fragment(
 /// fragment records no sequence).
 struct RowLineage<'f> {
     fragment: &'f Fragment,
-    row_ids: Option<Vec<u64>>,
-    created: Option<Vec<u64>>,
-    updated: Option<Vec<u64>>,
+    row_ids: Option<&'f [u64]>,
+    created: Option<&'f [u64]>,
+    updated: Option<&'f [u64]>,
 }
 
 impl<'f> RowLineage<'f> {
     fn of(snapshot: &Snapshot, fragment: &'f Fragment) -> Result<RowLineage<'f>> {
         let row_ids =
             if snapshot.stable_row_ids {
-                Some(fragment.lineage_values(ROW_ID_FIELD_ID)?.ok_or_else(|| {
+                Some(fragment.lineage_slice(ROW_ID_FIELD_ID)?.ok_or_else(|| {
                     Error::UnknownField {
                         field: ROW_ID_FIELD_ID,
                         context: format!(
@@ -122,8 +122,8 @@ impl<'f> RowLineage<'f> {
         let lineage = RowLineage {
             fragment,
             row_ids,
-            created: fragment.lineage_values(CREATED_AT_FIELD_ID)?,
-            updated: fragment.lineage_values(LAST_UPDATED_AT_FIELD_ID)?,
+            created: fragment.lineage_slice(CREATED_AT_FIELD_ID)?,
+            updated: fragment.lineage_slice(LAST_UPDATED_AT_FIELD_ID)?,
         };
         // `Fragment::validate` checked the lengths; a short sequence is still an error here,
         // once, so that every lookup below is in bounds.

@@ -133,7 +133,7 @@ pub fn rewrite_rows_into(
             .map(|&f| resolve_column(&snapshot.schema, fragment, f))
             .collect::<Result<_>>()?;
         let row_ids = match snapshot.stable_row_ids {
-            true => Some(fragment.lineage_values(ROW_ID_FIELD_ID)?.ok_or_else(|| {
+            true => Some(fragment.lineage_slice(ROW_ID_FIELD_ID)?.ok_or_else(|| {
                 Error::UnknownField {
                     field: ROW_ID_FIELD_ID,
                     context: format!(
@@ -144,8 +144,8 @@ pub fn rewrite_rows_into(
             })?),
             false => None,
         };
-        let created = fragment.lineage_values(CREATED_AT_FIELD_ID)?;
-        let updated = fragment.lineage_values(LAST_UPDATED_AT_FIELD_ID)?;
+        let created = fragment.lineage_slice(CREATED_AT_FIELD_ID)?;
+        let updated = fragment.lineage_slice(LAST_UPDATED_AT_FIELD_ID)?;
         for offset in 0..fragment.physical_rows {
             let offset32 = u32::try_from(offset).map_err(|_| Error::OffsetOutOfRange {
                 fragment: fragment.id,
@@ -162,18 +162,15 @@ pub fn rewrite_rows_into(
                 let value = column.get(at).cloned().flatten().unwrap_or(Value::Null);
                 out.push(stored_form(snapshot, field, value));
             }
-            if let (Some(ids), Some(out)) = (&row_ids, &mut carried.row_ids) {
+            if let (Some(ids), Some(out)) = (row_ids, &mut carried.row_ids) {
                 out.push(lineage_at(fragment, ids, ROW_ID_FIELD_ID, at)?);
             }
-            carried.created_at.push(version_at(
-                fragment,
-                created.as_deref(),
-                CREATED_AT_FIELD_ID,
-                at,
-            )?);
+            carried
+                .created_at
+                .push(version_at(fragment, created, CREATED_AT_FIELD_ID, at)?);
             carried.last_updated_at.push(version_at(
                 fragment,
-                updated.as_deref(),
+                updated,
                 LAST_UPDATED_AT_FIELD_ID,
                 at,
             )?);

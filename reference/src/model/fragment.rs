@@ -156,6 +156,13 @@ impl Fragment {
 
     /// The decoded values of one lineage sequence, wherever it lives; `None` when absent.
     pub fn lineage_values(&self, field: FieldId) -> Result<Option<Vec<u64>>> {
+        Ok(self.lineage_slice(field)?.map(<[u64]>::to_vec))
+    }
+
+    /// The decoded values of one lineage sequence, borrowed from where the fragment holds
+    /// them (its inline sequence, or its hidden `uint64` column), so that a reader of a large
+    /// fragment does not copy 8 bytes per row and sequence; `None` when absent.
+    pub fn lineage_slice(&self, field: FieldId) -> Result<Option<&[u64]>> {
         let seq = match field {
             ROW_ID_FIELD_ID => &self.lineage.row_ids,
             CREATED_AT_FIELD_ID => &self.lineage.created_at,
@@ -169,12 +176,12 @@ impl Fragment {
         };
         match seq {
             LineageSequence::Absent => Ok(None),
-            LineageSequence::Inline(v) => Ok(Some(v.clone())),
+            LineageSequence::Inline(v) => Ok(Some(v.as_slice())),
             LineageSequence::Column => {
                 let (_, column) = self.lineage_column(field)?;
                 let uint64 = column.array().as_primitive_opt::<UInt64Type>();
                 match (uint64, column.first_null()) {
-                    (Some(values), None) => Ok(Some(values.values().to_vec())),
+                    (Some(values), None) => Ok(Some(values.values().as_ref())),
                     (_, null) => Err(Error::TypeMismatch {
                         fragment: self.id,
                         file: self.lineage_file_path(field),

@@ -29,6 +29,7 @@
 //! scanned one at a time to record where each row is ([`MovedRows`]) and read back on demand,
 //! at most [`super::carried::OLD_FRAGMENTS_HELD`] at once ([`OldRows`]).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use lance_reference::exclusion::exclusion_set;
@@ -205,14 +206,15 @@ struct Commit<'a> {
     kinds: BTreeSet<CommitKind>,
 }
 
-/// Lineage values of one sequence, an absent version sequence read as version 1.
-fn values(fragment: &Fragment, field: FieldId) -> Option<Vec<u64>> {
-    match fragment.lineage_values(field).ok()? {
-        Some(v) => Some(v),
+/// Lineage values of one sequence, an absent version sequence read as version 1; borrowed
+/// where the fragment holds them, so that asking costs no copy of a large fragment's lineage.
+fn values(fragment: &Fragment, field: FieldId) -> Option<Cow<'_, [u64]>> {
+    match fragment.lineage_slice(field).ok()? {
+        Some(v) => Some(Cow::Borrowed(v)),
         None if field == ROW_ID_FIELD_ID => None,
         None => usize::try_from(fragment.physical_rows)
             .ok()
-            .map(|n| vec![DEFAULT_ROW_VERSION; n]),
+            .map(|n| Cow::Owned(vec![DEFAULT_ROW_VERSION; n])),
     }
 }
 
@@ -439,7 +441,7 @@ impl<'a> Commit<'a> {
             return;
         }
         let (offset, f, w) = match (&found, &want) {
-            (Some(f), Some(w)) => match f.iter().zip(w).position(|(a, b)| a != b) {
+            (Some(f), Some(w)) => match f.iter().zip(w.iter()).position(|(a, b)| a != b) {
                 Some(o) => (o as u64, f[o].to_string(), w[o].to_string()),
                 None => (
                     0,
@@ -980,7 +982,7 @@ fn paths(overlays: &[Overlay]) -> String {
         .join(", ")
 }
 
-fn present(v: &Option<Vec<u64>>) -> String {
+fn present(v: &Option<Cow<'_, [u64]>>) -> String {
     match v {
         Some(v) => format!("{} values", v.len()),
         None => "absent".into(),
