@@ -19,6 +19,12 @@
 //! carries are the writer's own, read from its directory, so file names stay the writer's
 //! choice. A deletion file is handed over by its `DeletionFile` fields (its path follows from
 //! them), and only in a form Lance's API can name (`array` or `bitmap`).
+//!
+//! A stated merge ([`StatedMerge`]) is the other source of a `merge`: an overlay compaction as a
+//! caller states it, the version a case's `prepared` refusal would create (stored under
+//! `refused/`) or its twin (the stored dataset's next version). It too is derived from stored
+//! bytes alone: an overlay equal to one of the list it replaces is carried (in a writer's run,
+//! the writer's own overlay at that position), any other is the kit's, and its file is copied.
 
 use std::path::{Path, PathBuf};
 
