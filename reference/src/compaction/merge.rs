@@ -558,6 +558,8 @@ mod tests {
             prop_assert!(after.validate(&s, 10).is_ok());
             prop_assert_eq!(resolved(&s, &f), resolved(&s, &after));
             prop_assert!(after.overlays.len() < f.overlays.len());
+            // A committer handed the merge as a caller states it accepts it (OVL-MERGE-6).
+            prop_assert_eq!(super::super::check_stated_merge(&s, &f, &after), Ok(()));
             // Nothing but the overlay list changes.
             prop_assert_eq!((&after.files, &after.deletions, &after.lineage), (&f.files, &f.deletions, &f.lineage));
             prop_assert_eq!(after.physical_rows, f.physical_rows);
@@ -605,6 +607,10 @@ mod tests {
                 }
                 other => prop_assert!(false, "unexpected {:?}", other),
             }
+            // Stated by a caller all the same, the committer refuses it (OVL-MERGE-6).
+            let stated = stated_merge(&s, &f, &positions, "merged.lance").unwrap();
+            let err = super::super::check_stated_merge(&s, &f, &stated).unwrap_err();
+            prop_assert_eq!(Error::from(err).code(), "non_contiguous_merge");
         }
     }
 }
