@@ -11,9 +11,12 @@
 //! ([`crate::validate`]) judges the version alone and the commit against the one before it. A
 //! step the case says must be refused has to be answered with `error` and leave no new version
 //! (or, where the case allows it, `may_commit`, be committed as a version `validate` finds
-//! clean). Lengths a writer reports for the lineage it wrote (`lineage_lengths`) are checked
-//! against the stored bytes where the kit can measure them, and decide a spill's placement
-//! where it cannot ([LIN-ENC-6]). A case handed over at a stored version (`writer_from`)
+//! clean); a `prepared` refusal and the step after it, its twin, are handed to a writer that
+//! commits prepared files as the merges a caller states
+//! ([`super::prepared_commit::StatedMerge`]), the malformed one refused and the twin committed.
+//! Lengths a writer reports for the lineage it wrote (`lineage_lengths`) are checked against the
+//! stored bytes where the kit can measure them, and decide a spill's placement where it cannot
+//! ([LIN-ENC-6]). A case handed over at a stored version (`writer_from`)
 //! starts from a copy of it, and a writer lacking a feature its writer word announces must
 //! refuse the first step on it.
 //! A case is sent only when every step is one a conforming writer can be asked for
