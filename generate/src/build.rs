@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::case::Case;
-use crate::corpus::{UNDAMAGED_DIR, UNDAMAGED_EXPECTED};
+use crate::corpus::{REFUSED_DIR, UNDAMAGED_DIR, UNDAMAGED_EXPECTED};
 use crate::expected::{self, ExpectedError, ExpectedFailure};
 use crate::reader;
 use crate::scenario::{self, Execution, ScenarioError};
@@ -145,6 +145,15 @@ pub fn case_executed(
         store::write_undamaged(&twin, &execution, &options).map_err(|error| BuildError::Store {
             id: id(),
             error: Box::new(error),
+        })?;
+    }
+    if let Some(dir) = dataset_dir.filter(|_| !execution.refused.is_empty()) {
+        let refused = dir.with_file_name(REFUSED_DIR);
+        store::write_refused(&refused, dir, &execution, &options).map_err(|error| {
+            BuildError::Store {
+                id: id(),
+                error: Box::new(error),
+            }
         })?;
     }
     if let Some(twin) = &read.undamaged {

@@ -16,11 +16,15 @@
 //! ids, row ids and lineage this commit assigns, deletion sets replaced), and checks it exactly as a reader
 //! checks a version ([`Snapshot::validate`]) before anything is written: a transaction whose
 //! result a reader refuses is refused with that refusal's code, and the committer's own rules
-//! ([OVL-VER-1]: an overlay a commit adds takes the version the commit creates) come after.
+//! come after ([OVL-VER-1]: an overlay a commit adds takes the version the commit creates;
+//! [OVL-MERGE-6]: a `merge` that does not add overlays to the carried list is a compaction,
+//! committed only when it is a merge the compactor could have made,
+//! [`check_stated_merge`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use lance_reference::compaction::check_stated_merge;
 use lance_reference::lineage::stamping::{AppendedFragment, append_fragment, stamp_overlays};
 use lance_reference::model::{Coverage, DataFile, Fragment, Overlay, Snapshot};
 use lance_reference_io::data_file::DataFileVersion;
@@ -517,11 +521,19 @@ fn overlay_version(
         let new = match transaction.operation {
             PreparedOperation::Merge => {
                 let kept = fragment.overlays.len();
-                if overlays.len() < kept || overlays[..kept] != fragment.overlays[..] {
-                    return Err(Refusal::Unsupported(format!(
-                        "fragment {}: a merge that replaces or changes carried overlays (an overlay compaction); the reference commits only merges that keep them",
-                        pf.id
-                    )));
+                let adds = overlays.len() > kept && overlays[..kept] == fragment.overlays[..];
+                if !adds {
+                    // Not the carried list with overlays added: an overlay compaction, judged
+                    // as a merge of the fragment's overlays ([OVL-MERGE-6]) and committed as
+                    // stated, lineage untouched ([OVL-MERGE-5]).
+                    let mut after = fragment.clone();
+                    after.overlays = overlays;
+                    check_stated_merge(&prev.schema, fragment, &after).map_err(|e| {
+                        let e = lance_reference::Error::from(e);
+                        refused_by(e.code(), format!("fragments[{i}]: {e}"))
+                    })?;
+                    *fragment = after;
+                    continue;
                 }
                 overlays.split_off(kept)
             }

@@ -255,6 +255,36 @@ pub fn write_undamaged(
     Ok(Some(read))
 }
 
+/// Writes the commits of `execution`'s prepared refusals into `dir` (a case's `refused/`): for
+/// each, the manifest of the version it would have created, and each file it lists that
+/// `dataset` (the case's dataset, already written) does not hold with the same bytes: the
+/// files the refused commit adds. Nothing when there is none.
+pub fn write_refused(
+    dir: &Path,
+    dataset: &Path,
+    execution: &Execution,
+    options: &WriteOptions,
+) -> Result<(), StoreError> {
+    for snapshot in &execution.refused {
+        let scratch = tempfile::tempdir().map_err(StoreError::Scratch)?;
+        let layout = write_version(scratch.path(), snapshot, options)?;
+        let listed = layout
+            .fragments
+            .iter()
+            .flat_map(|f| f.files.iter().chain(&f.overlays))
+            .map(|f| f.path.clone());
+        for rel in std::iter::once(layout.manifest.clone()).chain(listed) {
+            let bytes = std::fs::read(scratch.path().join(&rel))
+                .map_err(|e| StoreError::Scratch(std::io::Error::other(format!("{rel}: {e}"))))?;
+            let same = std::fs::read(dataset.join(&rel)).is_ok_and(|b| b == bytes);
+            if !same {
+                write(dir, &rel, &bytes)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `snapshot` as a reader decodes it once written with `options`: positions a reader never
 /// reads (tombstones, and in overlay files everything but live value fields) hold no values
 /// ([`reads_position`]); and a file of v2.1 or later has no struct positions ([DS-LEAF-2]), so

@@ -20,9 +20,9 @@ use sha2::{Digest, Sha256};
 
 use crate::corpus::CaseDir;
 
-/// The generated subdirectories of a case directory: the dataset, the expected results, and a
-/// negative case's undamaged twin.
-pub const GENERATED_DIRS: [&str; 3] = ["dataset", "expected", "undamaged"];
+/// The generated subdirectories of a case directory: the dataset, the expected results, a
+/// negative case's undamaged twin, and the commits of a case's prepared refusals.
+pub const GENERATED_DIRS: [&str; 4] = ["dataset", "expected", "undamaged", "refused"];
 
 /// The checksum file at the corpus root.
 pub const SUMS_FILE: &str = "SHA256SUMS";

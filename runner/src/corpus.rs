@@ -181,5 +181,11 @@ fn placeholder(twin: &TwinSpec) -> Case {
 /// steps written without the damage.
 pub const UNDAMAGED_DIR: &str = "undamaged";
 
+/// The directory, beside a case's `dataset/`, that holds the commits its `prepared` refusals
+/// stand for: for each, the manifest of the version it would have created (under `_versions/`)
+/// and the files it adds (under `data/`), as a caller hands them to a committer. Never a
+/// dataset a reader is sent.
+pub const REFUSED_DIR: &str = "refused";
+
 /// The expected results of a negative case's undamaged twin at the damaged version.
 pub const UNDAMAGED_EXPECTED: &str = "expected/undamaged.json";

@@ -582,6 +582,7 @@ impl Builder {
                 self.steps.push(Step::CompactOverlays {
                     fragment: id,
                     positions: window.into_iter().collect(),
+                    committed_version: None,
                 });
             }
             OpSeed::Fold { frag, policies } => {

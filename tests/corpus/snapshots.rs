@@ -1,5 +1,6 @@
 //! One insta snapshot per conformance case: every manifest version rendered readably, a
-//! negative case's undamaged twin included (`snapshots/<case-id>.snap`). A change to the reference, the scenario engine or a case that
+//! negative case's undamaged twin and the version a prepared refusal stands for included
+//! (`snapshots/<case-id>.snap`). A change to the reference, the scenario engine or a case that
 //! alters any manifest fact shows up here for review (`cargo insta test`).
 //!
 //! The directory holds exactly one reviewed `.snap` per case: a snapshot whose case was renamed
@@ -46,6 +47,13 @@ fn every_case_renders_as_its_reviewed_snapshot() {
                 twin.version
             ));
             render::version(&mut text, twin);
+        }
+        for refused in &built.execution.refused {
+            text.push_str(&format!(
+                "\n=== version {} (refused: a caller's merge a committer must refuse, in refused/) ===\n",
+                refused.version
+            ));
+            render::version(&mut text, refused);
         }
         insta::with_settings!({
             snapshot_path => root.join("snapshots"),

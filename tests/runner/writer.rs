@@ -104,11 +104,14 @@ enum How {
     RefuseEveryPrepared,
     /// Does not declare `write:prepared-commit`.
     NoPreparedCommit,
+    /// Does not declare `write:compact-overlays` (a committer without an overlay compaction of
+    /// its own, as Lance's).
+    NoCompactOverlays,
 }
 
 /// The negative cases whose damaged commit a caller could hand a committer: the committer cases
 /// (`spec/conformance.md` §7.4), one per kind of malformed commit.
-const COMMITTER_CASES: [&str; 20] = [
+const COMMITTER_CASES: [&str; 22] = [
     "coverage-past-end",
     "overlay-value-count-mismatch",
     "overlay-value-count-surplus",
@@ -129,6 +132,18 @@ const COMMITTER_CASES: [&str; 20] = [
     "duplicate-deletion-offset",
     "num-deleted-rows-mismatch",
     "signed-deletion-offsets",
+    "committer-merge-non-contiguous",
+    "committer-merge-below-index-version",
+];
+
+/// The committer cases whose malformed commit is a merge a caller states (`expect_refusal` with
+/// `prepared`), each with the code of its refusal.
+const STATED_MERGE_CASES: [(&str, &str); 2] = [
+    ("committer-merge-non-contiguous", "non_contiguous_merge"),
+    (
+        "committer-merge-below-index-version",
+        "merged_version_mismatch",
+    ),
 ];
 
 impl ConformanceWriter for Misbehaving {
@@ -142,6 +157,9 @@ impl ConformanceWriter for Misbehaving {
         }
         if matches!(self.how, How::NoPreparedCommit) {
             d.capabilities.remove("write:prepared-commit");
+        }
+        if matches!(self.how, How::NoCompactOverlays) {
+            d.capabilities.remove("write:compact-overlays");
         }
         Ok(d)
     }
@@ -314,6 +332,58 @@ fn the_reference_committer_refuses_each_malformed_commit_and_commits_its_twin() 
 }
 
 #[test]
+fn a_stated_merge_is_refused_with_its_code_and_its_twin_committed_in_its_place() {
+    // covers: OVL-MERGE-6
+    let report = run(&mut ReferenceWriter::new());
+    for (id, code) in STATED_MERGE_CASES {
+        let c = case(&report, id);
+        assert_eq!(
+            c.outcome,
+            Outcome::Passed,
+            "{id}: {:?}",
+            c.primary_failure()
+        );
+        let names: Vec<String> = c.checks.iter().map(|k| k.name.to_string()).collect();
+        let at = |name: &str| {
+            names
+                .iter()
+                .position(|n| n == name)
+                .unwrap_or_else(|| panic!("{id}: no {name} in {names:?}"))
+        };
+        // The refusal with the reference's code, then the twin committed and judged, and no
+        // compaction asked of the writer itself.
+        let refused = at("v5 refuses prepared (merge)");
+        assert!(refused < at(&format!("v5 refusal code ({code})")));
+        assert!(refused < at("v5 commit prepared (merge)"));
+        assert!(at("v5 commit prepared (merge)") < at("v5 scan"));
+        assert!(
+            !names.iter().any(|n| n.contains("(compact_overlays)")),
+            "{names:?}"
+        );
+    }
+}
+
+#[test]
+fn a_committer_without_overlay_compaction_is_judged_on_the_merges_it_is_handed() {
+    // Lance's shape: no compaction of its own, a committer taking caller-built merges.
+    let report = misbehaving(How::NoCompactOverlays);
+    for (id, _) in STATED_MERGE_CASES {
+        let c = case(&report, id);
+        assert_eq!(
+            c.outcome,
+            Outcome::Passed,
+            "{id}: {:?}",
+            c.primary_failure()
+        );
+    }
+    // A refusal the writer makes itself still needs the word.
+    assert_eq!(
+        case(&report, "merge-refuses-non-contiguous").outcome,
+        Outcome::Skipped
+    );
+}
+
+#[test]
 fn a_committer_accepting_every_prepared_commit_fails_every_committer_case() {
     let report = misbehaving(How::AcceptEveryPrepared);
     for id in COMMITTER_CASES {
@@ -362,6 +432,20 @@ fn a_writer_without_prepared_commits_writes_those_cases_itself() {
             })
         });
         assert!(written, "{id}");
+    }
+    // The stated merges' refusal and twin are the writer's own compaction then.
+    for (id, _) in STATED_MERGE_CASES {
+        let names: Vec<String> = case(&report, id)
+            .checks
+            .iter()
+            .map(|k| k.name.to_string())
+            .collect();
+        for name in [
+            "v4 refuses (compact_overlays)",
+            "v5 write (compact_overlays)",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{id}: {names:?}");
+        }
     }
 }
 
@@ -443,7 +527,11 @@ fn every_step_the_corpus_sends_a_writer_reads_back_from_its_wire_form() {
     .unwrap();
     let mut sent = 0;
     for case in lance_conformance::corpus::load(&corpus(), &index).unwrap() {
-        let Ok(p) = plan(&case.case) else { continue };
+        // Without prepared commits: every step, the prepared refusals' attempts included, is
+        // sent as a step.
+        let Ok(p) = plan(&case.case, false) else {
+            continue;
+        };
         let twin = case.dir.join("undamaged");
         let root = if twin.is_dir() {
             twin
@@ -463,8 +551,10 @@ fn every_step_the_corpus_sends_a_writer_reads_back_from_its_wire_form() {
                     steps.push((conflict, *version));
                     steps.push((write, *version + 1));
                 }
-                Action::Refuse { attempt, at, .. } => steps.push((attempt, *at)),
-                Action::Prepared { step, version, .. } => steps.push((step, *version)),
+                Action::Refuse { attempt, at, .. }
+                | Action::RefusePreparedMerge { attempt, at, .. } => steps.push((attempt, *at)),
+                Action::Prepared { step, version, .. }
+                | Action::PreparedMergeTwin { step, version } => steps.push((step, *version)),
             }
         }
         for (step, v) in steps {

@@ -51,6 +51,9 @@ pub struct Execution {
     pub corruptions: Vec<Corruption>,
     /// Equivalent re-encodings, each with the version it applies to, in step order.
     pub reencodings: Vec<(u64, ReencodePlan)>,
+    /// The commits `prepared` refusals stand for, as a caller states them: each the version it
+    /// would have created, never committed (the store writes them under `refused/`).
+    pub refused: Vec<Snapshot>,
 }
 
 impl Execution {
@@ -124,6 +127,7 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
     let mut records = Vec::new();
     let mut corruptions = Vec::new();
     let mut reencodings = Vec::new();
+    let mut refused: Vec<Snapshot> = Vec::new();
     for (i, step) in steps.iter().enumerate() {
         let tag = tag_failure(i, step);
         let before = run.versions.len();
@@ -140,6 +144,40 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
                 let current = run.current().map_err(&tag)?;
                 reencodings.push((current.version, ReencodePlan::WriterFlags { bits: *bit }));
                 note
+            }
+            Step::ExpectRefusal {
+                attempt,
+                code,
+                may_commit,
+                prepared: true,
+            } if corruptions.is_empty() => {
+                let note = run.step(i, step).map_err(&tag)?;
+                if *may_commit {
+                    return Err(tag(Failure::Problem(
+                        "a prepared refusal cannot also let the writer commit".into(),
+                    )));
+                }
+                let twin = match (attempt.as_ref(), steps.get(i + 1)) {
+                    (
+                        Step::CompactOverlays { fragment, .. },
+                        Some(Step::CompactOverlays { fragment: next, .. }),
+                    ) => fragment == next,
+                    _ => false,
+                };
+                if !twin {
+                    return Err(tag(Failure::Problem(
+                        "a prepared refusal is a `compact_overlays` followed by its twin, a `compact_overlays` of the same fragment".into(),
+                    )));
+                }
+                let stated = run.stated_refusal(i, attempt, code).map_err(&tag)?;
+                if refused.iter().any(|r| r.version == stated.version) {
+                    return Err(tag(Failure::Problem(format!(
+                        "a second prepared refusal at version {}",
+                        stated.version
+                    ))));
+                }
+                refused.push(stated);
+                format!("{note}; stated as a caller would, for committers (refused/)")
             }
             Step::Reencode(r) if corruptions.is_empty() => {
                 let current = run.current().map_err(&tag)?;
@@ -168,6 +206,7 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
         records,
         corruptions,
         reencodings,
+        refused,
     })
 }
 
@@ -470,12 +509,20 @@ impl Run {
             Step::CompactOverlays {
                 fragment,
                 positions,
+                committed_version,
             } => {
                 let mut next = self.current()?.clone();
                 let path = format!("f{fragment}-s{i}-merged.lance");
                 let merged = {
                     let frag = next.fragment(*fragment)?;
-                    compaction::merge_overlays(&next.schema, frag, positions, &path)?
+                    let mut merged =
+                        compaction::merge_overlays(&next.schema, frag, positions, &path)?;
+                    if let Some(stated) = committed_version {
+                        stamp_merged(&mut merged, &path, *stated);
+                        compaction::check_stated_merge(&next.schema, frag, &merged)
+                            .map_err(lance_reference::Error::from)?;
+                    }
+                    merged
                 };
                 for f in &mut next.fragments {
                     if f.id == *fragment {
@@ -642,6 +689,58 @@ impl Run {
         Ok(format!("writer word bit {bit} set by a newer writer"))
     }
 
+    /// The commit a `prepared` refusal of the merge `attempt` stands for, as a caller states it
+    /// ([`compaction::stated_merge`]: the inputs' post-image at the newest input's position,
+    /// contiguous or not, with `committed_version` as the step states it): the version it would
+    /// create, never committed. The reference's committer must refuse it with `code`
+    /// ([`compaction::check_stated_merge`]), the code the compactor refused the step with.
+    fn stated_refusal(&mut self, i: usize, attempt: &Step, code: &str) -> Outcome<Snapshot> {
+        let Step::CompactOverlays {
+            fragment,
+            positions,
+            committed_version,
+        } = attempt
+        else {
+            return Err(format!(
+                "a prepared refusal states a merge: `compact_overlays`, not `{}`",
+                attempt.op()
+            )
+            .into());
+        };
+        let mut next = self.current()?.clone();
+        let path = format!("f{fragment}-s{i}-merged.lance");
+        let before = next.fragment(*fragment)?.clone();
+        let mut merged = compaction::stated_merge(&next.schema, &before, positions, &path)?;
+        if let Some(stated) = committed_version {
+            stamp_merged(&mut merged, &path, *stated);
+        }
+        match compaction::check_stated_merge(&next.schema, &before, &merged) {
+            Err(e) if lance_reference::Error::from(e.clone()).code() == code => {}
+            Err(e) => {
+                return Err(format!(
+                    "the committer refuses the stated merge with {}, not {code}: {e}",
+                    lance_reference::Error::from(e.clone()).code()
+                )
+                .into());
+            }
+            Ok(()) => {
+                return Err(format!(
+                    "the committer accepts the stated merge; it had to refuse it with {code}"
+                )
+                .into());
+            }
+        }
+        for f in &mut next.fragments {
+            if f.id == *fragment {
+                *f = merged.clone();
+            }
+        }
+        next.version = self.next_version();
+        flags::set_commit_flags(&mut next);
+        next.validate()?;
+        Ok(next)
+    }
+
     /// Runs `attempt`, which the reference must refuse with `code` without committing
     /// anything. The class is the error's own: a writer refusal is judged by its code alone
     /// (spec/conformance.md §7.1), and a writer refuses some steps for a reason a reader would
@@ -685,6 +784,16 @@ impl Run {
                 attempt.op()
             )
             .into()),
+        }
+    }
+}
+
+/// Gives the merged overlay of `fragment` (its data file is `path`) the `committed_version` a
+/// caller states.
+fn stamp_merged(fragment: &mut lance_reference::model::Fragment, path: &str, stated: u64) {
+    for o in &mut fragment.overlays {
+        if o.file.path == path {
+            o.committed_version = stated;
         }
     }
 }

@@ -42,13 +42,42 @@ pub fn merge_overlays(
     path: &str,
 ) -> Result<Fragment> {
     let inputs = check_inputs(fragment, positions)?;
+    check_contiguous(fragment, &inputs)?;
+    merged_in_place(schema, fragment, &inputs, path)
+}
+
+/// The fragment a caller states when it merges the overlays at `positions` into one overlay
+/// at `path`, whether or not they are contiguous: the inputs' post-image, with their maximum
+/// committed_version, at the newest input's list position. [`merge_overlays`] is this once the
+/// inputs are known to be contiguous; without that check it is the list a caller-built commit
+/// hands a committer, which the committer must then judge ([`super::stated_merge`]).
+///
+/// Refused as [`merge_overlays`] is, except for contiguity.
+pub fn stated_merge(
+    schema: &Schema,
+    fragment: &Fragment,
+    positions: &[usize],
+    path: &str,
+) -> Result<Fragment> {
+    let inputs = check_inputs(fragment, positions)?;
+    merged_in_place(schema, fragment, &inputs, path)
+}
+
+/// The fragment with the post-image of `inputs` at the newest input's list position and the
+/// other inputs removed.
+fn merged_in_place(
+    schema: &Schema,
+    fragment: &Fragment,
+    inputs: &BTreeSet<usize>,
+    path: &str,
+) -> Result<Fragment> {
     if path_in_use(std::iter::once(fragment), path) {
         return Err(CompactionError::PathInUse {
             path: path.to_string(),
         }
         .into());
     }
-    let order = precedence_of_inputs(fragment, &inputs)?;
+    let order = newest_first(fragment, inputs);
     let Some(&newest) = order.first() else {
         // check_inputs guarantees at least two inputs.
         return Err(CompactionError::TooFewInputs {
@@ -102,9 +131,21 @@ fn check_inputs(fragment: &Fragment, positions: &[usize]) -> Result<BTreeSet<usi
     Ok(inputs)
 }
 
-/// The inputs in precedence order (newest first), after checking that no other overlay ranks
-/// between the newest and the oldest of them.
-fn precedence_of_inputs(fragment: &Fragment, inputs: &BTreeSet<usize>) -> Result<Vec<usize>> {
+/// The inputs in precedence order, newest first.
+fn newest_first(fragment: &Fragment, inputs: &BTreeSet<usize>) -> Vec<usize> {
+    crate::resolve::precedence(fragment)
+        .into_iter()
+        .filter(|p| inputs.contains(p))
+        .collect()
+}
+
+/// The contiguity rule of a merge ([OVL-MERGE-1]): no overlay outside `inputs` ranks, in
+/// [`crate::resolve::precedence`], between the newest and the oldest of them. The refusal names
+/// the overlay in between.
+pub(super) fn check_contiguous(
+    fragment: &Fragment,
+    inputs: &BTreeSet<usize>,
+) -> std::result::Result<(), CompactionError> {
     let order = crate::resolve::precedence(fragment);
     let ranks: Vec<usize> = order
         .iter()
@@ -116,8 +157,7 @@ fn precedence_of_inputs(fragment: &Fragment, inputs: &BTreeSet<usize>) -> Result
         return Err(CompactionError::TooFewInputs {
             fragment: fragment.id,
             count: 0,
-        }
-        .into());
+        });
     };
     let span = order.get(first..=last).unwrap_or(&[]);
     if let Some(&between) = span.iter().find(|p| !inputs.contains(p)) {
@@ -130,10 +170,9 @@ fn precedence_of_inputs(fragment: &Fragment, inputs: &BTreeSet<usize>) -> Result
             intervening_position: between,
             intervening_version: version(between),
             intervening_path: other.map_or_else(String::new, |o| o.file.path.clone()),
-        }
-        .into());
+        });
     }
-    Ok(span.to_vec())
+    Ok(())
 }
 
 /// The merged overlay of the inputs listed newest first; `None` when they carry no live value
@@ -519,6 +558,8 @@ mod tests {
             prop_assert!(after.validate(&s, 10).is_ok());
             prop_assert_eq!(resolved(&s, &f), resolved(&s, &after));
             prop_assert!(after.overlays.len() < f.overlays.len());
+            // A committer handed the merge as a caller states it accepts it (OVL-MERGE-6).
+            prop_assert_eq!(super::super::check_stated_merge(&s, &f, &after), Ok(()));
             // Nothing but the overlay list changes.
             prop_assert_eq!((&after.files, &after.deletions, &after.lineage), (&f.files, &f.deletions, &f.lineage));
             prop_assert_eq!(after.physical_rows, f.physical_rows);
@@ -566,6 +607,10 @@ mod tests {
                 }
                 other => prop_assert!(false, "unexpected {:?}", other),
             }
+            // Stated by a caller all the same, the committer refuses it (OVL-MERGE-6).
+            let stated = stated_merge(&s, &f, &positions, "merged.lance").unwrap();
+            let err = super::super::check_stated_merge(&s, &f, &stated).unwrap_err();
+            prop_assert_eq!(Error::from(err).code(), "non_contiguous_merge");
         }
     }
 }

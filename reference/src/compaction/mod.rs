@@ -11,6 +11,7 @@
 //! | mode | module | touches |
 //! |---|---|---|
 //! | overlay → overlay | [`merge`](mod@merge) | one fragment's overlay list; base, deletions, lineage untouched |
+//! | a caller's stated merge | [`stated_merge`](mod@stated_merge) | nothing: the committer's judgement of a merged overlay list handed to it |
 //! | overlay → base | [`fold`](mod@fold) | a new base file + tombstones, overlays cleared; a commit |
 //! | row rewrite | [`rewrite`](mod@rewrite) | whole fragments replaced by new fragments of their live rows; a commit |
 //!
@@ -24,12 +25,14 @@ pub mod fold;
 mod generated;
 pub mod merge;
 pub mod rewrite;
+pub mod stated_merge;
 
 pub use fold::{FoldPlan, IndexPolicy, fold};
-pub use merge::merge_overlays;
+pub use merge::{merge_overlays, stated_merge};
 pub use rewrite::{
     RewriteLineage, RewriteOutput, place_carried_lineage, rewrite_rows, rewrite_rows_into,
 };
+pub use stated_merge::check_stated_merge;
 
 use crate::model::FieldId;
 
@@ -86,6 +89,32 @@ pub enum CompactionError {
         intervening_version: u64,
         /// Its data file path.
         intervening_path: String,
+    },
+    /// A merged overlay list a caller states is not a merge of the fragment's overlays: it
+    /// replaces fewer than two of them, states more than one new overlay, moves what it carries,
+    /// or drops inputs that carry live values.
+    #[error("fragment {fragment}: the stated overlay list is not a merge: {problem}")]
+    NotAMerge {
+        /// Fragment id.
+        fragment: u64,
+        /// What is wrong with the list.
+        problem: String,
+    },
+    /// A merged overlay a caller states does not carry the newest committed_version of the
+    /// overlays it replaces.
+    #[error(
+        "fragment {fragment}: merged overlay {path} states committed_version {stated}; the newest \
+         overlay it replaces was committed at {newest}"
+    )]
+    MergedVersionMismatch {
+        /// Fragment id.
+        fragment: u64,
+        /// The merged overlay's data file path.
+        path: String,
+        /// Its stated committed_version.
+        stated: u64,
+        /// The newest committed_version among the overlays it replaces.
+        newest: u64,
     },
     /// A fold was asked of a fragment that has no overlays.
     #[error("fragment {fragment} has no overlays to fold")]
@@ -174,6 +203,8 @@ crate::error_codes! {CompactionError {
     CompactionError::DuplicateInput { .. } => code("duplicate_input", Refused, "A merge names the same overlay twice"),
     CompactionError::InputOutOfRange { .. } => code("input_out_of_range", Refused, "A merge names an overlay position the fragment does not have"),
     CompactionError::NonContiguous { .. } => code("non_contiguous_merge", Refused, "The merge inputs are not contiguous in precedence order"),
+    CompactionError::NotAMerge { .. } => code("not_a_merge", Refused, "A merged overlay list a caller states is not a merge of the fragment's overlays"),
+    CompactionError::MergedVersionMismatch { .. } => code("merged_version_mismatch", Refused, "A merged overlay a caller states does not carry the newest committed_version of the overlays it replaces"),
     CompactionError::NothingToFold { .. } => code("nothing_to_fold", Refused, "A fold was asked of a fragment that has no overlays"),
     CompactionError::StaleIndex { .. } => code("stale_index", Refused, "A fold would remove the overlay that keeps an index from serving a stale value, and the plan says neither to rebuild the index nor to drop the fragment from it"),
     CompactionError::UnknownIndex { .. } => code("fold_plan_unknown_index", Refused, "A fold plan names an index the snapshot does not have"),

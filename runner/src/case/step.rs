@@ -249,6 +249,11 @@ pub enum Step {
         fragment: u64,
         /// Positions in the fragment's overlay list.
         positions: Vec<usize>,
+        /// The merged overlay's `committed_version` as the caller states it (default: the
+        /// newest input's, [OVL-MERGE-3]); any other is refused (`merged_version_mismatch`,
+        /// [OVL-MERGE-6]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        committed_version: Option<u64>,
     },
     /// Fold every overlay of `fragment` into a new base file; `indices` says, per index name,
     /// `rebuild` or `drop` (the fragment from its coverage).
@@ -332,6 +337,14 @@ pub enum Step {
         /// refusal. The reference always refuses.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         may_commit: bool,
+        /// Only with a `compact_overlays` attempt: the generator also builds the malformed
+        /// merge's result as a caller would state it (the merged overlay file and the whole
+        /// overlay list) and stores it under `refused/`, and a writer declaring
+        /// `write:prepared-commit` is handed it as a `merge` to commit, which its committer must
+        /// refuse ([OVL-MERGE-6]); the next step is its well-formed twin, handed over the same
+        /// way (spec/conformance.md §7.4).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        prepared: bool,
     },
     /// A row-moving update: the rows at `offsets` of `fragment` are deleted there and written,
     /// with `set` applied, to one new fragment that carries their row ids and created-at.

@@ -19,6 +19,12 @@
 //! carries are the writer's own, read from its directory, so file names stay the writer's
 //! choice. A deletion file is handed over by its `DeletionFile` fields (its path follows from
 //! them), and only in a form Lance's API can name (`array` or `bitmap`).
+//!
+//! A stated merge ([`StatedMerge`]) is the other source of a `merge`: an overlay compaction as a
+//! caller states it, the version a case's `prepared` refusal would create (stored under
+//! `refused/`) or its twin (the stored dataset's next version). It too is derived from stored
+//! bytes alone: an overlay equal to one of the list it replaces is carried (in a writer's run,
+//! the writer's own overlay at that position), any other is the kit's, and its file is copied.
 
 use std::path::{Path, PathBuf};
 
@@ -429,5 +435,139 @@ impl CommitterCase {
             std::fs::copy(&from, &to).map_err(|e| format!("{rel}: {e}"))?;
         }
         Ok(())
+    }
+}
+
+/// One overlay of a stated merge's list.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatedOverlay {
+    /// Carried from this position of the fragment's list in the version the merge reads: in a
+    /// writer's run, the writer's own overlay there.
+    Carried(usize),
+    /// An overlay the merge makes, its value file the kit's.
+    New(PreparedOverlay),
+}
+
+/// A compaction stated by a caller (`expect_refusal` with `prepared`, and its twin): per
+/// fragment whose overlay list it changes, the whole new list ([`StatedOverlay`]), handed to a
+/// committer as a `merge` (spec/conformance.md §7.4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatedMerge {
+    /// The version the merge creates.
+    pub version: u64,
+    /// Where the new overlays' files are (the case's `refused/`, or its `dataset/`).
+    pub root: PathBuf,
+    /// Per fragment id, in manifest order, the stated list.
+    pub lists: Vec<(u64, Vec<StatedOverlay>)>,
+}
+
+impl StatedMerge {
+    /// The merge that version `version` of `after` (a stored directory holding that version's
+    /// manifest) states on version `version - 1` of the stored dataset `before`: every fragment
+    /// whose overlay list differs, each overlay equal to one of the earlier list carried from
+    /// the first such position not yet taken, the others new.
+    pub fn between(before: &Path, after: &Path, version: u64) -> Result<StatedMerge, String> {
+        let prev = manifest(before, version - 1)?.manifest;
+        let next = manifest(after, version)?.manifest;
+        let mut lists = Vec::new();
+        for f in &next.fragments {
+            let old = prev
+                .fragments
+                .iter()
+                .find(|p| p.id == f.id)
+                .map_or(&[][..], |p| &p.overlays[..]);
+            if old == &f.overlays[..] {
+                continue;
+            }
+            let mut taken = vec![false; old.len()];
+            let mut list = Vec::new();
+            for (k, o) in f.overlays.iter().enumerate() {
+                match (0..old.len()).find(|&p| !taken[p] && old[p] == *o) {
+                    Some(p) => {
+                        taken[p] = true;
+                        list.push(StatedOverlay::Carried(p));
+                    }
+                    None => list.push(StatedOverlay::New(prepared_overlay(o).ok_or_else(
+                        || {
+                            format!(
+                                "{} v{version} fragment {} overlay {k}: no value file or bitmap coverage a caller could state",
+                                after.display(),
+                                f.id
+                            )
+                        },
+                    )?)),
+                }
+            }
+            lists.push((f.id, list));
+        }
+        if lists.is_empty() {
+            return Err(format!(
+                "{} v{version} changes no overlay list of v{}",
+                after.display(),
+                version - 1
+            ));
+        }
+        Ok(StatedMerge {
+            version,
+            root: after.to_path_buf(),
+            lists,
+        })
+    }
+
+    /// The `merge` transaction on `writer_prev`, the writer's own version `version - 1`: each
+    /// carried overlay is the writer's at that position.
+    pub fn transaction(&self, writer_prev: &pb::Manifest) -> Result<PreparedTransaction, String> {
+        let at = self.version - 1;
+        let mut fragments = Vec::new();
+        for (id, list) in &self.lists {
+            let fragment = writer_prev
+                .fragments
+                .iter()
+                .find(|f| f.id == *id)
+                .ok_or_else(|| format!("the writer's v{at} has no fragment {id}"))?;
+            let overlays = list
+                .iter()
+                .map(|o| match o {
+                    StatedOverlay::New(o) => Ok(o.clone()),
+                    StatedOverlay::Carried(p) => fragment
+                        .overlays
+                        .get(*p)
+                        .and_then(prepared_overlay)
+                        .ok_or_else(|| {
+                            format!(
+                                "the writer's v{at} fragment {id} has no overlay {p} with a value file and bitmap coverage (the stored case has one)"
+                            )
+                        }),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            fragments.push(PreparedFragment {
+                overlays,
+                ..bare(*id)
+            });
+        }
+        Ok(PreparedTransaction {
+            operation: PreparedOperation::Merge,
+            fragments,
+        })
+    }
+
+    /// Copies the value files of the new overlays into `dir` (the writer's dataset) and returns
+    /// their `DataFile.path`s.
+    pub fn place_files(&self, dir: &Path) -> Result<Vec<String>, String> {
+        let mut placed = Vec::new();
+        for (_, list) in &self.lists {
+            for o in list {
+                let StatedOverlay::New(o) = o else { continue };
+                let rel = data_file_path(&o.file.path, "manifest", "data_file.path")
+                    .map_err(|e| e.to_string())?;
+                let to = dir.join(&rel);
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| format!("{rel}: {e}"))?;
+                }
+                std::fs::copy(self.root.join(&rel), &to).map_err(|e| format!("{rel}: {e}"))?;
+                placed.push(o.file.path.clone());
+            }
+        }
+        Ok(placed)
     }
 }

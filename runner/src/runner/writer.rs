@@ -11,9 +11,12 @@
 //! ([`crate::validate`]) judges the version alone and the commit against the one before it. A
 //! step the case says must be refused has to be answered with `error` and leave no new version
 //! (or, where the case allows it, `may_commit`, be committed as a version `validate` finds
-//! clean). Lengths a writer reports for the lineage it wrote (`lineage_lengths`) are checked
-//! against the stored bytes where the kit can measure them, and decide a spill's placement
-//! where it cannot ([LIN-ENC-6]). A case handed over at a stored version (`writer_from`)
+//! clean); a `prepared` refusal and the step after it, its twin, are handed to a writer that
+//! commits prepared files as the merges a caller states
+//! ([`super::prepared_commit::StatedMerge`]), the malformed one refused and the twin committed.
+//! Lengths a writer reports for the lineage it wrote (`lineage_lengths`) are checked against the
+//! stored bytes where the kit can measure them, and decide a spill's placement where it cannot
+//! ([LIN-ENC-6]). A case handed over at a stored version (`writer_from`)
 //! starts from a copy of it, and a writer lacking a feature its writer word announces must
 //! refuse the first step on it.
 //! A case is sent only when every step is one a conforming writer can be asked for
@@ -39,10 +42,10 @@ use super::conformance_reader::{ConformanceReader, Refusal};
 use super::conformance_writer::ConformanceWriter;
 use super::execute::{self, Expected, shown};
 use super::kit_fault::KitFault;
-use super::prepared_commit::{CommitterCase, Side, committer_case, manifest};
+use super::prepared_commit::{CommitterCase, Side, StatedMerge, committer_case, manifest};
 use super::protocol::{
-    CommitPreparedRequest, ExclusionResult, LineageLengths, OpenResult, QueryAnswer, QueryRequest,
-    ScanRequest, ScanResult, VersionRef, WriteRequest,
+    CommitPreparedRequest, ExclusionResult, LineageLengths, OpenResult, PreparedOperation,
+    QueryAnswer, QueryRequest, ScanRequest, ScanResult, VersionRef, WriteRequest,
 };
 use super::reference::{ReferenceReader, read_checked};
 use super::report::{CaseResult, CheckResult, FailureKind, Report, Role, Verdict};
@@ -50,7 +53,7 @@ use super::write_step::to_wire;
 use super::{Options, RunnerError, run_cases};
 use crate::case::step::Shape;
 use crate::case::{Case, IndexKindSpec, Level, Step};
-use crate::corpus::{CaseDir, UNDAMAGED_DIR};
+use crate::corpus::{CaseDir, REFUSED_DIR, UNDAMAGED_DIR};
 use crate::expected::{ExpectedVersion, FragmentLineage, Location};
 
 /// One thing the runner asks of a writer.
@@ -84,6 +87,25 @@ pub enum Action<'a> {
         /// The reference's code for the refusal (`expected/error.json`), if the case pins one.
         code: Option<&'a str>,
     },
+    /// The merge `attempt` stands for is handed over as the list a caller states, from the
+    /// files the generator stored under `refused/` (`expect_refusal` with `prepared`); the
+    /// committer must refuse it with `code`, leaving the newest version at `at`.
+    RefusePreparedMerge {
+        /// The `compact_overlays` step whose malformed result is handed over.
+        attempt: &'a Step,
+        /// The reference's code for the refusal.
+        code: &'a str,
+        /// The newest version before and after.
+        at: u64,
+    },
+    /// The well-formed twin of a [`Action::RefusePreparedMerge`]: the stored version `version`
+    /// handed over as a caller-stated `merge`, which must create `version`.
+    PreparedMergeTwin {
+        /// The `compact_overlays` step it stands for.
+        step: &'a Step,
+        /// The version it creates.
+        version: u64,
+    },
     /// `attempt` must be refused, leaving the newest version at `at`.
     Refuse {
         /// The step.
@@ -110,14 +132,19 @@ pub struct Plan<'a> {
 /// The writer run of `case`, or why the case is not one a conforming writer can replay (a step
 /// that stands for a non-conforming or an older writer, or for a change no operation makes).
 /// With `writer_from = N` the steps that make versions 1 to N are the stored dataset's, handed
-/// to the writer as a copy ([`hand_over`]): they need no word and may be any step.
-pub fn plan(case: &Case) -> Result<Plan<'_>, String> {
+/// to the writer as a copy ([`hand_over`]): they need no word and may be any step. With
+/// `prepared_commit` (the writer declares `write:prepared-commit`) a `prepared` refusal and
+/// the step after it, its twin, are handed over as stated merges and need no word of their
+/// own; without it they are the writer's to make, as any refusal and step.
+pub fn plan(case: &Case, prepared_commit: bool) -> Result<Plan<'_>, String> {
     let mut out = Plan {
         actions: Vec::new(),
         needs: BTreeSet::new(),
     };
     let mut version = 0;
     let from = case.writer_from.unwrap_or(0);
+    // The next ordinary step is the twin of a prepared refusal handed over.
+    let mut twin_next = false;
     for step in &case.steps {
         if version < from {
             version += match step {
@@ -149,7 +176,22 @@ pub fn plan(case: &Case) -> Result<Plan<'_>, String> {
             Step::ExpectRefusal {
                 attempt,
                 code,
+                prepared: true,
+                ..
+            } if prepared_commit => {
+                out.needs.insert(PREPARED_COMMIT);
+                out.actions.push(Action::RefusePreparedMerge {
+                    attempt,
+                    code,
+                    at: version,
+                });
+                twin_next = true;
+            }
+            Step::ExpectRefusal {
+                attempt,
+                code,
                 may_commit,
+                ..
             } => {
                 needs(attempt, &mut out.needs)?;
                 out.actions.push(Action::Refuse {
@@ -157,6 +199,14 @@ pub fn plan(case: &Case) -> Result<Plan<'_>, String> {
                     code,
                     at: version,
                     may_commit: *may_commit,
+                });
+            }
+            other if twin_next => {
+                twin_next = false;
+                version += 1;
+                out.actions.push(Action::PreparedMergeTwin {
+                    step: other,
+                    version,
                 });
             }
             other => {
@@ -421,12 +471,7 @@ impl Replay<'_> {
     /// spills.
     fn stored(&mut self, version: u64) -> Result<&Snapshot, String> {
         if !self.stored.contains_key(&version) {
-            let twin = self.case.dir.join(UNDAMAGED_DIR);
-            let root = if twin.is_dir() {
-                twin
-            } else {
-                self.case.dir.join("dataset")
-            };
+            let root = self.stored_root();
             let snapshot = read_checked(&root, version)
                 .map_err(|e| format!("the stored case's v{version}: {}", e.message))?;
             self.stored.insert(version, snapshot);
@@ -855,8 +900,10 @@ impl Replay<'_> {
         let (step, typed_by, at) = match action {
             Action::Write { step, version } => (*step, *version, version - 1),
             Action::Retry { write, version, .. } => (*write, *version, version - 1),
-            Action::Prepared { step, version, .. } => (*step, *version, version - 1),
-            Action::Refuse { attempt, at, .. } => (*attempt, *at, *at),
+            Action::Prepared { step, version, .. }
+            | Action::PreparedMergeTwin { step, version } => (*step, *version, version - 1),
+            Action::Refuse { attempt, at, .. }
+            | Action::RefusePreparedMerge { attempt, at, .. } => (*attempt, *at, *at),
         };
         let name = Check::RefusesWriteLacking {
             version: at,
@@ -1037,6 +1084,84 @@ impl Replay<'_> {
     }
 }
 
+impl Replay<'_> {
+    /// The stored case's directory its versions are read from: a negative case's undamaged
+    /// twin, else its dataset.
+    fn stored_root(&self) -> PathBuf {
+        let twin = self.case.dir.join(UNDAMAGED_DIR);
+        if twin.is_dir() {
+            twin
+        } else {
+            self.case.dir.join("dataset")
+        }
+    }
+
+    /// The request of the merge stored version `version` of `after` states on the stored
+    /// version before it: its new value files placed in the writer's directory, its list
+    /// built on the writer's own version `version - 1` ([`StatedMerge`]).
+    fn stated_merge_request(
+        &mut self,
+        name: &Check,
+        after: &Path,
+        version: u64,
+    ) -> Option<CommitPreparedRequest> {
+        let at = version - 1;
+        let built = StatedMerge::between(&self.stored_root(), after, version).and_then(|merge| {
+            let prev = manifest(Path::new(&self.dir), at)
+                .map_err(|m| format!("the writer's v{at}: {m}"))?;
+            let transaction = merge.transaction(&prev.manifest)?;
+            let placed = merge.place_files(Path::new(&self.dir))?;
+            Ok((transaction, placed))
+        });
+        match built {
+            Ok((transaction, placed)) => {
+                self.kit_files.extend(placed);
+                Some(CommitPreparedRequest {
+                    dataset: self.dir.clone(),
+                    read_version: newest(Path::new(&self.dir)),
+                    transaction,
+                })
+            }
+            Err(message) => {
+                self.kit_fault(name.clone(), &KitFault::StoredCase { version, message });
+                None
+            }
+        }
+    }
+
+    /// A prepared refusal (`expect_refusal` with `prepared`): the malformed merge stored under
+    /// `refused/` handed over as a `merge`, which must be refused, leaving version `at`.
+    fn refuse_stated_merge(&mut self, code: &str, at: u64) {
+        let name = Check::RefusesPrepared {
+            version: at + 1,
+            op: PreparedOperation::Merge.as_str().into(),
+        };
+        let refused = self.case.dir.join(REFUSED_DIR);
+        let Some(request) = self.stated_merge_request(&name, &refused, at + 1) else {
+            return;
+        };
+        let answer = self.writer.commit_prepared(&request);
+        self.refused(name, answer, Some(code), at, at + 1);
+    }
+
+    /// The twin of a prepared refusal: the stored version `version`, a well-formed merge,
+    /// handed over the same way; it must create `version`, judged as any version.
+    fn stated_merge_twin(&mut self, version: u64) {
+        let name = Check::CommitPrepared {
+            version,
+            op: PreparedOperation::Merge.as_str().into(),
+        };
+        let stored = self.stored_root();
+        let Some(request) = self.stated_merge_request(&name, &stored, version) else {
+            return;
+        };
+        let answer = self.writer.commit_prepared(&request);
+        if self.committed(name, answer, version) {
+            self.judge(version);
+        }
+    }
+}
+
 /// `validate`'s findings, one a line, each with the requirements it breaks.
 fn findings_text(report: &crate::validate::report::Report) -> String {
     let lines: Vec<String> = report
@@ -1108,7 +1233,7 @@ pub fn run_case(
             ));
         }
     }
-    let mut plan = match plan(&case.case) {
+    let mut plan = match plan(&case.case, declared.contains(PREPARED_COMMIT)) {
         Ok(p) => p,
         Err(why) => return unsupported(format!("not a writer case: {why}")),
     };
@@ -1258,6 +1383,8 @@ pub fn run_case(
                     replay.prepared(c, *code);
                 }
             }
+            Action::RefusePreparedMerge { code, at, .. } => replay.refuse_stated_merge(code, *at),
+            Action::PreparedMergeTwin { version, .. } => replay.stated_merge_twin(*version),
         }
     }
     match replay.declined.take() {
