@@ -1,16 +1,16 @@
 //! Declared damage to a written version, for negative cases.
 //!
-//! Invariant: each [`Corruption`] changes exactly the one thing it names and nothing else, so
-//! the error a reader must raise is attributable to it. Corruptions of the manifest's *content*
-//! ([`DamageKind::Content`](crate::case::DamageKind)) are applied here to the decoded snapshot,
-//! which the store then re-encodes over the written manifest; the byte-level ones have no
-//! decoded form and are applied by `store::bytes`.
+//! Invariant: each [`ContentCorruption`] changes exactly the one thing it names and nothing
+//! else, so the error a reader must raise is attributable to it. These corruptions of the
+//! manifest's *content* are applied here to the decoded snapshot, which the store then
+//! re-encodes over the written manifest; the byte-level stages have no decoded form and are
+//! applied by `store::bytes`.
 
 use lance_reference::model::{
     Column, Coverage, DataFile, FieldId, Fragment, LineageSequence, Overlay, Snapshot, Value,
 };
 
-use crate::case::Corruption;
+use crate::case::ContentCorruption;
 use crate::case::names::field_id;
 use crate::case::step::{FlagWordSpec, SequenceSpec};
 
@@ -25,16 +25,13 @@ pub enum CorruptError {
         /// What is missing.
         problem: String,
     },
-    /// The corruption works on bytes, not on the decoded snapshot.
-    #[error("corruption {what} damages bytes; it has no decoded form")]
-    BytesOnly {
-        /// The corruption's name.
-        what: String,
-    },
 }
 
 /// Applies `c` to the decoded `snapshot` (see the module docs).
-pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), CorruptError> {
+pub fn apply_to_snapshot(
+    snapshot: &mut Snapshot,
+    c: &ContentCorruption,
+) -> Result<(), CorruptError> {
     let what = c.name();
     let missing = |problem: String| CorruptError::Target {
         what: what.clone(),
@@ -43,9 +40,9 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
     let schema = snapshot.schema.clone();
     let field = |n: &str| field_id(&schema, n).ok_or_else(|| missing(format!("no field {n:?}")));
     match c {
-        Corruption::ClearFlag { word, bit } => *flag_word(snapshot, *word) &= !bit,
-        Corruption::SetFlag { word, bit } => *flag_word(snapshot, *word) |= bit,
-        Corruption::CoveragePastEnd {
+        ContentCorruption::ClearFlag { word, bit } => *flag_word(snapshot, *word) &= !bit,
+        ContentCorruption::SetFlag { word, bit } => *flag_word(snapshot, *word) |= bit,
+        ContentCorruption::CoveragePastEnd {
             fragment,
             overlay,
             field: name,
@@ -78,7 +75,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 }
             }
         }
-        Corruption::DropCoverageBitmap { fragment, overlay } => {
+        ContentCorruption::DropCoverageBitmap { fragment, overlay } => {
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
             match &mut o.coverage {
                 Coverage::Sparse(bs) if !bs.is_empty() => {
@@ -87,7 +84,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 _ => return Err(missing("the overlay is not sparse".into())),
             }
         }
-        Corruption::DropOverlayValue {
+        ContentCorruption::DropOverlayValue {
             fragment,
             overlay,
             field: name,
@@ -100,7 +97,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             }
             *col = col.truncated(col.len() - 1);
         }
-        Corruption::ExtraOverlayValue {
+        ContentCorruption::ExtraOverlayValue {
             fragment,
             overlay,
             field: name,
@@ -114,7 +111,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 .with_values(&values)
                 .map_err(|m| missing(format!("{m:?}")))?;
         }
-        Corruption::DuplicateOverlayField { fragment, overlay } => {
+        ContentCorruption::DuplicateOverlayField { fragment, overlay } => {
             let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
             let f = *o
                 .file
@@ -134,7 +131,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 bs.push(first);
             }
         }
-        Corruption::SetCommittedVersion {
+        ContentCorruption::SetCommittedVersion {
             fragment,
             overlay,
             committed_version,
@@ -143,7 +140,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 .map_err(missing)?
                 .committed_version = *committed_version;
         }
-        Corruption::TruncateBaseColumn {
+        ContentCorruption::TruncateBaseColumn {
             fragment,
             field: name,
         } => {
@@ -154,7 +151,7 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
             let column = &mut f.files[file].columns[col];
             *column = column.truncated(column.len().saturating_sub(1));
         }
-        Corruption::DropLineageColumn { fragment, sequence } => {
+        ContentCorruption::DropLineageColumn { fragment, sequence } => {
             let id: FieldId = match sequence {
                 SequenceSpec::RowIds => -3,
                 SequenceSpec::CreatedAt => -4,
@@ -178,62 +175,26 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 }
             }
         }
-        Corruption::DeletionPastEnd { fragment, offset } => {
+        ContentCorruption::DeletionPastEnd { fragment, offset } => {
             fragment_mut(snapshot, *fragment)
                 .map_err(missing)?
                 .deletions
                 .insert(*offset);
         }
-        Corruption::DuplicateBaseField {
+        ContentCorruption::DuplicateBaseField {
             fragment,
             field: name,
         } => {
             let id = field(name)?;
             duplicate_base_field(snapshot, *fragment, id).map_err(missing)?;
         }
-        Corruption::SetIndexCoverage { index, fragments } => {
+        ContentCorruption::SetIndexCoverage { index, fragments } => {
             snapshot
                 .indices
                 .iter_mut()
                 .find(|i| i.name == *index)
                 .ok_or_else(|| missing(format!("no index {index:?}")))?
                 .fragment_bitmap = Some(fragments.iter().copied().collect());
-        }
-        Corruption::MalformedRoaring { .. }
-        | Corruption::PathEscapesRoot { .. }
-        | Corruption::DropOverlayDataFile { .. }
-        | Corruption::DropOverlayCoverage { .. }
-        | Corruption::CoverageBytes { .. }
-        | Corruption::MalformedLineage { .. }
-        | Corruption::SetDataFilePath { .. }
-        | Corruption::SetBaseId { .. }
-        | Corruption::DeclareBasePath { .. }
-        | Corruption::SetDataFileVersion { .. }
-        | Corruption::SetFragmentId { .. }
-        | Corruption::SetMaxFragmentId { .. }
-        | Corruption::SetColumnIndices { .. }
-        | Corruption::SetManifestVersion { .. }
-        | Corruption::TruncateManifest { .. }
-        | Corruption::BadManifestLength
-        | Corruption::SetDeletionFileType { .. }
-        | Corruption::SetNumDeletedRows { .. }
-        | Corruption::BadIndexSectionLength
-        | Corruption::SetCoveringFields { .. }
-        | Corruption::TruncateOverlayFile { .. }
-        | Corruption::MixedManifestNames
-        | Corruption::ExtraManifestName { .. }
-        | Corruption::EmptyManifestMessage
-        | Corruption::DamageLineageColumn { .. }
-        | Corruption::DuplicateLineageColumn { .. }
-        | Corruption::DuplicateDeletionOffset { .. }
-        | Corruption::SignedDeletionOffsets { .. }
-        | Corruption::WrongColumnType { .. }
-        | Corruption::DamagePage { .. }
-        | Corruption::ListStructInOverlay { .. }
-        | Corruption::MissingOverlayFile { .. }
-        | Corruption::SetExternalLineage { .. }
-        | Corruption::DamageIndexFiles { .. } => {
-            return Err(CorruptError::BytesOnly { what });
         }
     }
     Ok(())
@@ -323,7 +284,7 @@ mod tests {
         let mut s = clean.clone();
         apply_to_snapshot(
             &mut s,
-            &Corruption::SetFlag {
+            &ContentCorruption::SetFlag {
                 word: FlagWordSpec::Reader,
                 bit: 1 << 20,
             },
@@ -335,7 +296,7 @@ mod tests {
         let mut s = clean.clone();
         apply_to_snapshot(
             &mut s,
-            &Corruption::TruncateBaseColumn {
+            &ContentCorruption::TruncateBaseColumn {
                 fragment: 0,
                 field: "age".into(),
             },
@@ -351,22 +312,11 @@ mod tests {
         let mut s = clean.clone();
         let e = apply_to_snapshot(
             &mut s,
-            &Corruption::DropCoverageBitmap {
+            &ContentCorruption::DropCoverageBitmap {
                 fragment: 0,
                 overlay: 0,
             },
         );
         assert!(matches!(e, Err(CorruptError::Target { .. })));
-        let e = apply_to_snapshot(&mut s, &Corruption::MixedManifestNames);
-        assert_eq!(
-            e,
-            Err(CorruptError::BytesOnly {
-                what: "mixed_manifest_names".to_string()
-            })
-        );
-        assert_ne!(
-            Corruption::MixedManifestNames.kind(),
-            crate::case::DamageKind::Content
-        );
     }
 }

@@ -38,7 +38,7 @@ use super::protocol::{
 use super::reference::{manifest_schema, read_checked};
 use super::report::{CheckResult, FailureKind, Verdict};
 use crate::case::{
-    Capability, Cell, Corruption, Level, PredicateSpec, QuerySpec, RequirementIndex, Step,
+    Capability, Cell, ContentCorruption, Corruption, FileBytesCorruption, Level, PredicateSpec, QuerySpec, RequirementIndex, Step,
 };
 use crate::corpus::{CaseDir, UNDAMAGED_DIR, UNDAMAGED_EXPECTED};
 use crate::expected::tagged::{Tagged, tag, tag_scalar};
@@ -675,8 +675,10 @@ fn ignorable_index_damage(
     for step in &case.case.steps {
         match step {
             Step::Corrupt(what) => match what {
-                Corruption::DamageIndexFiles { index, .. }
-                | Corruption::SetIndexCoverage { index, .. } => damaged.push(index.clone()),
+                Corruption::FileBytes(FileBytesCorruption::DamageIndexFiles { index, .. })
+                | Corruption::Content(ContentCorruption::SetIndexCoverage { index, .. }) => {
+                    damaged.push(index.clone())
+                }
                 _ => return None,
             },
             _ => continue,
