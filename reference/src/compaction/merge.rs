@@ -103,7 +103,10 @@ fn check_inputs(fragment: &Fragment, positions: &[usize]) -> Result<BTreeSet<usi
 }
 
 /// The inputs in precedence order (newest first), after checking that no other overlay ranks
-/// between the newest and the oldest of them.
+/// between the newest and the oldest of them ([OVL-MERGE-1]: contiguous in *precedence* order,
+/// [`crate::resolve::precedence`]). The kit's history judge (`validate`) recognises a written
+/// merge by another rule on purpose: the output replaces a run contiguous in the list's
+/// *stored* order ([OVL-MERGE-4]), and then judges the cells.
 fn precedence_of_inputs(fragment: &Fragment, inputs: &BTreeSet<usize>) -> Result<Vec<usize>> {
     let order = crate::resolve::precedence(fragment);
     let ranks: Vec<usize> = order
