@@ -27,6 +27,31 @@ pub enum CorruptError {
     },
 }
 
+/// A part of the version a content corruption names that the version does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Absent {
+    /// No fragment has the id.
+    #[error("no fragment {0}")]
+    Fragment(u64),
+    /// The fragment's overlay list has no such position.
+    #[error("fragment {fragment} has no overlay at position {position}")]
+    Overlay {
+        /// Fragment id.
+        fragment: u64,
+        /// The position asked for.
+        position: usize,
+    },
+    /// The overlay does not list the field.
+    #[error("the overlay does not carry field {0}")]
+    OverlayField(FieldId),
+    /// The overlay lists the field but stores no column for it.
+    #[error("no column")]
+    OverlayColumn,
+    /// No base file of the fragment holds the field.
+    #[error("no base column for field {0}")]
+    BaseColumn(FieldId),
+}
+
 /// Applies `c` to the decoded `snapshot` (see the module docs).
 pub fn apply_to_snapshot(
     snapshot: &mut Snapshot,
@@ -37,6 +62,7 @@ pub fn apply_to_snapshot(
         what: what.clone(),
         problem,
     };
+    let absent = |target: Absent| missing(target.to_string());
     let schema = snapshot.schema.clone();
     let field = |n: &str| field_id(&schema, n).ok_or_else(|| missing(format!("no field {n:?}")));
     match c {
@@ -49,8 +75,8 @@ pub fn apply_to_snapshot(
             offset,
         } => {
             let id = field(name)?;
-            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
-            let pos = position(o, id).map_err(missing)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(absent)?;
+            let pos = position(o, id).map_err(absent)?;
             // The offset is the bitmap's largest, so its value goes last: every column it
             // applies to gets one (a NULL), and the value counts still match the coverage.
             let positions: Vec<usize> = match &mut o.coverage {
@@ -76,7 +102,7 @@ pub fn apply_to_snapshot(
             }
         }
         ContentCorruption::DropCoverageBitmap { fragment, overlay } => {
-            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(absent)?;
             match &mut o.coverage {
                 Coverage::Sparse(bs) if !bs.is_empty() => {
                     bs.pop();
@@ -90,8 +116,8 @@ pub fn apply_to_snapshot(
             field: name,
         } => {
             let id = field(name)?;
-            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
-            let col = value_column_mut(o, id).map_err(missing)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(absent)?;
+            let col = value_column_mut(o, id).map_err(absent)?;
             if col.is_empty() {
                 return Err(missing("the column is already empty".into()));
             }
@@ -103,8 +129,8 @@ pub fn apply_to_snapshot(
             field: name,
         } => {
             let id = field(name)?;
-            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
-            let col = value_column_mut(o, id).map_err(missing)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(absent)?;
+            let col = value_column_mut(o, id).map_err(absent)?;
             let mut values = col.values();
             values.push(values.last().cloned().unwrap_or(Value::Null));
             *col = col
@@ -112,7 +138,7 @@ pub fn apply_to_snapshot(
                 .map_err(|m| missing(format!("{m:?}")))?;
         }
         ContentCorruption::DuplicateOverlayField { fragment, overlay } => {
-            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(absent)?;
             let f = *o
                 .file
                 .fields
@@ -137,7 +163,7 @@ pub fn apply_to_snapshot(
             committed_version,
         } => {
             overlay_mut(snapshot, *fragment, *overlay)
-                .map_err(missing)?
+                .map_err(absent)?
                 .committed_version = *committed_version;
         }
         ContentCorruption::TruncateBaseColumn {
@@ -145,7 +171,7 @@ pub fn apply_to_snapshot(
             field: name,
         } => {
             let id = field(name)?;
-            let f = fragment_mut(snapshot, *fragment).map_err(missing)?;
+            let f = fragment_mut(snapshot, *fragment).map_err(absent)?;
             let (file, col) = base_position(f, id)
                 .ok_or_else(|| missing(format!("no base column for {name:?}")))?;
             let column = &mut f.files[file].columns[col];
@@ -157,7 +183,7 @@ pub fn apply_to_snapshot(
                 SequenceSpec::CreatedAt => -4,
                 SequenceSpec::LastUpdatedAt => -5,
             };
-            let f = fragment_mut(snapshot, *fragment).map_err(missing)?;
+            let f = fragment_mut(snapshot, *fragment).map_err(absent)?;
             let arm = match sequence {
                 SequenceSpec::RowIds => &f.lineage.row_ids,
                 SequenceSpec::CreatedAt => &f.lineage.created_at,
@@ -177,7 +203,7 @@ pub fn apply_to_snapshot(
         }
         ContentCorruption::DeletionPastEnd { fragment, offset } => {
             fragment_mut(snapshot, *fragment)
-                .map_err(missing)?
+                .map_err(absent)?
                 .deletions
                 .insert(*offset);
         }
@@ -186,7 +212,7 @@ pub fn apply_to_snapshot(
             field: name,
         } => {
             let id = field(name)?;
-            duplicate_base_field(snapshot, *fragment, id).map_err(missing)?;
+            duplicate_base_field(snapshot, *fragment, id).map_err(absent)?;
         }
         ContentCorruption::SetIndexCoverage { index, fragments } => {
             snapshot
@@ -202,10 +228,9 @@ pub fn apply_to_snapshot(
 
 /// Appends a copy of field `id`'s live base column to another base file of the fragment (the
 /// first one that does not hold it), so two base files hold the field live.
-fn duplicate_base_field(snapshot: &mut Snapshot, fragment: u64, id: FieldId) -> Result<(), String> {
+fn duplicate_base_field(snapshot: &mut Snapshot, fragment: u64, id: FieldId) -> Result<(), Absent> {
     let f = fragment_mut(snapshot, fragment)?;
-    let (file, col) =
-        base_position(f, id).ok_or_else(|| format!("no base column for field {id}"))?;
+    let (file, col) = base_position(f, id).ok_or(Absent::BaseColumn(id))?;
     let column = f.files[file].columns[col].clone();
     match f.files.iter_mut().enumerate().find(|(i, _)| *i != file) {
         Some((_, other)) => {
@@ -229,40 +254,37 @@ fn flag_word(snapshot: &mut Snapshot, word: FlagWordSpec) -> &mut u64 {
     }
 }
 
-fn fragment_mut(snapshot: &mut Snapshot, id: u64) -> Result<&mut Fragment, String> {
+fn fragment_mut(snapshot: &mut Snapshot, id: u64) -> Result<&mut Fragment, Absent> {
     snapshot
         .fragments
         .iter_mut()
         .find(|f| f.id == id)
-        .ok_or_else(|| format!("no fragment {id}"))
+        .ok_or(Absent::Fragment(id))
 }
 
 fn overlay_mut(
     snapshot: &mut Snapshot,
     fragment: u64,
     position: usize,
-) -> Result<&mut Overlay, String> {
+) -> Result<&mut Overlay, Absent> {
     fragment_mut(snapshot, fragment)?
         .overlays
         .get_mut(position)
-        .ok_or_else(|| format!("fragment {fragment} has no overlay at position {position}"))
+        .ok_or(Absent::Overlay { fragment, position })
 }
 
-fn position(o: &Overlay, id: FieldId) -> Result<usize, String> {
+fn position(o: &Overlay, id: FieldId) -> Result<usize, Absent> {
     o.file
         .fields
         .iter()
         .position(|f| *f == id)
-        .ok_or_else(|| format!("the overlay does not carry field {id}"))
+        .ok_or(Absent::OverlayField(id))
 }
 
 /// The value column the overlay stores for field `id`.
-fn value_column_mut(o: &mut Overlay, id: FieldId) -> Result<&mut Column, String> {
+fn value_column_mut(o: &mut Overlay, id: FieldId) -> Result<&mut Column, Absent> {
     let pos = position(o, id)?;
-    o.file
-        .columns
-        .get_mut(pos)
-        .ok_or_else(|| "no column".to_string())
+    o.file.columns.get_mut(pos).ok_or(Absent::OverlayColumn)
 }
 
 fn base_position(f: &Fragment, id: FieldId) -> Option<(usize, usize)> {

@@ -420,7 +420,10 @@ pub(super) fn edit_manifest(
                             return Ok(Some(page));
                         }
                         applied.set(true);
-                        damage_page(*damage, grammar, c, depth, page).map(Some)
+                        // The writer's page edits report their refusal as text.
+                        damage_page(*damage, grammar, c, depth, page)
+                            .map(Some)
+                            .map_err(|e| e.to_string())
                     };
                     let bytes = rewrite_column(good, path, id, &|_, _, _| {}, &edit)?;
                     if !applied.get() {
@@ -793,6 +796,29 @@ fn keep_page(
     Ok(Some(page))
 }
 
+/// Why a page could not be damaged as [`PageDamage`] asks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum PageDamageError {
+    /// `struct_layer` on a field that no struct contains.
+    #[error("field {0} is not below a struct, so its page has no struct layer")]
+    NotBelowStruct(FieldId),
+    /// The rewritten page needs a chunk larger than a mini-block chunk holds.
+    #[error("a chunk of {0} bytes")]
+    ChunkTooLarge(usize),
+    /// The column has no values, so no page.
+    #[error("the column is empty")]
+    EmptyColumn,
+    /// The column's type or values take no dictionary encoding.
+    #[error("no dictionary page for a {0} column with these values")]
+    NoDictionary(String),
+    /// The page is not a mini-block page.
+    #[error("the page is not a mini-block page (a column of NULLs only?)")]
+    NotMiniBlock,
+    /// A dictionary of one item cannot lose one and still index the rows.
+    #[error("a dictionary needs two distinct values")]
+    DictionaryTooSmall,
+}
+
 /// `page`, the v2.1+ page of column `c` (inside `depth` structs, in `grammar`), damaged as
 /// `damage` says.
 fn damage_page(
@@ -801,36 +827,28 @@ fn damage_page(
     c: &ColumnData,
     depth: usize,
     page: StructuralPage,
-) -> Result<StructuralPage, String> {
+) -> Result<StructuralPage, PageDamageError> {
     let mut page = match damage {
         PageDamage::ItemCount => page,
         PageDamage::StructLayer => {
             if depth == 0 {
-                return Err(format!(
-                    "field {} is not below a struct, so its page has no struct layer",
-                    c.field.id
-                ));
+                return Err(PageDamageError::NotBelowStruct(c.field.id));
             }
             // Outermost first: every struct present, the parent NULL at row 0 only.
             let mut structs: Vec<Option<Vec<bool>>> = vec![None; depth];
             structs[depth - 1] = Some(vec![false]);
             return encode_structural_page_in(grammar, &c.field.data_type, &c.values, &structs)
-                .map_err(|e| format!("a chunk of {} bytes", e.bytes))?
-                .ok_or_else(|| "the column is empty".to_string());
+                .map_err(|e| PageDamageError::ChunkTooLarge(e.bytes))?
+                .ok_or(PageDamageError::EmptyColumn);
         }
         PageDamage::DictionaryIndex => {
             encode_dictionary_page_in(grammar, &c.field.data_type, &c.values, depth)
-                .map_err(|e| format!("a chunk of {} bytes", e.bytes))?
-                .ok_or_else(|| {
-                    format!(
-                        "no dictionary page for a {} column with these values",
-                        c.field.data_type.logical_type()
-                    )
-                })?
+                .map_err(|e| PageDamageError::ChunkTooLarge(e.bytes))?
+                .ok_or_else(|| PageDamageError::NoDictionary(c.field.data_type.logical_type()))?
         }
     };
     let Some(Layout::MiniBlockLayout(layout)) = &mut page.layout.layout else {
-        return Err("the page is not a mini-block page (a column of NULLs only?)".into());
+        return Err(PageDamageError::NotMiniBlock);
     };
     match damage {
         PageDamage::ItemCount => layout.num_items += 1,
@@ -841,7 +859,7 @@ fn damage_page(
                 .buffers
                 .get_mut(2)
                 .filter(|_| items >= 2)
-                .ok_or("a dictionary needs two distinct values")?;
+                .ok_or(PageDamageError::DictionaryTooSmall)?;
             let width = dictionary.len() / items as usize;
             dictionary.truncate(dictionary.len() - width);
             layout.num_dictionary_items = items - 1;
@@ -1023,7 +1041,8 @@ pub(super) fn damage_files(
             write(root, &format!("{VERSIONS_DIR}/{name}"), &bytes)
         }
         FileBytesCorruption::DamageIndexFiles { index, damage } => {
-            super::index_damage::damage(root, version, index, damage).map_err(missing)
+            super::index_damage::damage(root, version, index, damage)
+                .map_err(|e| missing(e.to_string()))
         }
     }
 }
