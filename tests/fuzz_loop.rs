@@ -297,8 +297,8 @@ fn every_drawn_history_builds() {
 
 #[test]
 fn a_drawn_lineage_damage_always_fits_its_fragment() {
-    use lance_conformance::case::Corruption;
     use lance_conformance::case::corruption::LineageProblem;
+    use lance_conformance::case::{Corruption, ManifestBytesCorruption};
     use lance_conformance::fuzz::case::{DamageSeed, damage};
     // Every damage seed against many histories: a malformed lineage sequence is drawn only
     // where the fragment's row count can carry it (the rule the store builds by).
@@ -316,9 +316,11 @@ fn a_drawn_lineage_damage_always_fits_its_fragment() {
                     target: (i % 7) as u16,
                     value,
                 };
-                if let Some(Corruption::MalformedLineage {
-                    fragment, problem, ..
-                }) = damage(&built, seed)
+                if let Some(Corruption::ManifestBytes(
+                    ManifestBytesCorruption::MalformedLineage {
+                        fragment, problem, ..
+                    },
+                )) = damage(&built, seed)
                 {
                     let rows = newest.frag(fragment).unwrap().rows.len() as u64;
                     assert_eq!(problem.fits(rows), Ok(()), "history {i}, {seed:?}");

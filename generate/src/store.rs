@@ -28,7 +28,9 @@ use lance_reference_io::write::{data_file_bytes_in, leaf_positions_only, overlay
 use lance_reference_io::{Dataset, DatasetError, Layout, WriteOptions, write_version};
 use sha2::{Digest, Sha256};
 
-use crate::case::{Case, Corruption, DamageKind, DataFileVersionSpec};
+use crate::case::{
+    Case, ContentCorruption, Corruption, DataFileVersionSpec, ManifestBytesCorruption,
+};
 use crate::scenario::Execution;
 use crate::scenario::corrupt::{CorruptError, apply_to_snapshot};
 
@@ -405,9 +407,13 @@ fn damage(
     version: u64,
     corruptions: &[Corruption],
 ) -> Result<Option<Snapshot>, StoreError> {
-    let (content, on_bytes): (Vec<&Corruption>, Vec<&Corruption>) = corruptions
+    let content: Vec<&ContentCorruption> = corruptions
         .iter()
-        .partition(|c| c.kind() == DamageKind::Content);
+        .filter_map(|c| match c {
+            Corruption::Content(c) => Some(c),
+            Corruption::ManifestBytes(_) | Corruption::FileBytes(_) => None,
+        })
+        .collect();
     let before = Dataset::open(root)?.read_version(version)?;
     let mut damaged = None;
     if !content.is_empty() {
@@ -434,8 +440,13 @@ fn damage(
         )?;
         damaged = Some(snapshot);
     }
-    for c in on_bytes {
-        bytes::damage(root, version, c)?;
+    // The byte-level stages, in the case's order (a later one damages the earlier's output).
+    for c in corruptions {
+        match c {
+            Corruption::Content(_) => {}
+            Corruption::ManifestBytes(c) => bytes::edit_manifest(root, version, c)?,
+            Corruption::FileBytes(c) => bytes::damage_files(root, version, c)?,
+        }
     }
     for c in corruptions {
         place_decoys(root, &before, c)?;
@@ -486,11 +497,11 @@ fn place_decoys(
     (snapshot, layout): &(Snapshot, Layout),
     c: &Corruption,
 ) -> Result<(), StoreError> {
-    let Corruption::SetDataFilePath {
+    let Corruption::ManifestBytes(ManifestBytesCorruption::SetDataFilePath {
         fragment,
         file,
         path,
-    } = c
+    }) = c
     else {
         return Ok(());
     };

@@ -726,45 +726,13 @@ impl Dataset {
         if !indices {
             return Ok((snapshot, layout));
         }
-        for n in 0..snapshot.indices.len() {
-            let dataset_version = snapshot.indices[n].dataset_version;
-            let field = format!("{file}: indices[{n}]");
-            let older = if dataset_version == version {
-                None
-            } else if dataset_version < version {
-                let (older, _) = self
-                    .read_cached(dataset_version, cache)
-                    .map_err(|e| match e {
-                        DatasetError::VersionNotFound { version, .. } => {
-                            DatasetError::VersionNotFound {
-                                version,
-                                context: format!("{file}: indices[{n}].dataset_version"),
-                            }
-                        }
-                        other => other,
-                    })?;
-                Some(older)
-            } else {
-                continue; // from the future: `validate` above refused it
-            };
-            if layout
-                .indices
-                .get(n)
-                .is_some_and(|il| nothing_to_read(&snapshot.indices[n], il))
-            {
-                snapshot.indices[n].entries = Vec::new();
-                continue;
-            }
-            let entries = {
+        let read = check_indices_in_order(
+            &snapshot,
+            &layout,
+            &file,
+            |older| self.read_cached(older, cache).map(|(older, _)| older),
+            |index, il, older, field| {
                 let at_build = older.as_ref().unwrap_or(&snapshot);
-                let index = &snapshot.indices[n];
-                let il = layout
-                    .indices
-                    .get(n)
-                    .ok_or_else(|| DatasetError::MissingField {
-                        file: file.clone(),
-                        field: format!("indices[{n}] layout"),
-                    })?;
                 let (stored, _) = read_index_files(
                     self.storage(),
                     &index_dir(&il.uuid),
@@ -772,21 +740,13 @@ impl Dataset {
                     index,
                     &at_build.schema,
                     self.options.max_file_bytes,
-                    &field,
+                    field,
                 )?;
-                checked_entries(at_build, &snapshot, index, il, stored.into_pairs()).map_err(
-                    |e| match e {
-                        Checked::Model(error) => DatasetError::Model {
-                            file: field.clone(),
-                            error: Box::new(error),
-                        },
-                        Checked::Index(error) => DatasetError::IndexFile {
-                            field: field.clone(),
-                            error: Box::new(error),
-                        },
-                    },
-                )?
-            };
+                checked_entries(at_build, &snapshot, index, il, stored.into_pairs())
+                    .map_err(|e| e.at(field))
+            },
+        )?;
+        for (n, entries) in read {
             snapshot.indices[n].entries = entries;
         }
         Ok((snapshot, layout))
@@ -794,6 +754,63 @@ impl Dataset {
 }
 
 pub use crate::decoded::FileSizes;
+
+/// The one order in which a version's indices are checked, kept by [`Dataset::read_version`]
+/// and by [`VersionCheck`](crate::version_check::VersionCheck) alike: index by index in
+/// manifest order; an index claiming a later version is passed over (the version's own check
+/// refused it); an older version the index claims is read first (`claimed`), before anything of
+/// the index, and a missing one is named as `indices[n].dataset_version`; then the index's
+/// layout must exist; an index with nothing to read ([`nothing_to_read`]) answers nothing;
+/// only then does `entries` read the index's files and check its entries, given the claimed
+/// version when it is older and the error context `"<file>: indices[n]"`. Returns the entries
+/// of each index it did not pass over, by position.
+pub(crate) fn check_indices_in_order<T>(
+    snapshot: &Snapshot,
+    layout: &Layout,
+    file: &str,
+    mut claimed: impl FnMut(u64) -> Result<T, DatasetError>,
+    mut entries: impl FnMut(
+        &Index,
+        &IndexLayout,
+        Option<T>,
+        &str,
+    ) -> Result<Vec<IndexEntry>, DatasetError>,
+) -> Result<Vec<(usize, Vec<IndexEntry>)>, DatasetError> {
+    let version = snapshot.version;
+    let mut out = Vec::with_capacity(snapshot.indices.len());
+    for (n, index) in snapshot.indices.iter().enumerate() {
+        let dataset_version = index.dataset_version;
+        let older = if dataset_version == version {
+            None
+        } else if dataset_version < version {
+            Some(claimed(dataset_version).map_err(|e| match e {
+                DatasetError::VersionNotFound { version, .. } => DatasetError::VersionNotFound {
+                    version,
+                    context: format!("{file}: indices[{n}].dataset_version"),
+                },
+                other => other,
+            })?)
+        } else {
+            continue; // from the future: the version's own check refused it
+        };
+        let il = layout
+            .indices
+            .get(n)
+            .ok_or_else(|| DatasetError::MissingField {
+                file: file.to_string(),
+                field: format!("indices[{n}] layout"),
+            })?;
+        if nothing_to_read(index, il) {
+            out.push((n, Vec::new()));
+            continue;
+        }
+        out.push((
+            n,
+            entries(index, il, older, &format!("{file}: indices[{n}]"))?,
+        ));
+    }
+    Ok(out)
+}
 
 /// [IDX-READ-11]: an index covering no fragment that lists no file answers nothing, so a
 /// reader reads no file for it.
@@ -1091,6 +1108,22 @@ fn stored_text(value: Option<&Value>) -> String {
 pub(crate) enum Checked {
     Model(lance_reference::Error),
     Index(IndexFileError),
+}
+
+impl Checked {
+    /// The refusal as the dataset's error, for the index at `field` (`"<file>: indices[n]"`).
+    pub(crate) fn at(self, field: &str) -> DatasetError {
+        match self {
+            Checked::Model(error) => DatasetError::Model {
+                file: field.to_string(),
+                error: Box::new(error),
+            },
+            Checked::Index(error) => DatasetError::IndexFile {
+                field: field.to_string(),
+                error: Box::new(error),
+            },
+        }
+    }
 }
 
 /// Whether a BTree of `index_version` stores row addresses (1) or row ids (0, absent).

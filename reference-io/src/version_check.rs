@@ -39,7 +39,7 @@ use super::error::DatasetError;
 use super::index_file::index_dir;
 use super::layout::Layout;
 use super::manifest_file::{ManifestFile, decode_manifest_file};
-use super::read::{Checked, Dataset, checked_entries, read_index_files};
+use super::read::{Dataset, check_indices_in_order, checked_entries, read_index_files};
 
 /// Checks versions of one dataset fragment by fragment (see the module docs).
 #[derive(Debug)]
@@ -296,7 +296,8 @@ impl<'d> VersionCheck<'d> {
         outcomes
     }
 
-    /// Each index against the version it claims, as [`Dataset::read_version`] checks it.
+    /// Each index against the version it claims, in the order [`Dataset::read_version`]
+    /// checks them ([`check_indices_in_order`]).
     fn check_indices(
         &self,
         snapshot: &Snapshot,
@@ -304,71 +305,44 @@ impl<'d> VersionCheck<'d> {
         file: &str,
     ) -> Result<(), DatasetError> {
         let version = snapshot.version;
-        for (n, index) in snapshot.indices.iter().enumerate() {
-            let dataset_version = index.dataset_version;
-            let field = format!("{file}: indices[{n}]");
-            if dataset_version > version {
-                continue; // from the future: the snapshot's own check refused it
-            }
-            if dataset_version < version {
-                self.verdict(dataset_version).map_err(|e| match e {
-                    DatasetError::VersionNotFound { version, .. } => {
-                        DatasetError::VersionNotFound {
-                            version,
-                            context: format!("{file}: indices[{n}].dataset_version"),
-                        }
-                    }
-                    other => other,
-                })?;
-            }
-            let il = layout
-                .indices
-                .get(n)
-                .ok_or_else(|| DatasetError::MissingField {
-                    file: file.to_string(),
-                    field: format!("indices[{n}] layout"),
-                })?;
-            if crate::read::nothing_to_read(index, il) {
-                continue;
-            }
-            // The index files first (their key type is the claimed version's), then that
-            // version's key columns: a file the kit cannot decode costs no data read.
-            let (stored, _) = read_index_files(
-                self.dataset.storage(),
-                &index_dir(&il.uuid),
-                il,
-                index,
-                &self.schema(dataset_version)?,
-                self.dataset.options().max_file_bytes,
-                &field,
-            )?;
-            let at_build = self.projected(dataset_version, &index.fields, |_| true)?;
-            // The version read is needed only for the fragments covered after the build.
-            let now = if dataset_version == version {
-                None
-            } else {
-                let later = |f: &Fragment| {
-                    index.fragment_bitmap.is_some()
-                        && index.covers(f.id)
-                        && !at_build.fragments.iter().any(|b| b.id == f.id)
+        check_indices_in_order(
+            snapshot,
+            layout,
+            file,
+            |older| self.verdict(older),
+            |index, il, _, field| {
+                let dataset_version = index.dataset_version;
+                // The index files first (their key type is the claimed version's), then that
+                // version's key columns: a file the kit cannot decode costs no data read.
+                let (stored, _) = read_index_files(
+                    self.dataset.storage(),
+                    &index_dir(&il.uuid),
+                    il,
+                    index,
+                    &self.schema(dataset_version)?,
+                    self.dataset.options().max_file_bytes,
+                    field,
+                )?;
+                let at_build = self.projected(dataset_version, &index.fields, |_| true)?;
+                // The version read is needed only for the fragments covered after the build.
+                let now = if dataset_version == version {
+                    None
+                } else {
+                    let later = |f: &Fragment| {
+                        index.fragment_bitmap.is_some()
+                            && index.covers(f.id)
+                            && !at_build.fragments.iter().any(|b| b.id == f.id)
+                    };
+                    Some(self.projected(version, &index.fields, later)?)
                 };
-                Some(self.projected(version, &index.fields, later)?)
-            };
-            let now = now.as_ref().unwrap_or(&at_build);
-            checked_entries(&at_build, now, index, il, stored.into_pairs()).map_err(
-                |e| match e {
-                    Checked::Model(error) => DatasetError::Model {
-                        file: field.clone(),
-                        error: Box::new(error),
-                    },
-                    Checked::Index(error) => DatasetError::IndexFile {
-                        field: field.clone(),
-                        error: Box::new(error),
-                    },
-                },
-            )?;
-        }
-        Ok(())
+                let now = now.as_ref().unwrap_or(&at_build);
+                // Checked, then dropped: the check keeps no entries.
+                checked_entries(&at_build, now, index, il, stored.into_pairs())
+                    .map(|_| Vec::new())
+                    .map_err(|e| e.at(field))
+            },
+        )
+        .map(|_| ())
     }
 
     /// `version` with the columns of the fragments `wanted` selects, each holding only the

@@ -19,7 +19,10 @@ use super::history::{History, Stream, mix};
 use super::model::{Arm, ITEMS, MENU, MState, Ty, predicate};
 use crate::case::corruption::LineageProblem;
 use crate::case::step::{FlagWordSpec, SequenceSpec};
-use crate::case::{Case, Corruption, ExpectErrorSpec, Level, QuerySpec, RequirementIndex, Step};
+use crate::case::{
+    Case, ContentCorruption, Corruption, ExpectErrorSpec, FileBytesCorruption, Level,
+    ManifestBytesCorruption, QuerySpec, RequirementIndex, Step,
+};
 use crate::scenario::Execution;
 use crate::{reader, scenario, store};
 
@@ -41,32 +44,43 @@ pub fn damage(built: &Built, seed: DamageSeed) -> Option<Corruption> {
     let t = u64::from(seed.target);
     let v = u64::from(seed.value);
     let mut kinds: Vec<Corruption> = vec![
-        Corruption::SetFlag {
+        ContentCorruption::SetFlag {
             word: FlagWordSpec::Reader,
             bit: flags::FLAG_UNKNOWN,
-        },
-        Corruption::TruncateManifest {
+        }
+        .into(),
+        ManifestBytesCorruption::TruncateManifest {
             keep: 1 + (v % 64) as usize,
-        },
-        Corruption::BadManifestLength,
-        Corruption::MixedManifestNames,
+        }
+        .into(),
+        ManifestBytesCorruption::BadManifestLength.into(),
+        FileBytesCorruption::MixedManifestNames.into(),
     ];
     let frags: Vec<u64> = s.frags.iter().map(|f| f.id).collect();
     if let Some(id) = pick(&frags, t) {
         let f = s.frag(id)?;
-        kinds.push(Corruption::TruncateBaseColumn {
-            fragment: id,
-            field: "id".into(),
-        });
-        kinds.push(Corruption::DeletionPastEnd {
-            fragment: id,
-            offset: f.rows.len() as u32 + (v % 3) as u32,
-        });
-        if f.live() < f.rows.len() {
-            kinds.push(Corruption::SetNumDeletedRows {
+        kinds.push(
+            ContentCorruption::TruncateBaseColumn {
                 fragment: id,
-                count: (f.rows.len() - f.live()) as u64 + 1 + v % 2,
-            });
+                field: "id".into(),
+            }
+            .into(),
+        );
+        kinds.push(
+            ContentCorruption::DeletionPastEnd {
+                fragment: id,
+                offset: f.rows.len() as u32 + (v % 3) as u32,
+            }
+            .into(),
+        );
+        if f.live() < f.rows.len() {
+            kinds.push(
+                ManifestBytesCorruption::SetNumDeletedRows {
+                    fragment: id,
+                    count: (f.rows.len() - f.live()) as u64 + 1 + v % 2,
+                }
+                .into(),
+            );
         }
         // Only a rule a sequence of this fragment's length can break (the store builds no
         // other): the rule the value selects among all, else among those that fit, so that
@@ -80,11 +94,14 @@ pub fn damage(built: &Built, seed: DamageSeed) -> Option<Corruption> {
             .filter(|p| p.fits(rows).is_ok())
             .or_else(|| pick(&fitting, v));
         if let (true, Arm::Inline, Some(problem)) = (s.stable, f.arms[0], problem) {
-            kinds.push(Corruption::MalformedLineage {
-                fragment: id,
-                sequence: SequenceSpec::RowIds,
-                problem,
-            });
+            kinds.push(
+                ManifestBytesCorruption::MalformedLineage {
+                    fragment: id,
+                    sequence: SequenceSpec::RowIds,
+                    problem,
+                }
+                .into(),
+            );
         }
         if let Some(seq) = [
             SequenceSpec::RowIds,
@@ -96,17 +113,23 @@ pub fn damage(built: &Built, seed: DamageSeed) -> Option<Corruption> {
         .find(|(_, a)| *a == Arm::Column)
         .map(|(q, _)| q)
         {
-            kinds.push(Corruption::DropLineageColumn {
-                fragment: id,
-                sequence: seq,
-            });
+            kinds.push(
+                ContentCorruption::DropLineageColumn {
+                    fragment: id,
+                    sequence: seq,
+                }
+                .into(),
+            );
         }
     }
     if s.frags.iter().any(|f| !f.overlays.is_empty()) {
-        kinds.push(Corruption::ClearFlag {
-            word: FlagWordSpec::Reader,
-            bit: flags::FLAG_UNSTABLE_DATA_OVERLAY_FILES,
-        });
+        kinds.push(
+            ContentCorruption::ClearFlag {
+                word: FlagWordSpec::Reader,
+                bit: flags::FLAG_UNSTABLE_DATA_OVERLAY_FILES,
+            }
+            .into(),
+        );
     }
     // (fragment, overlay position, a live field of it) for every overlay with live fields.
     let overlays: Vec<(u64, usize, Option<&'static str>)> = s
@@ -126,31 +149,34 @@ pub fn damage(built: &Built, seed: DamageSeed) -> Option<Corruption> {
     if let Some((fragment, overlay, field)) = pick(&overlays, t / 7) {
         let rows = s.frag(fragment).map_or(0, |f| f.rows.len() as u32);
         kinds.extend([
-            Corruption::SetCommittedVersion {
+            ContentCorruption::SetCommittedVersion {
                 fragment,
                 overlay,
                 committed_version: if v % 2 == 0 { 0 } else { s.version + 1 + v % 5 },
-            },
-            Corruption::MalformedRoaring { fragment, overlay },
-            Corruption::PathEscapesRoot { fragment, overlay },
-            Corruption::TruncateOverlayFile { fragment, overlay },
-            Corruption::DropOverlayDataFile { fragment, overlay },
-            Corruption::DropOverlayCoverage { fragment, overlay },
+            }
+            .into(),
+            ManifestBytesCorruption::MalformedRoaring { fragment, overlay }.into(),
+            ManifestBytesCorruption::PathEscapesRoot { fragment, overlay }.into(),
+            FileBytesCorruption::TruncateOverlayFile { fragment, overlay }.into(),
+            ManifestBytesCorruption::DropOverlayDataFile { fragment, overlay }.into(),
+            ManifestBytesCorruption::DropOverlayCoverage { fragment, overlay }.into(),
         ]);
         if let Some(field) = field {
             kinds.extend([
-                Corruption::CoveragePastEnd {
+                ContentCorruption::CoveragePastEnd {
                     fragment,
                     overlay,
                     field: field.into(),
                     offset: rows + (v % 3) as u32,
-                },
-                Corruption::DropOverlayValue {
+                }
+                .into(),
+                ContentCorruption::DropOverlayValue {
                     fragment,
                     overlay,
                     field: field.into(),
-                },
-                Corruption::DuplicateOverlayField { fragment, overlay },
+                }
+                .into(),
+                ContentCorruption::DuplicateOverlayField { fragment, overlay }.into(),
             ]);
         }
     }

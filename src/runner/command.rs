@@ -136,7 +136,7 @@ fn run_inner(args: &RunArgs) -> Result<u8, RunnerError> {
             path: p.display().to_string(),
             ..KnownFailures::default()
         }),
-        Some(p) => Some(KnownFailures::load(p).map_err(RunnerError::Input)?),
+        Some(p) => Some(KnownFailures::load(p).map_err(|e| RunnerError::Input(e.to_string()))?),
         None => None,
     };
     let kept = known_failures.clone();

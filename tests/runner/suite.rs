@@ -239,7 +239,9 @@ impl Broken {
     /// BTree indices, and the case's only damage is to BTree indices (their files or coverage),
     /// so it reads what the undamaged twin holds.
     fn ignores(&self, at: &VersionRef) -> bool {
-        use lance_conformance::case::{Case, Corruption, IndexKindSpec, Step};
+        use lance_conformance::case::{
+            Case, ContentCorruption, Corruption, FileBytesCorruption, IndexKindSpec, Step,
+        };
         if !matches!(self.how, How::IgnoresBTree | How::IgnoresBTreeWrongly)
             || !at.dataset.ends_with("/dataset")
         {
@@ -263,8 +265,8 @@ impl Broken {
                     btrees.insert(name.clone());
                 }
                 Step::Corrupt(
-                    Corruption::DamageIndexFiles { index, .. }
-                    | Corruption::SetIndexCoverage { index, .. },
+                    Corruption::FileBytes(FileBytesCorruption::DamageIndexFiles { index, .. })
+                    | Corruption::Content(ContentCorruption::SetIndexCoverage { index, .. }),
                 ) => damaged.push(index.clone()),
                 Step::Corrupt(_) => return false,
                 _ => {}

@@ -142,19 +142,21 @@ fn stored_columns(
         .collect()
 }
 
+/// A NULL given for a field that is not nullable (named dotted).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("field {0:?} is not nullable")]
+pub(super) struct NotNullable(String);
+
 /// Appends `value` of `field` (and, for a struct, its children) to the stored columns.
 fn store(
     schema: &Schema,
     field: FieldId,
     value: Value,
     columns: &mut BTreeMap<FieldId, Vec<Value>>,
-) -> Result<(), String> {
+) -> Result<(), NotNullable> {
     let nullable = schema.field(field).is_none_or(|f| f.nullable);
     if value.is_null() && !nullable {
-        return Err(format!(
-            "field {:?} is not nullable",
-            dotted_name(schema, field)
-        ));
+        return Err(NotNullable(dotted_name(schema, field)));
     }
     match value {
         Value::Struct(children) => {
@@ -449,24 +451,61 @@ fn settle_ancestors(overlay: &mut Overlay, schema: &Schema, added: &[FieldId]) {
     }
 }
 
+/// Why an overlay step's `fields` order or `relabel` does not fit the overlay written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum OverlayShapeError {
+    /// `relabel` to an id that is not a reserved negative one.
+    #[error("relabel {name:?}: {id} is not a negative id")]
+    NotNegative {
+        /// The field's name.
+        name: String,
+        /// The id given.
+        id: i32,
+    },
+    /// `relabel` of a name the schema does not have.
+    #[error("no field {0:?}")]
+    NoField(String),
+    /// `relabel` of a field the overlay does not list.
+    #[error("relabel {0:?}: the overlay does not carry it")]
+    NotCarried(String),
+    /// `fields` leaves out a field the overlay has cells for.
+    #[error("`fields` leaves out field {0}, which has cells")]
+    LeavesOut(FieldId),
+    /// `fields` lists a field twice.
+    #[error("`fields` lists field {0} twice")]
+    Twice(FieldId),
+    /// `fields` adds a non-struct field without cells to a dense overlay.
+    #[error("a dense overlay cannot have a (non-struct) field without cells")]
+    DenseWithoutCells,
+}
+
+impl From<OverlayShapeError> for Failure {
+    fn from(e: OverlayShapeError) -> Failure {
+        Failure::Problem(e.to_string())
+    }
+}
+
 /// Writes the positions of the fields named in `relabel` with the given reserved negative ids
 /// (what a non-conforming writer might store; a reader ignores such positions).
 fn relabel(
     overlay: &mut Overlay,
     schema: &Schema,
     relabel: &BTreeMap<String, i32>,
-) -> Result<(), String> {
+) -> Result<(), OverlayShapeError> {
     for (name, &new_id) in relabel {
         if new_id >= 0 {
-            return Err(format!("relabel {name:?}: {new_id} is not a negative id"));
+            return Err(OverlayShapeError::NotNegative {
+                name: name.clone(),
+                id: new_id,
+            });
         }
-        let id = field_id(schema, name).ok_or_else(|| format!("no field {name:?}"))?;
+        let id = field_id(schema, name).ok_or_else(|| OverlayShapeError::NoField(name.clone()))?;
         let pos = overlay
             .file
             .fields
             .iter()
             .position(|f| *f == id)
-            .ok_or_else(|| format!("relabel {name:?}: the overlay does not carry it"))?;
+            .ok_or_else(|| OverlayShapeError::NotCarried(name.clone()))?;
         if let Some(slot) = overlay.file.fields.get_mut(pos) {
             *slot = new_id;
         }
@@ -477,19 +516,21 @@ fn relabel(
 /// Puts the overlay's positions in the order `ids`; an id without a position is added with an
 /// empty column and (sparse) an empty bitmap. A dense overlay can only gain struct ids this way
 /// (containers: the shared bitmap is their coverage, which readers ignore).
-fn reorder(overlay: &mut Overlay, ids: &[FieldId], schema: &Schema) -> Result<(), String> {
+fn reorder(
+    overlay: &mut Overlay,
+    ids: &[FieldId],
+    schema: &Schema,
+) -> Result<(), OverlayShapeError> {
     let carried = overlay.file.fields.clone();
     if let Some(missing) = carried.iter().find(|f| !ids.contains(f)) {
-        return Err(format!(
-            "`fields` leaves out field {missing}, which has cells"
-        ));
+        return Err(OverlayShapeError::LeavesOut(*missing));
     }
     let mut fields = Vec::new();
     let mut columns = Vec::new();
     let mut bitmaps = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         if ids[..i].contains(id) {
-            return Err(format!("`fields` lists field {id} twice"));
+            return Err(OverlayShapeError::Twice(*id));
         }
         let pos = carried.iter().position(|f| f == id);
         fields.push(*id);
@@ -516,7 +557,7 @@ fn reorder(overlay: &mut Overlay, ids: &[FieldId], schema: &Schema) -> Result<()
             Coverage::Dense(b.clone())
         }
         Coverage::Dense(_) => {
-            return Err("a dense overlay cannot have a (non-struct) field without cells".into());
+            return Err(OverlayShapeError::DenseWithoutCells);
         }
     };
     overlay.file.fields = fields;

@@ -1,16 +1,16 @@
 //! Declared damage to a written version, for negative cases.
 //!
-//! Invariant: each [`Corruption`] changes exactly the one thing it names and nothing else, so
-//! the error a reader must raise is attributable to it. Corruptions of the manifest's *content*
-//! ([`DamageKind::Content`](crate::case::DamageKind)) are applied here to the decoded snapshot,
-//! which the store then re-encodes over the written manifest; the byte-level ones have no
-//! decoded form and are applied by `store::bytes`.
+//! Invariant: each [`ContentCorruption`] changes exactly the one thing it names and nothing
+//! else, so the error a reader must raise is attributable to it. These corruptions of the
+//! manifest's *content* are applied here to the decoded snapshot, which the store then
+//! re-encodes over the written manifest; the byte-level stages have no decoded form and are
+//! applied by `store::bytes`.
 
 use lance_reference::model::{
     Column, Coverage, DataFile, FieldId, Fragment, LineageSequence, Overlay, Snapshot, Value,
 };
 
-use crate::case::Corruption;
+use crate::case::ContentCorruption;
 use crate::case::names::field_id;
 use crate::case::step::{FlagWordSpec, SequenceSpec};
 
@@ -25,35 +25,58 @@ pub enum CorruptError {
         /// What is missing.
         problem: String,
     },
-    /// The corruption works on bytes, not on the decoded snapshot.
-    #[error("corruption {what} damages bytes; it has no decoded form")]
-    BytesOnly {
-        /// The corruption's name.
-        what: String,
+}
+
+/// A part of the version a content corruption names that the version does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Absent {
+    /// No fragment has the id.
+    #[error("no fragment {0}")]
+    Fragment(u64),
+    /// The fragment's overlay list has no such position.
+    #[error("fragment {fragment} has no overlay at position {position}")]
+    Overlay {
+        /// Fragment id.
+        fragment: u64,
+        /// The position asked for.
+        position: usize,
     },
+    /// The overlay does not list the field.
+    #[error("the overlay does not carry field {0}")]
+    OverlayField(FieldId),
+    /// The overlay lists the field but stores no column for it.
+    #[error("no column")]
+    OverlayColumn,
+    /// No base file of the fragment holds the field.
+    #[error("no base column for field {0}")]
+    BaseColumn(FieldId),
 }
 
 /// Applies `c` to the decoded `snapshot` (see the module docs).
-pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), CorruptError> {
+pub fn apply_to_snapshot(
+    snapshot: &mut Snapshot,
+    c: &ContentCorruption,
+) -> Result<(), CorruptError> {
     let what = c.name();
     let missing = |problem: String| CorruptError::Target {
         what: what.clone(),
         problem,
     };
+    let absent = |target: Absent| missing(target.to_string());
     let schema = snapshot.schema.clone();
     let field = |n: &str| field_id(&schema, n).ok_or_else(|| missing(format!("no field {n:?}")));
     match c {
-        Corruption::ClearFlag { word, bit } => *flag_word(snapshot, *word) &= !bit,
-        Corruption::SetFlag { word, bit } => *flag_word(snapshot, *word) |= bit,
-        Corruption::CoveragePastEnd {
+        ContentCorruption::ClearFlag { word, bit } => *flag_word(snapshot, *word) &= !bit,
+        ContentCorruption::SetFlag { word, bit } => *flag_word(snapshot, *word) |= bit,
+        ContentCorruption::CoveragePastEnd {
             fragment,
             overlay,
             field: name,
             offset,
         } => {
             let id = field(name)?;
-            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
-            let pos = position(o, id).map_err(missing)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(absent)?;
+            let pos = position(o, id).map_err(absent)?;
             // The offset is the bitmap's largest, so its value goes last: every column it
             // applies to gets one (a NULL), and the value counts still match the coverage.
             let positions: Vec<usize> = match &mut o.coverage {
@@ -78,8 +101,8 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 }
             }
         }
-        Corruption::DropCoverageBitmap { fragment, overlay } => {
-            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
+        ContentCorruption::DropCoverageBitmap { fragment, overlay } => {
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(absent)?;
             match &mut o.coverage {
                 Coverage::Sparse(bs) if !bs.is_empty() => {
                     bs.pop();
@@ -87,35 +110,35 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 _ => return Err(missing("the overlay is not sparse".into())),
             }
         }
-        Corruption::DropOverlayValue {
+        ContentCorruption::DropOverlayValue {
             fragment,
             overlay,
             field: name,
         } => {
             let id = field(name)?;
-            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
-            let col = value_column_mut(o, id).map_err(missing)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(absent)?;
+            let col = value_column_mut(o, id).map_err(absent)?;
             if col.is_empty() {
                 return Err(missing("the column is already empty".into()));
             }
             *col = col.truncated(col.len() - 1);
         }
-        Corruption::ExtraOverlayValue {
+        ContentCorruption::ExtraOverlayValue {
             fragment,
             overlay,
             field: name,
         } => {
             let id = field(name)?;
-            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
-            let col = value_column_mut(o, id).map_err(missing)?;
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(absent)?;
+            let col = value_column_mut(o, id).map_err(absent)?;
             let mut values = col.values();
             values.push(values.last().cloned().unwrap_or(Value::Null));
             *col = col
                 .with_values(&values)
                 .map_err(|m| missing(format!("{m:?}")))?;
         }
-        Corruption::DuplicateOverlayField { fragment, overlay } => {
-            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(missing)?;
+        ContentCorruption::DuplicateOverlayField { fragment, overlay } => {
+            let o = overlay_mut(snapshot, *fragment, *overlay).map_err(absent)?;
             let f = *o
                 .file
                 .fields
@@ -134,33 +157,33 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 bs.push(first);
             }
         }
-        Corruption::SetCommittedVersion {
+        ContentCorruption::SetCommittedVersion {
             fragment,
             overlay,
             committed_version,
         } => {
             overlay_mut(snapshot, *fragment, *overlay)
-                .map_err(missing)?
+                .map_err(absent)?
                 .committed_version = *committed_version;
         }
-        Corruption::TruncateBaseColumn {
+        ContentCorruption::TruncateBaseColumn {
             fragment,
             field: name,
         } => {
             let id = field(name)?;
-            let f = fragment_mut(snapshot, *fragment).map_err(missing)?;
+            let f = fragment_mut(snapshot, *fragment).map_err(absent)?;
             let (file, col) = base_position(f, id)
                 .ok_or_else(|| missing(format!("no base column for {name:?}")))?;
             let column = &mut f.files[file].columns[col];
             *column = column.truncated(column.len().saturating_sub(1));
         }
-        Corruption::DropLineageColumn { fragment, sequence } => {
+        ContentCorruption::DropLineageColumn { fragment, sequence } => {
             let id: FieldId = match sequence {
                 SequenceSpec::RowIds => -3,
                 SequenceSpec::CreatedAt => -4,
                 SequenceSpec::LastUpdatedAt => -5,
             };
-            let f = fragment_mut(snapshot, *fragment).map_err(missing)?;
+            let f = fragment_mut(snapshot, *fragment).map_err(absent)?;
             let arm = match sequence {
                 SequenceSpec::RowIds => &f.lineage.row_ids,
                 SequenceSpec::CreatedAt => &f.lineage.created_at,
@@ -178,20 +201,20 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 }
             }
         }
-        Corruption::DeletionPastEnd { fragment, offset } => {
+        ContentCorruption::DeletionPastEnd { fragment, offset } => {
             fragment_mut(snapshot, *fragment)
-                .map_err(missing)?
+                .map_err(absent)?
                 .deletions
                 .insert(*offset);
         }
-        Corruption::DuplicateBaseField {
+        ContentCorruption::DuplicateBaseField {
             fragment,
             field: name,
         } => {
             let id = field(name)?;
-            duplicate_base_field(snapshot, *fragment, id).map_err(missing)?;
+            duplicate_base_field(snapshot, *fragment, id).map_err(absent)?;
         }
-        Corruption::SetIndexCoverage { index, fragments } => {
+        ContentCorruption::SetIndexCoverage { index, fragments } => {
             snapshot
                 .indices
                 .iter_mut()
@@ -199,52 +222,15 @@ pub fn apply_to_snapshot(snapshot: &mut Snapshot, c: &Corruption) -> Result<(), 
                 .ok_or_else(|| missing(format!("no index {index:?}")))?
                 .fragment_bitmap = Some(fragments.iter().copied().collect());
         }
-        Corruption::MalformedRoaring { .. }
-        | Corruption::PathEscapesRoot { .. }
-        | Corruption::DropOverlayDataFile { .. }
-        | Corruption::DropOverlayCoverage { .. }
-        | Corruption::CoverageBytes { .. }
-        | Corruption::MalformedLineage { .. }
-        | Corruption::SetDataFilePath { .. }
-        | Corruption::SetBaseId { .. }
-        | Corruption::DeclareBasePath { .. }
-        | Corruption::SetDataFileVersion { .. }
-        | Corruption::SetFragmentId { .. }
-        | Corruption::SetMaxFragmentId { .. }
-        | Corruption::SetColumnIndices { .. }
-        | Corruption::SetManifestVersion { .. }
-        | Corruption::TruncateManifest { .. }
-        | Corruption::BadManifestLength
-        | Corruption::SetDeletionFileType { .. }
-        | Corruption::SetNumDeletedRows { .. }
-        | Corruption::BadIndexSectionLength
-        | Corruption::SetCoveringFields { .. }
-        | Corruption::TruncateOverlayFile { .. }
-        | Corruption::MixedManifestNames
-        | Corruption::ExtraManifestName { .. }
-        | Corruption::EmptyManifestMessage
-        | Corruption::DamageLineageColumn { .. }
-        | Corruption::DuplicateLineageColumn { .. }
-        | Corruption::DuplicateDeletionOffset { .. }
-        | Corruption::SignedDeletionOffsets { .. }
-        | Corruption::WrongColumnType { .. }
-        | Corruption::DamagePage { .. }
-        | Corruption::ListStructInOverlay { .. }
-        | Corruption::MissingOverlayFile { .. }
-        | Corruption::SetExternalLineage { .. }
-        | Corruption::DamageIndexFiles { .. } => {
-            return Err(CorruptError::BytesOnly { what });
-        }
     }
     Ok(())
 }
 
 /// Appends a copy of field `id`'s live base column to another base file of the fragment (the
 /// first one that does not hold it), so two base files hold the field live.
-fn duplicate_base_field(snapshot: &mut Snapshot, fragment: u64, id: FieldId) -> Result<(), String> {
+fn duplicate_base_field(snapshot: &mut Snapshot, fragment: u64, id: FieldId) -> Result<(), Absent> {
     let f = fragment_mut(snapshot, fragment)?;
-    let (file, col) =
-        base_position(f, id).ok_or_else(|| format!("no base column for field {id}"))?;
+    let (file, col) = base_position(f, id).ok_or(Absent::BaseColumn(id))?;
     let column = f.files[file].columns[col].clone();
     match f.files.iter_mut().enumerate().find(|(i, _)| *i != file) {
         Some((_, other)) => {
@@ -268,40 +254,37 @@ fn flag_word(snapshot: &mut Snapshot, word: FlagWordSpec) -> &mut u64 {
     }
 }
 
-fn fragment_mut(snapshot: &mut Snapshot, id: u64) -> Result<&mut Fragment, String> {
+fn fragment_mut(snapshot: &mut Snapshot, id: u64) -> Result<&mut Fragment, Absent> {
     snapshot
         .fragments
         .iter_mut()
         .find(|f| f.id == id)
-        .ok_or_else(|| format!("no fragment {id}"))
+        .ok_or(Absent::Fragment(id))
 }
 
 fn overlay_mut(
     snapshot: &mut Snapshot,
     fragment: u64,
     position: usize,
-) -> Result<&mut Overlay, String> {
+) -> Result<&mut Overlay, Absent> {
     fragment_mut(snapshot, fragment)?
         .overlays
         .get_mut(position)
-        .ok_or_else(|| format!("fragment {fragment} has no overlay at position {position}"))
+        .ok_or(Absent::Overlay { fragment, position })
 }
 
-fn position(o: &Overlay, id: FieldId) -> Result<usize, String> {
+fn position(o: &Overlay, id: FieldId) -> Result<usize, Absent> {
     o.file
         .fields
         .iter()
         .position(|f| *f == id)
-        .ok_or_else(|| format!("the overlay does not carry field {id}"))
+        .ok_or(Absent::OverlayField(id))
 }
 
 /// The value column the overlay stores for field `id`.
-fn value_column_mut(o: &mut Overlay, id: FieldId) -> Result<&mut Column, String> {
+fn value_column_mut(o: &mut Overlay, id: FieldId) -> Result<&mut Column, Absent> {
     let pos = position(o, id)?;
-    o.file
-        .columns
-        .get_mut(pos)
-        .ok_or_else(|| "no column".to_string())
+    o.file.columns.get_mut(pos).ok_or(Absent::OverlayColumn)
 }
 
 fn base_position(f: &Fragment, id: FieldId) -> Option<(usize, usize)> {
@@ -323,7 +306,7 @@ mod tests {
         let mut s = clean.clone();
         apply_to_snapshot(
             &mut s,
-            &Corruption::SetFlag {
+            &ContentCorruption::SetFlag {
                 word: FlagWordSpec::Reader,
                 bit: 1 << 20,
             },
@@ -335,7 +318,7 @@ mod tests {
         let mut s = clean.clone();
         apply_to_snapshot(
             &mut s,
-            &Corruption::TruncateBaseColumn {
+            &ContentCorruption::TruncateBaseColumn {
                 fragment: 0,
                 field: "age".into(),
             },
@@ -351,22 +334,11 @@ mod tests {
         let mut s = clean.clone();
         let e = apply_to_snapshot(
             &mut s,
-            &Corruption::DropCoverageBitmap {
+            &ContentCorruption::DropCoverageBitmap {
                 fragment: 0,
                 overlay: 0,
             },
         );
         assert!(matches!(e, Err(CorruptError::Target { .. })));
-        let e = apply_to_snapshot(&mut s, &Corruption::MixedManifestNames);
-        assert_eq!(
-            e,
-            Err(CorruptError::BytesOnly {
-                what: "mixed_manifest_names".to_string()
-            })
-        );
-        assert_ne!(
-            Corruption::MixedManifestNames.kind(),
-            crate::case::DamageKind::Content
-        );
     }
 }

@@ -88,15 +88,99 @@ fn segment_label(s: &U64Segment) -> String {
     }
 }
 
+/// Why a re-encoding does not apply to the version it names.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReencodeError {
+    /// No fragment has the id.
+    #[error("no fragment {0}")]
+    NoFragment(u64),
+    /// `empty_index_section` on a version that has indices.
+    #[error("the version has indices; an empty section would drop them")]
+    HasIndices,
+    /// The fragment has no base file at the position.
+    #[error("fragment {fragment} has no file {file}")]
+    NoFile {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in its files.
+        file: usize,
+    },
+    /// The fragment has no overlay at the position.
+    #[error("fragment {fragment} has no overlay {overlay}")]
+    NoOverlay {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in its overlays.
+        overlay: usize,
+    },
+    /// The fragment's row ids are not stored inline.
+    #[error("fragment {0} has no inline row ids")]
+    NoInlineRowIds(u64),
+    /// Segment lengths that are not positive or do not add up to the fragment's rows.
+    #[error("segment lengths {lengths:?} must be positive and add up to {rows}")]
+    SegmentLengths {
+        /// The lengths given.
+        lengths: Vec<u64>,
+        /// The fragment's row count.
+        rows: usize,
+    },
+    /// A segment as given breaks a decoding rule.
+    #[error("{0}")]
+    Segment(#[from] lance_reference::lineage::LineageError),
+    /// The segments hold other row ids than the fragment's.
+    #[error("the segments hold the row ids {stored:?}, not the fragment's {ids:?}")]
+    OtherRowIds {
+        /// The row ids the segments hold.
+        stored: Vec<u64>,
+        /// The fragment's.
+        ids: Vec<u64>,
+    },
+    /// Spans asked of the row-id sequence, which has none.
+    #[error("row ids have no spans")]
+    RowIdsHaveNoSpans,
+    /// The fragment's version sequence is not stored inline.
+    #[error("fragment {fragment} has no inline {sequence}")]
+    NoInlineVersions {
+        /// Fragment id.
+        fragment: u64,
+        /// The sequence's name.
+        sequence: &'static str,
+    },
+    /// Not one span value per row.
+    #[error("{values} span values for {rows} rows")]
+    SpanCount {
+        /// Values given.
+        values: usize,
+        /// Rows of the fragment.
+        rows: usize,
+    },
+    /// A column order that is not a permutation of the file's positions.
+    #[error("order {order:?} is not a permutation of the {positions} position(s) of {path}")]
+    NotAPermutation {
+        /// The order given.
+        order: Vec<usize>,
+        /// The file's position count.
+        positions: usize,
+        /// The file's path.
+        path: String,
+    },
+    /// The identity order.
+    #[error("the order changes nothing")]
+    ChangesNothing,
+    /// A file with struct fields, whose columns are not reordered.
+    #[error("only files without struct fields can be reordered")]
+    StructFields,
+}
+
 /// Turns `r` into what the store writes for `snapshot` (the version it applies to), and a
 /// one-line account of the stored form.
-pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String), String> {
+pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String), ReencodeError> {
     let fragment_of = |id: u64| {
         snapshot
             .fragments
             .iter()
             .find(|f| f.id == id)
-            .ok_or_else(|| format!("no fragment {id}"))
+            .ok_or(ReencodeError::NoFragment(id))
     };
     match r {
         Reencoding::DeprecatedV2Flag => Ok((
@@ -122,7 +206,7 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
         )),
         Reencoding::EmptyIndexSection => {
             if !snapshot.indices.is_empty() {
-                return Err("the version has indices; an empty section would drop them".into());
+                return Err(ReencodeError::HasIndices);
             }
             Ok((
                 ReencodePlan::EmptyIndexSection,
@@ -135,10 +219,10 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
             order,
         } => {
             let f = fragment_of(*fragment)?;
-            let df = f
-                .files
-                .get(*file)
-                .ok_or_else(|| format!("fragment {fragment} has no file {file}"))?;
+            let df = f.files.get(*file).ok_or(ReencodeError::NoFile {
+                fragment: *fragment,
+                file: *file,
+            })?;
             permute_plan(snapshot, *fragment, *file, None, df, order)
         }
         Reencoding::PermuteOverlayColumns {
@@ -150,20 +234,23 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
             let df = &f
                 .overlays
                 .get(*overlay)
-                .ok_or_else(|| format!("fragment {fragment} has no overlay {overlay}"))?
+                .ok_or(ReencodeError::NoOverlay {
+                    fragment: *fragment,
+                    overlay: *overlay,
+                })?
                 .file;
             permute_plan(snapshot, *fragment, 0, Some(*overlay), df, order)
         }
         Reencoding::SplitRowIds { fragment, lengths } => {
             let f = fragment_of(*fragment)?;
             let LineageSequence::Inline(ids) = &f.lineage.row_ids else {
-                return Err(format!("fragment {fragment} has no inline row ids"));
+                return Err(ReencodeError::NoInlineRowIds(*fragment));
             };
             if lengths.iter().sum::<u64>() != ids.len() as u64 || lengths.contains(&0) {
-                return Err(format!(
-                    "segment lengths {lengths:?} must be positive and add up to {}",
-                    ids.len()
-                ));
+                return Err(ReencodeError::SegmentLengths {
+                    lengths: lengths.clone(),
+                    rows: ids.len(),
+                });
             }
             let mut segments = Vec::new();
             let mut at = 0usize;
@@ -190,7 +277,7 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
         Reencoding::RowIdSegments { fragment, segments } => {
             let f = fragment_of(*fragment)?;
             let LineageSequence::Inline(ids) = &f.lineage.row_ids else {
-                return Err(format!("fragment {fragment} has no inline row ids"));
+                return Err(ReencodeError::NoInlineRowIds(*fragment));
             };
             let segments: Vec<U64Segment> = segments
                 .iter()
@@ -215,15 +302,15 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
                     segment
                         .validate(&format!("segments[{i}]"))
                         .map(|()| segment)
-                        .map_err(|e| e.to_string())
                 })
                 .collect::<Result<_, _>>()?;
             let sequence = RowIdSequence { segments };
             let stored: Vec<u64> = sequence.iter().collect();
             if stored != *ids {
-                return Err(format!(
-                    "the segments hold the row ids {stored:?}, not the fragment's {ids:?}"
-                ));
+                return Err(ReencodeError::OtherRowIds {
+                    stored,
+                    ids: ids.clone(),
+                });
             }
             let labels: Vec<String> = sequence.segments.iter().map(segment_label).collect();
             Ok((
@@ -245,22 +332,21 @@ pub fn plan(snapshot: &Snapshot, r: &Reencoding) -> Result<(ReencodePlan, String
         } => {
             let f = fragment_of(*fragment)?;
             let seq = match sequence {
-                SequenceSpec::RowIds => return Err("row ids have no spans".into()),
+                SequenceSpec::RowIds => return Err(ReencodeError::RowIdsHaveNoSpans),
                 SequenceSpec::CreatedAt => &f.lineage.created_at,
                 SequenceSpec::LastUpdatedAt => &f.lineage.last_updated_at,
             };
             let LineageSequence::Inline(versions) = seq else {
-                return Err(format!(
-                    "fragment {fragment} has no inline {}",
-                    sequence_name(*sequence)
-                ));
+                return Err(ReencodeError::NoInlineVersions {
+                    fragment: *fragment,
+                    sequence: sequence_name(*sequence),
+                });
             };
             if values.len() != versions.len() {
-                return Err(format!(
-                    "{} span values for {} rows",
-                    values.len(),
-                    versions.len()
-                ));
+                return Err(ReencodeError::SpanCount {
+                    values: values.len(),
+                    rows: versions.len(),
+                });
             }
             let mut runs = RowDatasetVersionSequence::from_versions(versions).runs;
             let mut at = 0usize;
@@ -297,18 +383,18 @@ fn permute_plan(
     overlay: Option<usize>,
     df: &lance_reference::model::DataFile,
     order: &[usize],
-) -> Result<(ReencodePlan, String), String> {
+) -> Result<(ReencodePlan, String), ReencodeError> {
     let mut sorted = order.to_vec();
     sorted.sort_unstable();
     if sorted != (0..df.fields.len()).collect::<Vec<_>>() {
-        return Err(format!(
-            "order {order:?} is not a permutation of the {} position(s) of {}",
-            df.fields.len(),
-            df.path
-        ));
+        return Err(ReencodeError::NotAPermutation {
+            order: order.to_vec(),
+            positions: df.fields.len(),
+            path: df.path.clone(),
+        });
     }
     if order.iter().enumerate().all(|(c, &p)| c == p) {
-        return Err("the order changes nothing".into());
+        return Err(ReencodeError::ChangesNothing);
     }
     let nested = df.fields.iter().any(|&id| {
         snapshot
@@ -317,7 +403,7 @@ fn permute_plan(
             .is_some_and(|x| x.parent_id != -1 || snapshot.schema.children(id).next().is_some())
     });
     if nested {
-        return Err("only files without struct fields can be reordered".into());
+        return Err(ReencodeError::StructFields);
     }
     let indices: Vec<usize> = (0..order.len())
         .map(|p| order.iter().position(|&q| q == p).unwrap_or(p))

@@ -181,7 +181,8 @@ pub fn execute(steps: &[Step]) -> Result<Execution, ScenarioError> {
             }
             Step::Reencode(r) if corruptions.is_empty() => {
                 let current = run.current().map_err(&tag)?;
-                let (plan, note) = edits::plan(current, r).map_err(|p| tag(Failure::Problem(p)))?;
+                let (plan, note) =
+                    edits::plan(current, r).map_err(|p| tag(Failure::Problem(p.to_string())))?;
                 reencodings.push((current.version, plan));
                 note
             }

@@ -18,7 +18,7 @@ use lance_reference_io::data_file::{
     ColumnData, DataFileVersion, FileExtras, PageEdit, read_data_file, write_data_file_edited,
 };
 use lance_reference_io::deletion::{DeletionFile, write_arrow_int32_offsets, write_arrow_offsets};
-use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
+use lance_reference_io::manifest_file::{ManifestFile, decode_manifest_file, encode_manifest_file};
 use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
 use lance_reference_io::{Dataset, DatasetError};
 use pb::data_fragment::{
@@ -30,11 +30,11 @@ use prost::Message;
 use sha2::{Digest, Sha256};
 
 use super::{StoreError, write};
-use crate::case::Corruption;
 #[cfg(test)]
-use crate::case::DamageKind;
+use crate::case::Corruption;
 use crate::case::corruption::{LineageColumnDamage, LineageProblem, PageDamage};
 use crate::case::step::SequenceSpec;
+use crate::case::{FileBytesCorruption, ManifestBytesCorruption};
 use crate::scenario::corrupt::CorruptError;
 
 /// The reserved field id of a sequence's hidden column.
@@ -46,9 +46,14 @@ fn reserved_id(sequence: SequenceSpec) -> FieldId {
     }
 }
 
-/// The corruptions that edit manifest fields the model does not keep, the framing, deletion
-/// files and lineage files.
-fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreError> {
+/// The corruptions of the newest manifest file (see [`ManifestBytesCorruption`]): framing
+/// edits on its bytes, and edits of its decoded protobuf written back in place, with any file
+/// such an edit points the manifest at.
+pub(super) fn edit_manifest(
+    root: &Path,
+    version: u64,
+    c: &ManifestBytesCorruption,
+) -> Result<(), StoreError> {
     let what = c.name();
     let missing = |problem: String| {
         StoreError::Corrupt(CorruptError::Target {
@@ -58,17 +63,23 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
     };
     let rel = format!("{VERSIONS_DIR}/{}", manifest_name(version));
     let bytes = std::fs::read(root.join(&rel)).map_err(|e| missing(e.to_string()))?;
+    let fragment_position = |m: &pb::Manifest, id: u64| {
+        m.fragments
+            .iter()
+            .position(|f| f.id == id)
+            .ok_or_else(|| missing(format!("no fragment {id}")))
+    };
     match c {
-        Corruption::TruncateManifest { keep } => {
-            return write(root, &rel, bytes.get(..*keep).unwrap_or(&bytes));
+        ManifestBytesCorruption::TruncateManifest { keep } => {
+            write(root, &rel, bytes.get(..*keep).unwrap_or(&bytes))
         }
-        Corruption::EmptyManifestMessage => {
+        ManifestBytesCorruption::EmptyManifestMessage => {
             let mut out = 0u32.to_le_bytes().to_vec();
             out.extend_from_slice(&0i64.to_le_bytes());
             out.extend_from_slice(bytes.get(bytes.len().saturating_sub(8)..).unwrap_or(&[]));
-            return write(root, &rel, &out);
+            write(root, &rel, &out)
         }
-        Corruption::BadManifestLength => {
+        ManifestBytesCorruption::BadManifestLength => {
             let mut bytes = bytes;
             let n = bytes.len();
             let position = bytes
@@ -82,23 +93,19 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
                 .ok_or_else(|| missing("no length prefix".into()))?;
             let declared = u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
             prefix.copy_from_slice(&declared.wrapping_add(1).to_le_bytes());
-            return write(root, &rel, &bytes);
+            write(root, &rel, &bytes)
         }
-        Corruption::SetCoveringFields { index, fields } => {
-            let mut file = decode_manifest_file(&bytes, &rel)?;
-            let meta = file
-                .index_section
-                .as_mut()
-                .and_then(|s| s.indices.iter_mut().find(|i| i.name == *index))
-                .ok_or_else(|| missing(format!("no index {index:?}")))?;
-            meta.covering_fields = fields.clone();
-            return write(
-                root,
-                &rel,
-                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
-            );
+        ManifestBytesCorruption::SetCoveringFields { index, fields } => {
+            rewrite_manifest(root, &rel, &bytes, |file| {
+                file.index_section
+                    .as_mut()
+                    .and_then(|s| s.indices.iter_mut().find(|i| i.name == *index))
+                    .ok_or_else(|| missing(format!("no index {index:?}")))?
+                    .covering_fields = fields.clone();
+                Ok(())
+            })
         }
-        Corruption::BadIndexSectionLength => {
+        ManifestBytesCorruption::BadIndexSectionLength => {
             let file = decode_manifest_file(&bytes, &rel)?;
             let at = file
                 .manifest
@@ -111,118 +118,193 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
                 .get_mut(at..at + 4)
                 .ok_or_else(|| missing("no section length prefix".into()))?
                 .copy_from_slice(&u32::MAX.to_le_bytes());
-            return write(root, &rel, &bytes);
+            write(root, &rel, &bytes)
         }
-        _ => {}
-    }
-    let mut file = decode_manifest_file(&bytes, &rel)?;
-    let m = &mut file.manifest;
-    let fragment_position = |m: &pb::Manifest, id: u64| {
-        m.fragments
-            .iter()
-            .position(|f| f.id == id)
-            .ok_or_else(|| missing(format!("no fragment {id}")))
-    };
-    match c {
-        Corruption::SetManifestVersion { version } => m.version = *version,
-        Corruption::SetFragmentId { fragment, id } => {
-            let position = fragment_position(m, *fragment)?;
-            m.fragments[position].id = *id;
-            // A stored high-water mark below the new id would be refused on its own.
-            m.max_fragment_id = None;
+        ManifestBytesCorruption::MalformedRoaring { fragment, overlay } => {
+            rewrite_manifest(root, &rel, &bytes, |file| {
+                let o = overlay_entry(&mut file.manifest, *fragment, *overlay, &missing)?;
+                // A portable-format cookie promising one container, and nothing after it.
+                replace_first_bitmap(o, vec![0x3a, 0x30, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00]);
+                Ok(())
+            })
         }
-        Corruption::SetMaxFragmentId { max_fragment_id } => {
-            m.max_fragment_id = Some(*max_fragment_id);
+        ManifestBytesCorruption::PathEscapesRoot { fragment, overlay } => {
+            rewrite_manifest(root, &rel, &bytes, |file| {
+                overlay_entry(&mut file.manifest, *fragment, *overlay, &missing)?
+                    .data_file
+                    .as_mut()
+                    .ok_or_else(|| missing("the overlay has no data_file".into()))?
+                    .path = "../outside-the-dataset.lance".into();
+                Ok(())
+            })
         }
-        Corruption::SetColumnIndices {
+        ManifestBytesCorruption::DropOverlayDataFile { fragment, overlay } => {
+            rewrite_manifest(root, &rel, &bytes, |file| {
+                overlay_entry(&mut file.manifest, *fragment, *overlay, &missing)?.data_file = None;
+                Ok(())
+            })
+        }
+        ManifestBytesCorruption::DropOverlayCoverage { fragment, overlay } => {
+            rewrite_manifest(root, &rel, &bytes, |file| {
+                overlay_entry(&mut file.manifest, *fragment, *overlay, &missing)?.coverage = None;
+                Ok(())
+            })
+        }
+        ManifestBytesCorruption::CoverageBytes {
+            fragment,
+            overlay,
+            hex,
+        } => rewrite_manifest(root, &rel, &bytes, |file| {
+            let o = overlay_entry(&mut file.manifest, *fragment, *overlay, &missing)?;
+            replace_first_bitmap(o, parse_hex(hex).map_err(&missing)?);
+            Ok(())
+        }),
+        ManifestBytesCorruption::SetManifestVersion { version } => {
+            rewrite_manifest(root, &rel, &bytes, |mf| {
+                let m = &mut mf.manifest;
+                m.version = *version;
+                Ok(())
+            })
+        }
+        ManifestBytesCorruption::SetFragmentId { fragment, id } => {
+            rewrite_manifest(root, &rel, &bytes, |mf| {
+                let m = &mut mf.manifest;
+                let position = fragment_position(m, *fragment)?;
+                m.fragments[position].id = *id;
+                // A stored high-water mark below the new id would be refused on its own.
+                m.max_fragment_id = None;
+                Ok(())
+            })
+        }
+        ManifestBytesCorruption::SetMaxFragmentId { max_fragment_id } => {
+            rewrite_manifest(root, &rel, &bytes, |mf| {
+                let m = &mut mf.manifest;
+                m.max_fragment_id = Some(*max_fragment_id);
+                Ok(())
+            })
+        }
+        ManifestBytesCorruption::SetColumnIndices {
             fragment,
             file,
             column_indices,
-        } => {
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
             data_file(m, fragment_position(m, *fragment)?, *file, &missing)?.column_indices =
                 column_indices.clone();
-        }
-        Corruption::SetDataFilePath {
+            Ok(())
+        }),
+        ManifestBytesCorruption::SetDataFilePath {
             fragment,
             file,
             path,
-        } => data_file(m, fragment_position(m, *fragment)?, *file, &missing)?.path = path.clone(),
-        Corruption::SetBaseId {
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
+            data_file(m, fragment_position(m, *fragment)?, *file, &missing)?.path = path.clone();
+            Ok(())
+        }),
+        ManifestBytesCorruption::SetBaseId {
             fragment,
             file,
             base_id,
-        } => {
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
             data_file(m, fragment_position(m, *fragment)?, *file, &missing)?.base_id =
-                Some(*base_id)
-        }
-        Corruption::DeclareBasePath { id, path } => m.base_paths.push(pb::BasePath {
-            id: *id,
-            name: None,
-            is_dataset_root: true,
-            path: path.clone(),
+                Some(*base_id);
+            Ok(())
         }),
-        Corruption::SetDataFileVersion {
+        ManifestBytesCorruption::DeclareBasePath { id, path } => {
+            rewrite_manifest(root, &rel, &bytes, |mf| {
+                let m = &mut mf.manifest;
+                m.base_paths.push(pb::BasePath {
+                    id: *id,
+                    name: None,
+                    is_dataset_root: true,
+                    path: path.clone(),
+                });
+                Ok(())
+            })
+        }
+        ManifestBytesCorruption::SetDataFileVersion {
             fragment,
             file,
             major,
             minor,
-        } => {
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
             let df = data_file(m, fragment_position(m, *fragment)?, *file, &missing)?;
             df.file_major_version = *major;
             df.file_minor_version = *minor;
-        }
-        Corruption::SetDeletionFileType {
+            Ok(())
+        }),
+        ManifestBytesCorruption::SetDeletionFileType {
             fragment,
             file_type,
-        } => deletion(m, fragment_position(m, *fragment)?, &missing)?.file_type = *file_type,
-        Corruption::SetNumDeletedRows { fragment, count } => {
-            deletion(m, fragment_position(m, *fragment)?, &missing)?.num_deleted_rows = *count
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
+            deletion(m, fragment_position(m, *fragment)?, &missing)?.file_type = *file_type;
+            Ok(())
+        }),
+        ManifestBytesCorruption::SetNumDeletedRows { fragment, count } => {
+            rewrite_manifest(root, &rel, &bytes, |mf| {
+                let m = &mut mf.manifest;
+                deletion(m, fragment_position(m, *fragment)?, &missing)?.num_deleted_rows = *count;
+                Ok(())
+            })
         }
-        Corruption::DuplicateDeletionOffset { fragment }
-        | Corruption::SignedDeletionOffsets { fragment } => {
-            let (snapshot, _) = Dataset::open(root)?.read_version(version)?;
-            let mut offsets: Vec<u32> = snapshot
-                .fragment(*fragment)
-                .map_err(|e| missing(e.to_string()))?
-                .deletions
-                .iter()
-                .collect();
-            let first = *offsets
-                .first()
-                .ok_or_else(|| missing("the fragment has no deleted rows".into()))?;
-            let bytes = if matches!(c, Corruption::SignedDeletionOffsets { .. }) {
-                write_arrow_int32_offsets(&offsets)
-            } else {
-                offsets.push(first);
-                write_arrow_offsets(&offsets)
-            };
-            let d = deletion(m, fragment_position(m, *fragment)?, &missing)?;
-            let path = replace_deletion_file(d, *fragment, &bytes, offsets.len() as u64)
-                .map_err(|e| missing(e.to_string()))?;
-            write(root, &path, &bytes)?;
+        ManifestBytesCorruption::DuplicateDeletionOffset { fragment }
+        | ManifestBytesCorruption::SignedDeletionOffsets { fragment } => {
+            rewrite_manifest(root, &rel, &bytes, |mf| {
+                let m = &mut mf.manifest;
+                let (snapshot, _) = Dataset::open(root)?.read_version(version)?;
+                let mut offsets: Vec<u32> = snapshot
+                    .fragment(*fragment)
+                    .map_err(|e| missing(e.to_string()))?
+                    .deletions
+                    .iter()
+                    .collect();
+                let first = *offsets
+                    .first()
+                    .ok_or_else(|| missing("the fragment has no deleted rows".into()))?;
+                let bytes = if matches!(c, ManifestBytesCorruption::SignedDeletionOffsets { .. }) {
+                    write_arrow_int32_offsets(&offsets)
+                } else {
+                    offsets.push(first);
+                    write_arrow_offsets(&offsets)
+                };
+                let d = deletion(m, fragment_position(m, *fragment)?, &missing)?;
+                let path = replace_deletion_file(d, *fragment, &bytes, offsets.len() as u64)
+                    .map_err(|e| missing(e.to_string()))?;
+                write(root, &path, &bytes)?;
+                Ok(())
+            })
         }
-        Corruption::DuplicateLineageColumn { fragment, sequence } => {
-            let id = reserved_id(*sequence);
-            let position = fragment_position(m, *fragment)?;
-            let f = &mut m.fragments[position];
-            let holder = f
-                .files
-                .iter()
-                .find(|df| df.fields.contains(&id))
-                .ok_or_else(|| missing(format!("no file holds field {id}")))?;
-            let mut copy = holder.clone();
-            for field in &mut copy.fields {
-                if *field != id {
-                    *field = -2;
+        ManifestBytesCorruption::DuplicateLineageColumn { fragment, sequence } => {
+            rewrite_manifest(root, &rel, &bytes, |mf| {
+                let m = &mut mf.manifest;
+                let id = reserved_id(*sequence);
+                let position = fragment_position(m, *fragment)?;
+                let f = &mut m.fragments[position];
+                let holder = f
+                    .files
+                    .iter()
+                    .find(|df| df.fields.contains(&id))
+                    .ok_or_else(|| missing(format!("no file holds field {id}")))?;
+                let mut copy = holder.clone();
+                for field in &mut copy.fields {
+                    if *field != id {
+                        *field = -2;
+                    }
                 }
-            }
-            f.files.push(copy);
+                f.files.push(copy);
+                Ok(())
+            })
         }
-        Corruption::MalformedLineage {
+        ManifestBytesCorruption::MalformedLineage {
             fragment,
             sequence,
             problem,
-        } => {
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
             let position = fragment_position(m, *fragment)?;
             let f = &mut m.fragments[position];
             let bytes = malformed_sequence(*sequence, *problem, f.physical_rows)
@@ -231,55 +313,67 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
                 return Err(missing("that sequence is not stored inline".into()));
             }
             set_inline(f, *sequence, bytes);
+            Ok(())
+        }),
+        ManifestBytesCorruption::SetExternalLineage { fragment, sequence } => {
+            rewrite_manifest(root, &rel, &bytes, |mf| {
+                let m = &mut mf.manifest;
+                let position = fragment_position(m, *fragment)?;
+                let f = &mut m.fragments[position];
+                let bytes = inline_bytes(f, *sequence)
+                    .ok_or_else(|| missing("that sequence is not stored inline".into()))?;
+                let name = crate::scenario::edits::sequence_name(*sequence);
+                let path = format!("data/f{fragment}-{name}.external");
+                write(root, &path, &bytes)?;
+                let external = pb::ExternalFile {
+                    path,
+                    offset: 0,
+                    size: bytes.len() as u64,
+                };
+                match sequence {
+                    SequenceSpec::RowIds => {
+                        f.row_id_sequence = Some(RowIdArm::ExternalRowIds(external));
+                    }
+                    SequenceSpec::CreatedAt => {
+                        f.created_at_version_sequence = Some(
+                            CreatedAtVersionSequence::ExternalCreatedAtVersions(external),
+                        );
+                    }
+                    SequenceSpec::LastUpdatedAt => {
+                        f.last_updated_at_version_sequence = Some(
+                            LastUpdatedAtVersionSequence::ExternalLastUpdatedAtVersions(external),
+                        );
+                    }
+                };
+                Ok(())
+            })
         }
-        Corruption::SetExternalLineage { fragment, sequence } => {
-            let position = fragment_position(m, *fragment)?;
-            let f = &mut m.fragments[position];
-            let bytes = inline_bytes(f, *sequence)
-                .ok_or_else(|| missing("that sequence is not stored inline".into()))?;
-            let name = crate::scenario::edits::sequence_name(*sequence);
-            let path = format!("data/f{fragment}-{name}.external");
-            write(root, &path, &bytes)?;
-            let external = pb::ExternalFile {
-                path,
-                offset: 0,
-                size: bytes.len() as u64,
-            };
-            match sequence {
-                SequenceSpec::RowIds => {
-                    f.row_id_sequence = Some(RowIdArm::ExternalRowIds(external));
-                }
-                SequenceSpec::CreatedAt => {
-                    f.created_at_version_sequence = Some(
-                        CreatedAtVersionSequence::ExternalCreatedAtVersions(external),
-                    );
-                }
-                SequenceSpec::LastUpdatedAt => {
-                    f.last_updated_at_version_sequence = Some(
-                        LastUpdatedAtVersionSequence::ExternalLastUpdatedAtVersions(external),
-                    );
-                }
-            }
+        ManifestBytesCorruption::MissingOverlayFile { fragment, overlay } => {
+            rewrite_manifest(root, &rel, &bytes, |mf| {
+                let m = &mut mf.manifest;
+                let position = fragment_position(m, *fragment)?;
+                let df = m.fragments[position]
+                    .overlays
+                    .get_mut(*overlay)
+                    .and_then(|o| o.data_file.as_mut())
+                    .ok_or_else(|| {
+                        missing(format!("no overlay data file at position {overlay}"))
+                    })?;
+                let stem = df
+                    .path
+                    .strip_suffix(".lance")
+                    .unwrap_or(&df.path)
+                    .to_string();
+                df.path = format!("{stem}-missing.lance");
+                Ok(())
+            })
         }
-        Corruption::MissingOverlayFile { fragment, overlay } => {
-            let position = fragment_position(m, *fragment)?;
-            let df = m.fragments[position]
-                .overlays
-                .get_mut(*overlay)
-                .and_then(|o| o.data_file.as_mut())
-                .ok_or_else(|| missing(format!("no overlay data file at position {overlay}")))?;
-            let stem = df
-                .path
-                .strip_suffix(".lance")
-                .unwrap_or(&df.path)
-                .to_string();
-            df.path = format!("{stem}-missing.lance");
-        }
-        Corruption::WrongColumnType {
+        ManifestBytesCorruption::WrongColumnType {
             fragment,
             field,
             overlay,
-        } => {
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
             damaged_copy(
                 root,
                 version,
@@ -299,13 +393,15 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
                     )
                 },
             )?;
-        }
-        Corruption::DamagePage {
+            Ok(())
+        }),
+        ManifestBytesCorruption::DamagePage {
             fragment,
             field,
             overlay,
             damage,
-        } => {
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
             damaged_copy(
                 root,
                 version,
@@ -324,7 +420,10 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
                             return Ok(Some(page));
                         }
                         applied.set(true);
-                        damage_page(*damage, grammar, c, depth, page).map(Some)
+                        // The writer's page edits report their refusal as text.
+                        damage_page(*damage, grammar, c, depth, page)
+                            .map(Some)
+                            .map_err(|e| e.to_string())
                     };
                     let bytes = rewrite_column(good, path, id, &|_, _, _| {}, &edit)?;
                     if !applied.get() {
@@ -338,12 +437,14 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
                     Ok(bytes)
                 },
             )?;
-        }
-        Corruption::ListStructInOverlay {
+            Ok(())
+        }),
+        ManifestBytesCorruption::ListStructInOverlay {
             fragment,
             overlay,
             field,
-        } => {
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
             use pb::data_overlay_file::Coverage;
             let (snapshot, _) = Dataset::open(root)?.read_version(version)?;
             let schema = &snapshot.schema;
@@ -387,13 +488,15 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
                     .cloned()
                     .ok_or_else(|| missing(format!("no bitmap for fields[{p}]")))?;
                 c.offset_bitmaps.insert(p, first);
-            }
-        }
-        Corruption::DamageLineageColumn {
+            };
+            Ok(())
+        }),
+        ManifestBytesCorruption::DamageLineageColumn {
             fragment,
             sequence,
             damage,
-        } => {
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
             let position = fragment_position(m, *fragment)?;
             let id = reserved_id(*sequence);
             let df = m.fragments[position]
@@ -420,12 +523,23 @@ fn edit_manifest(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreE
             df.path = format!("{stem}-damaged.lance");
             df.file_size_bytes = bytes.len() as u64;
             write(root, &format!("data/{}", df.path), &bytes)?;
-        }
-        _ => return Err(missing("not a corruption edit_manifest applies".into())),
+            Ok(())
+        }),
     }
+}
+
+/// Decodes the manifest file `bytes` (at `rel`), applies `edit` and writes the result back.
+fn rewrite_manifest(
+    root: &Path,
+    rel: &str,
+    bytes: &[u8],
+    edit: impl FnOnce(&mut ManifestFile) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let mut file = decode_manifest_file(bytes, rel)?;
+    edit(&mut file)?;
     write(
         root,
-        &rel,
+        rel,
         &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
     )
 }
@@ -456,6 +570,22 @@ fn replace_deletion_file(
         base_id: None,
     }
     .relative_path(fragment)
+}
+
+/// The overlay at `overlay` of fragment `fragment`'s list in the manifest.
+fn overlay_entry<'a>(
+    m: &'a mut pb::Manifest,
+    fragment: u64,
+    overlay: usize,
+    missing: &dyn Fn(String) -> StoreError,
+) -> Result<&'a mut pb::DataOverlayFile, StoreError> {
+    m.fragments
+        .iter_mut()
+        .find(|f| f.id == fragment)
+        .ok_or_else(|| missing(format!("no fragment {fragment}")))?
+        .overlays
+        .get_mut(overlay)
+        .ok_or_else(|| missing(format!("no overlay {overlay}")))
 }
 
 fn data_file<'a>(
@@ -666,6 +796,29 @@ fn keep_page(
     Ok(Some(page))
 }
 
+/// Why a page could not be damaged as [`PageDamage`] asks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum PageDamageError {
+    /// `struct_layer` on a field that no struct contains.
+    #[error("field {0} is not below a struct, so its page has no struct layer")]
+    NotBelowStruct(FieldId),
+    /// The rewritten page needs a chunk larger than a mini-block chunk holds.
+    #[error("a chunk of {0} bytes")]
+    ChunkTooLarge(usize),
+    /// The column has no values, so no page.
+    #[error("the column is empty")]
+    EmptyColumn,
+    /// The column's type or values take no dictionary encoding.
+    #[error("no dictionary page for a {0} column with these values")]
+    NoDictionary(String),
+    /// The page is not a mini-block page.
+    #[error("the page is not a mini-block page (a column of NULLs only?)")]
+    NotMiniBlock,
+    /// A dictionary of one item cannot lose one and still index the rows.
+    #[error("a dictionary needs two distinct values")]
+    DictionaryTooSmall,
+}
+
 /// `page`, the v2.1+ page of column `c` (inside `depth` structs, in `grammar`), damaged as
 /// `damage` says.
 fn damage_page(
@@ -674,36 +827,28 @@ fn damage_page(
     c: &ColumnData,
     depth: usize,
     page: StructuralPage,
-) -> Result<StructuralPage, String> {
+) -> Result<StructuralPage, PageDamageError> {
     let mut page = match damage {
         PageDamage::ItemCount => page,
         PageDamage::StructLayer => {
             if depth == 0 {
-                return Err(format!(
-                    "field {} is not below a struct, so its page has no struct layer",
-                    c.field.id
-                ));
+                return Err(PageDamageError::NotBelowStruct(c.field.id));
             }
             // Outermost first: every struct present, the parent NULL at row 0 only.
             let mut structs: Vec<Option<Vec<bool>>> = vec![None; depth];
             structs[depth - 1] = Some(vec![false]);
             return encode_structural_page_in(grammar, &c.field.data_type, &c.values, &structs)
-                .map_err(|e| format!("a chunk of {} bytes", e.bytes))?
-                .ok_or_else(|| "the column is empty".to_string());
+                .map_err(|e| PageDamageError::ChunkTooLarge(e.bytes))?
+                .ok_or(PageDamageError::EmptyColumn);
         }
         PageDamage::DictionaryIndex => {
             encode_dictionary_page_in(grammar, &c.field.data_type, &c.values, depth)
-                .map_err(|e| format!("a chunk of {} bytes", e.bytes))?
-                .ok_or_else(|| {
-                    format!(
-                        "no dictionary page for a {} column with these values",
-                        c.field.data_type.logical_type()
-                    )
-                })?
+                .map_err(|e| PageDamageError::ChunkTooLarge(e.bytes))?
+                .ok_or_else(|| PageDamageError::NoDictionary(c.field.data_type.logical_type()))?
         }
     };
     let Some(Layout::MiniBlockLayout(layout)) = &mut page.layout.layout else {
-        return Err("the page is not a mini-block page (a column of NULLs only?)".into());
+        return Err(PageDamageError::NotMiniBlock);
     };
     match damage {
         PageDamage::ItemCount => layout.num_items += 1,
@@ -714,7 +859,7 @@ fn damage_page(
                 .buffers
                 .get_mut(2)
                 .filter(|_| items >= 2)
-                .ok_or("a dictionary needs two distinct values")?;
+                .ok_or(PageDamageError::DictionaryTooSmall)?;
             let width = dictionary.len() / items as usize;
             dictionary.truncate(dictionary.len() - width);
             layout.num_dictionary_items = items - 1;
@@ -846,9 +991,13 @@ fn rewrite_column(
     write_data_file_edited(version, &columns, &FileExtras::default(), edit).map_err(data_err)
 }
 
-/// Applies one byte-level corruption ([`DamageKind::ManifestBytes`] or
-/// [`DamageKind::FileBytes`]) to version `version` under `root`.
-pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), StoreError> {
+/// Applies one corruption of files or names beside the manifest (see
+/// [`FileBytesCorruption`]) to version `version` under `root`.
+pub(super) fn damage_files(
+    root: &Path,
+    version: u64,
+    c: &FileBytesCorruption,
+) -> Result<(), StoreError> {
     let what = c.name();
     let missing = |problem: String| {
         StoreError::Corrupt(CorruptError::Target {
@@ -857,44 +1006,12 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
         })
     };
     let manifest_rel = format!("{VERSIONS_DIR}/{}", manifest_name(version));
-    let read_manifest = || -> Result<_, StoreError> {
-        let bytes = std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
-        Ok(decode_manifest_file(&bytes, &manifest_rel)?)
-    };
     match c {
-        Corruption::MalformedRoaring { fragment, overlay }
-        | Corruption::PathEscapesRoot { fragment, overlay } => {
-            let mut file = read_manifest()?;
-            let f = file
-                .manifest
-                .fragments
-                .iter_mut()
-                .find(|f| f.id == *fragment)
-                .ok_or_else(|| missing(format!("no fragment {fragment}")))?;
-            let o = f
-                .overlays
-                .get_mut(*overlay)
-                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
-            if matches!(c, Corruption::MalformedRoaring { .. }) {
-                // A portable-format cookie promising one container, and nothing after it.
-                let garbage = vec![0x3a, 0x30, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00];
-                replace_first_bitmap(o, garbage);
-            } else {
-                let data_file = o
-                    .data_file
-                    .as_mut()
-                    .ok_or_else(|| missing("the overlay has no data_file".into()))?;
-                data_file.path = "../outside-the-dataset.lance".into();
-            }
-            write(
-                root,
-                &manifest_rel,
-                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
-            )
-        }
-        Corruption::TruncateOverlayFile { fragment, overlay } => {
+        FileBytesCorruption::TruncateOverlayFile { fragment, overlay } => {
             let (_, layout) = Dataset::open(root)?.read_version(version)?;
-            let file = read_manifest()?;
+            let bytes =
+                std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
+            let file = decode_manifest_file(&bytes, &manifest_rel)?;
             let position = file
                 .manifest
                 .fragments
@@ -910,42 +1027,12 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
             let bytes = std::fs::read(root.join(&rel)).map_err(|e| missing(e.to_string()))?;
             write(root, &rel, &bytes[..bytes.len() / 2])
         }
-        Corruption::DropOverlayDataFile { fragment, overlay }
-        | Corruption::DropOverlayCoverage { fragment, overlay }
-        | Corruption::CoverageBytes {
-            fragment, overlay, ..
-        } => {
-            let mut file = read_manifest()?;
-            let o = file
-                .manifest
-                .fragments
-                .iter_mut()
-                .find(|f| f.id == *fragment)
-                .ok_or_else(|| missing(format!("no fragment {fragment}")))?
-                .overlays
-                .get_mut(*overlay)
-                .ok_or_else(|| missing(format!("no overlay {overlay}")))?;
-            match c {
-                Corruption::DropOverlayDataFile { .. } => o.data_file = None,
-                Corruption::DropOverlayCoverage { .. } => o.coverage = None,
-                Corruption::CoverageBytes { hex, .. } => {
-                    let bytes = parse_hex(hex).map_err(missing)?;
-                    replace_first_bitmap(o, bytes);
-                }
-                _ => {}
-            }
-            write(
-                root,
-                &manifest_rel,
-                &encode_manifest_file(&file.manifest, file.index_section.as_ref())?,
-            )
-        }
-        Corruption::MixedManifestNames => {
+        FileBytesCorruption::MixedManifestNames => {
             let bytes =
                 std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
             write(root, &format!("{VERSIONS_DIR}/{version}.manifest"), &bytes)
         }
-        Corruption::ExtraManifestName { name } => {
+        FileBytesCorruption::ExtraManifestName { name } => {
             if name.contains('/') || name.contains('\\') || name.starts_with('.') {
                 return Err(missing(format!("{name:?} is not a plain file name")));
             }
@@ -953,48 +1040,9 @@ pub(super) fn damage(root: &Path, version: u64, c: &Corruption) -> Result<(), St
                 std::fs::read(root.join(&manifest_rel)).map_err(|e| missing(e.to_string()))?;
             write(root, &format!("{VERSIONS_DIR}/{name}"), &bytes)
         }
-        Corruption::DamageIndexFiles { index, damage } => {
-            super::index_damage::damage(root, version, index, damage).map_err(missing)
-        }
-        Corruption::DamageLineageColumn { .. }
-        | Corruption::DuplicateLineageColumn { .. }
-        | Corruption::MalformedLineage { .. }
-        | Corruption::SetDataFilePath { .. }
-        | Corruption::SetBaseId { .. }
-        | Corruption::DeclareBasePath { .. }
-        | Corruption::SetDataFileVersion { .. }
-        | Corruption::SetFragmentId { .. }
-        | Corruption::SetMaxFragmentId { .. }
-        | Corruption::SetColumnIndices { .. }
-        | Corruption::SetManifestVersion { .. }
-        | Corruption::TruncateManifest { .. }
-        | Corruption::BadManifestLength
-        | Corruption::EmptyManifestMessage
-        | Corruption::SetDeletionFileType { .. }
-        | Corruption::DuplicateDeletionOffset { .. }
-        | Corruption::SetNumDeletedRows { .. }
-        | Corruption::BadIndexSectionLength
-        | Corruption::SetCoveringFields { .. }
-        | Corruption::SignedDeletionOffsets { .. }
-        | Corruption::WrongColumnType { .. }
-        | Corruption::DamagePage { .. }
-        | Corruption::ListStructInOverlay { .. }
-        | Corruption::MissingOverlayFile { .. }
-        | Corruption::SetExternalLineage { .. } => edit_manifest(root, version, c),
-        Corruption::ClearFlag { .. }
-        | Corruption::SetFlag { .. }
-        | Corruption::CoveragePastEnd { .. }
-        | Corruption::DropCoverageBitmap { .. }
-        | Corruption::DropOverlayValue { .. }
-        | Corruption::DuplicateOverlayField { .. }
-        | Corruption::SetCommittedVersion { .. }
-        | Corruption::TruncateBaseColumn { .. }
-        | Corruption::DropLineageColumn { .. }
-        | Corruption::DeletionPastEnd { .. }
-        | Corruption::DuplicateBaseField { .. }
-        | Corruption::ExtraOverlayValue { .. }
-        | Corruption::SetIndexCoverage { .. } => {
-            Err(missing("a content corruption has no byte form".into()))
+        FileBytesCorruption::DamageIndexFiles { index, damage } => {
+            super::index_damage::damage(root, version, index, damage)
+                .map_err(|e| missing(e.to_string()))
         }
     }
 }
@@ -1079,7 +1127,7 @@ offsets = [0]
         for text in corruptions {
             let mut steps: Steps = toml::from_str(STEPS).unwrap();
             let c: Corruption = toml::from_str(text).unwrap();
-            assert_ne!(c.kind(), DamageKind::Content, "{text}");
+            assert!(!matches!(c, Corruption::Content(_)), "{text}");
             steps.steps.push(crate::case::Step::Corrupt(c));
             let execution = execute(&steps.steps).unwrap();
             let dir = tempfile::tempdir().unwrap();

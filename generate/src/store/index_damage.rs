@@ -20,8 +20,100 @@ use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
 use lance_reference_io::write::{index_files_bytes, stored_entries};
 use sha2::{Digest, Sha256};
 
+use lance_reference_io::DatasetError;
+use lance_reference_io::index_file::IndexFileError;
+
+use super::StoreError;
+use crate::case::cell::CellError;
 use crate::case::corruption::IndexFileDamage;
 use crate::case::names::field_id;
+
+/// Why an index's files could not be damaged as asked.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum IndexDamageError {
+    /// A file could not be read.
+    #[error("{path}: {error}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The dataset, its manifest or the index could not be read or encoded.
+    #[error("{0}")]
+    Dataset(Box<DatasetError>),
+    /// A damaged file could not be written.
+    #[error("{0}")]
+    Store(Box<StoreError>),
+    /// The index's files could not be rewritten stating another page size.
+    #[error("{0}")]
+    IndexFile(Box<IndexFileError>),
+    /// The value given for an entry does not fit the index's key.
+    #[error("{0}")]
+    Cell(#[from] CellError),
+    /// The version's manifest has no index section.
+    #[error("the version has no indices")]
+    NoIndices,
+    /// The version has no index of that name.
+    #[error("no index {0:?}")]
+    NoIndex(String),
+    /// The index's metadata has no 16-byte uuid.
+    #[error("the index has no 16-byte uuid")]
+    NoUuid,
+    /// The index's directory holds no file of that name.
+    #[error("index {index:?} has no file {file:?}")]
+    NoFile {
+        /// Index name.
+        index: String,
+        /// File name.
+        file: String,
+    },
+    /// The manifest lists no file of that name for the index.
+    #[error("index {index:?} lists no file {file:?}")]
+    NotListed {
+        /// Index name.
+        index: String,
+        /// File name.
+        file: String,
+    },
+    /// The index names no key field.
+    #[error("the index has no key")]
+    NoKey,
+    /// The index's key field is not in the schema.
+    #[error("the key is not in the schema")]
+    KeyNotInSchema,
+    /// The key's name does not lead back to it.
+    #[error("the key has no name")]
+    KeyUnnamed,
+    /// The index has no entry at that row.
+    #[error("index {index:?} has no entry for {fragment}/{offset}")]
+    NoEntry {
+        /// Index name.
+        index: String,
+        /// Fragment id.
+        fragment: u64,
+        /// Physical offset.
+        offset: u32,
+    },
+}
+
+impl From<DatasetError> for IndexDamageError {
+    fn from(e: DatasetError) -> IndexDamageError {
+        IndexDamageError::Dataset(Box::new(e))
+    }
+}
+
+impl From<StoreError> for IndexDamageError {
+    fn from(e: StoreError) -> IndexDamageError {
+        IndexDamageError::Store(Box::new(e))
+    }
+}
+
+impl From<IndexFileError> for IndexDamageError {
+    fn from(e: IndexFileError) -> IndexDamageError {
+        IndexDamageError::IndexFile(Box::new(e))
+    }
+}
 
 /// Applies `damage` to index `name` of version `version` under `root`.
 pub(super) fn damage(
@@ -29,36 +121,46 @@ pub(super) fn damage(
     version: u64,
     name: &str,
     damage: &IndexFileDamage,
-) -> Result<(), String> {
+) -> Result<(), IndexDamageError> {
     let rel = format!("{VERSIONS_DIR}/{}", manifest_name(version));
-    let bytes = std::fs::read(root.join(&rel)).map_err(|e| format!("{rel}: {e}"))?;
-    let mut file = decode_manifest_file(&bytes, &rel).map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(root.join(&rel)).map_err(|error| IndexDamageError::Read {
+        path: rel.clone(),
+        error,
+    })?;
+    let mut file = decode_manifest_file(&bytes, &rel)?;
     let section = file
         .index_section
         .as_mut()
-        .ok_or("the version has no indices")?;
+        .ok_or(IndexDamageError::NoIndices)?;
     let meta = section
         .indices
         .iter_mut()
         .find(|i| i.name == name)
-        .ok_or_else(|| format!("no index {name:?}"))?;
+        .ok_or_else(|| IndexDamageError::NoIndex(name.to_string()))?;
     let old: [u8; 16] = meta
         .uuid
         .as_ref()
         .and_then(|u| u.uuid.as_slice().try_into().ok())
-        .ok_or("the index has no 16-byte uuid")?;
-    let dataset = Dataset::open(root).map_err(|e| e.to_string())?;
-    let (snapshot, _) = dataset.read_version(version).map_err(|e| e.to_string())?;
+        .ok_or(IndexDamageError::NoUuid)?;
+    let dataset = Dataset::open(root)?;
+    let (snapshot, _) = dataset.read_version(version)?;
     let index = snapshot
         .index(name)
-        .ok_or_else(|| format!("no index {name:?}"))?;
+        .ok_or_else(|| IndexDamageError::NoIndex(name.to_string()))?;
+    let no_file = |file: &str| IndexDamageError::NoFile {
+        index: name.to_string(),
+        file: file.to_string(),
+    };
     let mut files: Vec<(String, Vec<u8>)> = index_file_names(index.kind)
         .iter()
         .map(|n| {
             let path = root.join(index_dir(&old)).join(n);
             std::fs::read(&path)
                 .map(|b| ((*n).to_string(), b))
-                .map_err(|e| format!("{}: {e}", path.display()))
+                .map_err(|error| IndexDamageError::Read {
+                    path: path.display().to_string(),
+                    error,
+                })
         })
         .collect::<Result<_, _>>()?;
     let mut listed: Vec<(String, u64)> = meta
@@ -71,7 +173,7 @@ pub(super) fn damage(
             let f = files
                 .iter_mut()
                 .find(|(n, _)| n == target)
-                .ok_or_else(|| format!("index {name:?} has no file {target:?}"))?;
+                .ok_or_else(|| no_file(target))?;
             let keep = f.1.len() / 2;
             f.1.truncate(keep);
         }
@@ -79,7 +181,7 @@ pub(super) fn damage(
             let before = files.len();
             files.retain(|(n, _)| n != target);
             if files.len() == before {
-                return Err(format!("index {name:?} has no file {target:?}"));
+                return Err(no_file(target));
             }
         }
         IndexFileDamage::EscapingName {
@@ -93,12 +195,15 @@ pub(super) fn damage(
             let (_, bytes) = decoy_files
                 .iter()
                 .find(|(n, _)| n == target)
-                .ok_or_else(|| format!("index {name:?} has no file {target:?}"))?;
+                .ok_or_else(|| no_file(target))?;
             let entry = listed
                 .iter_mut()
                 .find(|(n, _)| n == target)
-                .ok_or_else(|| format!("index {name:?} lists no file {target:?}"))?;
-            super::write(root, &format!("_indices/{target}"), bytes).map_err(|e| e.to_string())?;
+                .ok_or_else(|| IndexDamageError::NotListed {
+                    index: name.to_string(),
+                    file: target.to_string(),
+                })?;
+            super::write(root, &format!("_indices/{target}"), bytes)?;
             entry.0 = format!("../{target}");
         }
         IndexFileDamage::SetEntry {
@@ -113,10 +218,9 @@ pub(super) fn damage(
                 .fields
                 .first()
                 .and_then(|k| snapshot.schema.field(*k))
-                .ok_or("the key is not in the schema")?;
-            let stored = stored_entries(&snapshot, index).map_err(|e| e.to_string())?;
-            files = btree_files_stating(&key.data_type, &stored, DEFAULT_BATCH_SIZE, *stated)
-                .map_err(|e| e.to_string())?;
+                .ok_or(IndexDamageError::KeyNotInSchema)?;
+            let stored = stored_entries(&snapshot, index)?;
+            files = btree_files_stating(&key.data_type, &stored, DEFAULT_BATCH_SIZE, *stated)?;
         }
     }
     for (n, bytes) in &files {
@@ -127,7 +231,7 @@ pub(super) fn damage(
     let uuid = damaged_uuid(&old);
     let dir = index_dir(&uuid);
     for (n, bytes) in &files {
-        super::write(root, &format!("{dir}/{n}"), bytes).map_err(|e| e.to_string())?;
+        super::write(root, &format!("{dir}/{n}"), bytes)?;
     }
     meta.uuid = Some(pb::Uuid {
         uuid: uuid.to_vec(),
@@ -136,9 +240,8 @@ pub(super) fn damage(
         .into_iter()
         .map(|(path, size_bytes)| pb::IndexFile { path, size_bytes })
         .collect();
-    let out = encode_manifest_file(&file.manifest, file.index_section.as_ref())
-        .map_err(|e| e.to_string())?;
-    super::write(root, &rel, &out).map_err(|e| e.to_string())
+    let out = encode_manifest_file(&file.manifest, file.index_section.as_ref())?;
+    Ok(super::write(root, &rel, &out)?)
 }
 
 /// The files of `index` rewritten with the entry of `fragment`/`offset` holding `value`.
@@ -149,25 +252,27 @@ fn lying_files(
     fragment: u64,
     offset: u32,
     value: &crate::case::cell::Cell,
-) -> Result<Vec<(String, Vec<u8>)>, String> {
-    let key = *index.fields.first().ok_or("the index has no key")?;
+) -> Result<Vec<(String, Vec<u8>)>, IndexDamageError> {
+    let key = *index.fields.first().ok_or(IndexDamageError::NoKey)?;
     let key_name = snapshot
         .schema
         .field(key)
         .map(|f| f.name.clone())
-        .ok_or("the key is not in the schema")?;
-    let id = field_id(&snapshot.schema, &key_name).ok_or("the key has no name")?;
-    let value = value
-        .to_value(&snapshot.schema, id)
-        .map_err(|e| e.to_string())?;
+        .ok_or(IndexDamageError::KeyNotInSchema)?;
+    let id = field_id(&snapshot.schema, &key_name).ok_or(IndexDamageError::KeyUnnamed)?;
+    let value = value.to_value(&snapshot.schema, id)?;
     let mut lying = index.clone();
     let entry = lying
         .entries
         .iter_mut()
         .find(|e| e.fragment == fragment && e.offset == offset)
-        .ok_or_else(|| format!("index {name:?} has no entry for {fragment}/{offset}"))?;
+        .ok_or_else(|| IndexDamageError::NoEntry {
+            index: name.to_string(),
+            fragment,
+            offset,
+        })?;
     entry.value = value;
-    index_files_bytes(snapshot, &lying).map_err(|e| e.to_string())
+    Ok(index_files_bytes(snapshot, &lying)?)
 }
 
 /// The uuid of a damaged copy: SHA-256 over a tag and the intact uuid, version nibble 8.

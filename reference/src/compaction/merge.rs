@@ -141,7 +141,9 @@ fn newest_first(fragment: &Fragment, inputs: &BTreeSet<usize>) -> Vec<usize> {
 
 /// The contiguity rule of a merge ([OVL-MERGE-1]): no overlay outside `inputs` ranks, in
 /// [`crate::resolve::precedence`], between the newest and the oldest of them. The refusal names
-/// the overlay in between.
+/// the overlay in between. The kit's history judge (`validate`) recognises a written merge by
+/// another rule on purpose: the output replaces a run contiguous in the list's *stored* order
+/// ([OVL-MERGE-4]), and then judges the cells.
 pub(super) fn check_contiguous(
     fragment: &Fragment,
     inputs: &BTreeSet<usize>,

@@ -1,21 +1,43 @@
 //! Declared damage to a written version: the one list of corruption kinds a negative case
 //! can name.
 //!
-//! Invariant: every [`Corruption`] says in one exhaustive `match` ([`Corruption::kind`])
-//! whether it is stated on the manifest's decoded content ([`DamageKind::Content`], applied by
-//! `scenario::corrupt` to the snapshot), on the manifest's bytes ([`DamageKind::ManifestBytes`])
-//! or on other files and names ([`DamageKind::FileBytes`]), both applied by `store::bytes`. Its
-//! `what` name is the serde tag it is written with in `case.toml` ([`Corruption::name`]), never
-//! a second hand-kept list, so a new kind cannot be half-registered.
+//! Invariant: a corruption kind is one variant of the enum of the stage that applies it, and
+//! nowhere else: [`ContentCorruption`] (the manifest's decoded content, applied by
+//! `scenario::corrupt` to the snapshot), [`ManifestBytesCorruption`] (the newest manifest
+//! file's bytes or protobuf, applied by `store::bytes::edit_manifest`) or
+//! [`FileBytesCorruption`] (files and names beside the manifest, applied by
+//! `store::bytes::damage_files`). Each stage matches its own enum exhaustively, so a kind added
+//! to a stage without its application does not compile. Its `what` name is the serde tag it is
+//! written with in `case.toml` ([`Corruption::name`]); [`Corruption`]'s `Deserialize` learns
+//! each stage's names from that stage's own serde derive, never from a second hand-kept list.
 
+use std::sync::OnceLock;
+
+use serde::de::{self, DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use super::step::{FlagWordSpec, SequenceSpec};
 
-/// A declared way of damaging the written dataset's newest version.
+/// A declared way of damaging the written dataset's newest version: one kind of one stage.
+///
+/// Written in `case.toml` as a table whose `what` names the kind; the stage is not written
+/// (it follows from the name). `Debug` shows the kind as its stage shows it.
+#[derive(Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Corruption {
+    /// A corruption of the manifest's decoded content.
+    Content(ContentCorruption),
+    /// A corruption of the newest manifest file's bytes or protobuf.
+    ManifestBytes(ManifestBytesCorruption),
+    /// A corruption of files or names beside the manifest.
+    FileBytes(FileBytesCorruption),
+}
+
+/// Damage stated on the manifest's decoded content: applied to the snapshot, which is then
+/// re-encoded over the written manifest (`scenario::corrupt::apply_to_snapshot`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "what", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Corruption {
+pub enum ContentCorruption {
     /// Clear one bit of a feature-flag word (e.g. 64 while overlays exist).
     ClearFlag {
         /// The word.
@@ -94,6 +116,41 @@ pub enum Corruption {
         /// The offset.
         offset: u32,
     },
+    /// Copy `field`'s base column into another base file of the fragment, so two base files
+    /// hold the field live; a fragment with one base file gets a second one, holding only the
+    /// copy (`f<fragment>-duplicate-<field id>.lance`).
+    DuplicateBaseField {
+        /// Fragment id.
+        fragment: u64,
+        /// Field name.
+        field: String,
+    },
+    /// Add one value (a copy of the last, or NULL) to one overlay value column: more values
+    /// than covered offsets.
+    ExtraOverlayValue {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+        /// Field name.
+        field: String,
+    },
+    /// Set index `index`'s `fragment_bitmap` to `fragments` (for example naming a fragment
+    /// appended after the build, which its files hold nothing for).
+    SetIndexCoverage {
+        /// Index name.
+        index: String,
+        /// The fragment ids the bitmap lists.
+        fragments: Vec<u32>,
+    },
+}
+
+/// Damage stated on the newest manifest file: its framing, or protobuf fields the decoded
+/// model does not keep (written back in place), together with any new file the edited manifest
+/// points at (`store::bytes::edit_manifest`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ManifestBytesCorruption {
     /// Replace the serialized coverage bitmap of an overlay with bytes that do not parse.
     /// Needs the on-disk dataset.
     MalformedRoaring {
@@ -110,35 +167,10 @@ pub enum Corruption {
         /// Overlay position.
         overlay: usize,
     },
-    /// Truncate an overlay's value file on disk to half its bytes. Needs the on-disk dataset.
-    TruncateOverlayFile {
-        /// Fragment id.
-        fragment: u64,
-        /// Overlay position.
-        overlay: usize,
-    },
-    /// Store the newest manifest under both the V1 and the V2 naming scheme. Needs the
-    /// on-disk dataset.
-    MixedManifestNames,
-    /// Store a copy of the newest manifest under `name` in `_versions/` too (e.g.
-    /// `d2.manifest`, a detached name whose number lacks bit 63). Needs the on-disk dataset.
-    ExtraManifestName {
-        /// The file name inside `_versions/`.
-        name: String,
-    },
     /// Replace the newest manifest file by a Manifest message of zero bytes: a length prefix 0
     /// directly before a footer whose position is 0. The framing is sound; the message decodes
     /// as a Manifest with every field unset.
     EmptyManifestMessage,
-    /// Copy `field`'s base column into another base file of the fragment, so two base files
-    /// hold the field live; a fragment with one base file gets a second one, holding only the
-    /// copy (`f<fragment>-duplicate-<field id>.lance`).
-    DuplicateBaseField {
-        /// Fragment id.
-        fragment: u64,
-        /// Field name.
-        field: String,
-    },
     /// Remove an overlay's `data_file` from the manifest protobuf. Needs the on-disk dataset.
     DropOverlayDataFile {
         /// Fragment id.
@@ -294,16 +326,6 @@ pub enum Corruption {
         /// Fragment id.
         fragment: u64,
     },
-    /// Add one value (a copy of the last, or NULL) to one overlay value column: more values
-    /// than covered offsets.
-    ExtraOverlayValue {
-        /// Fragment id.
-        fragment: u64,
-        /// Overlay position.
-        overlay: usize,
-        /// Field name.
-        field: String,
-    },
     /// Rewrite the file holding `field` (the base file, or with `overlay` that overlay's value
     /// file) as `<name>-damaged.lance` with the field's column stored as another type: int32
     /// as int64, int64 as int32, utf8 as int64, anything else as utf8.
@@ -366,13 +388,29 @@ pub enum Corruption {
         /// The field ids stored.
         fields: Vec<i32>,
     },
-    /// Set index `index`'s `fragment_bitmap` to `fragments` (for example naming a fragment
-    /// appended after the build, which its files hold nothing for).
-    SetIndexCoverage {
-        /// Index name.
-        index: String,
-        /// The fragment ids the bitmap lists.
-        fragments: Vec<u32>,
+}
+
+/// Damage stated on files and names beside the manifest: an overlay file truncated in place,
+/// further names in `_versions/`, a damaged copy of an index's files (which the newest manifest
+/// is then pointed at) (`store::bytes::damage_files`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FileBytesCorruption {
+    /// Truncate an overlay's value file on disk to half its bytes. Needs the on-disk dataset.
+    TruncateOverlayFile {
+        /// Fragment id.
+        fragment: u64,
+        /// Overlay position.
+        overlay: usize,
+    },
+    /// Store the newest manifest under both the V1 and the V2 naming scheme. Needs the
+    /// on-disk dataset.
+    MixedManifestNames,
+    /// Store a copy of the newest manifest under `name` in `_versions/` too (e.g.
+    /// `d2.manifest`, a detached name whose number lacks bit 63). Needs the on-disk dataset.
+    ExtraManifestName {
+        /// The file name inside `_versions/`.
+        name: String,
     },
     /// Damage the files of index `index`: the newest manifest is pointed at a damaged copy of
     /// its directory (a new uuid), so earlier versions keep reading the intact files.
@@ -384,7 +422,7 @@ pub enum Corruption {
     },
 }
 
-/// How [`Corruption::DamageIndexFiles`] damages an index's files.
+/// How [`FileBytesCorruption::DamageIndexFiles`] damages an index's files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum IndexFileDamage {
@@ -441,7 +479,7 @@ pub struct EntryValue {
     pub value: super::cell::Cell,
 }
 
-/// How [`Corruption::DamagePage`] damages a v2.2 page (a mini-block page: the column must hold
+/// How [`ManifestBytesCorruption::DamagePage`] damages a v2.2 page (a mini-block page: the column must hold
 /// a value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -462,7 +500,7 @@ pub enum PageDamage {
     StructLayer,
 }
 
-/// How [`Corruption::DamageLineageColumn`] damages a hidden column.
+/// How [`ManifestBytesCorruption::DamageLineageColumn`] damages a hidden column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LineageColumnDamage {
@@ -474,7 +512,7 @@ pub enum LineageColumnDamage {
     Short,
 }
 
-/// Which decoding rule [`Corruption::MalformedLineage`] breaks.
+/// Which decoding rule [`ManifestBytesCorruption::MalformedLineage`] breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LineageProblem {
@@ -535,78 +573,148 @@ impl LineageProblem {
     }
 }
 
-/// Where a corruption acts, which decides who applies it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DamageKind {
-    /// The manifest's decoded content: applied to the snapshot, which is then re-encoded.
-    Content,
-    /// The manifest's bytes (protobuf fields the model does not keep, framing).
-    ManifestBytes,
-    /// Files the manifest references, or the names in `_versions/`.
-    FileBytes,
+impl From<ContentCorruption> for Corruption {
+    fn from(c: ContentCorruption) -> Corruption {
+        Corruption::Content(c)
+    }
+}
+
+impl From<ManifestBytesCorruption> for Corruption {
+    fn from(c: ManifestBytesCorruption) -> Corruption {
+        Corruption::ManifestBytes(c)
+    }
+}
+
+impl From<FileBytesCorruption> for Corruption {
+    fn from(c: FileBytesCorruption) -> Corruption {
+        Corruption::FileBytes(c)
+    }
+}
+
+impl std::fmt::Debug for Corruption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Corruption::Content(c) => c.fmt(f),
+            Corruption::ManifestBytes(c) => c.fmt(f),
+            Corruption::FileBytes(c) => c.fmt(f),
+        }
+    }
 }
 
 impl Corruption {
-    /// Where this corruption acts.
-    pub fn kind(&self) -> DamageKind {
-        use DamageKind::{Content, FileBytes, ManifestBytes};
-        match self {
-            Corruption::ClearFlag { .. }
-            | Corruption::SetFlag { .. }
-            | Corruption::CoveragePastEnd { .. }
-            | Corruption::DropCoverageBitmap { .. }
-            | Corruption::DropOverlayValue { .. }
-            | Corruption::DuplicateOverlayField { .. }
-            | Corruption::SetCommittedVersion { .. }
-            | Corruption::TruncateBaseColumn { .. }
-            | Corruption::DropLineageColumn { .. }
-            | Corruption::DeletionPastEnd { .. }
-            | Corruption::DuplicateBaseField { .. }
-            | Corruption::ExtraOverlayValue { .. }
-            | Corruption::SetIndexCoverage { .. } => Content,
-            Corruption::MalformedRoaring { .. }
-            | Corruption::PathEscapesRoot { .. }
-            | Corruption::DropOverlayDataFile { .. }
-            | Corruption::DropOverlayCoverage { .. }
-            | Corruption::CoverageBytes { .. }
-            | Corruption::MalformedLineage { .. }
-            | Corruption::SetDataFilePath { .. }
-            | Corruption::SetBaseId { .. }
-            | Corruption::DeclareBasePath { .. }
-            | Corruption::SetDataFileVersion { .. }
-            | Corruption::SetFragmentId { .. }
-            | Corruption::SetMaxFragmentId { .. }
-            | Corruption::SetColumnIndices { .. }
-            | Corruption::SetManifestVersion { .. }
-            | Corruption::TruncateManifest { .. }
-            | Corruption::BadManifestLength
-            | Corruption::EmptyManifestMessage
-            | Corruption::SetDeletionFileType { .. }
-            | Corruption::SetNumDeletedRows { .. }
-            | Corruption::BadIndexSectionLength
-            | Corruption::SetCoveringFields { .. }
-            | Corruption::ListStructInOverlay { .. }
-            | Corruption::MissingOverlayFile { .. } => ManifestBytes,
-            Corruption::TruncateOverlayFile { .. }
-            | Corruption::MixedManifestNames
-            | Corruption::ExtraManifestName { .. }
-            | Corruption::DamageLineageColumn { .. }
-            | Corruption::DuplicateLineageColumn { .. }
-            | Corruption::DuplicateDeletionOffset { .. }
-            | Corruption::SignedDeletionOffsets { .. }
-            | Corruption::WrongColumnType { .. }
-            | Corruption::DamagePage { .. }
-            | Corruption::SetExternalLineage { .. }
-            | Corruption::DamageIndexFiles { .. } => FileBytes,
-        }
-    }
-
     /// The `what` name it is written with in `case.toml` (its serde tag).
     pub fn name(&self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.get("what").and_then(|w| w.as_str()).map(str::to_string))
-            .unwrap_or_else(|| "unnamed".to_string())
+        match self {
+            Corruption::Content(c) => c.name(),
+            Corruption::ManifestBytes(c) => c.name(),
+            Corruption::FileBytes(c) => c.name(),
+        }
+    }
+}
+
+impl ContentCorruption {
+    /// The `what` name it is written with in `case.toml` (its serde tag).
+    pub fn name(&self) -> String {
+        tag_of(self)
+    }
+}
+
+impl ManifestBytesCorruption {
+    /// The `what` name it is written with in `case.toml` (its serde tag).
+    pub fn name(&self) -> String {
+        tag_of(self)
+    }
+}
+
+impl FileBytesCorruption {
+    /// The `what` name it is written with in `case.toml` (its serde tag).
+    pub fn name(&self) -> String {
+        tag_of(self)
+    }
+}
+
+/// The `what` tag `kind` is written with.
+fn tag_of(kind: &impl Serialize) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.get("what").and_then(|w| w.as_str()).map(str::to_string))
+        .unwrap_or_else(|| "unnamed".to_string())
+}
+
+/// The error of a probe deserialization: the variant names a stage's derive offers when it
+/// meets a tag it does not know, or nothing for any other failure.
+#[derive(Debug)]
+struct NamesProbe(Option<&'static [&'static str]>);
+
+impl std::fmt::Display for NamesProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("names probe")
+    }
+}
+
+impl std::error::Error for NamesProbe {}
+
+impl de::Error for NamesProbe {
+    fn custom<T: std::fmt::Display>(_: T) -> NamesProbe {
+        NamesProbe(None)
+    }
+
+    fn unknown_variant(_: &str, expected: &'static [&'static str]) -> NamesProbe {
+        NamesProbe(Some(expected))
+    }
+}
+
+/// The `what` names stage `T` accepts, as its serde derive lists them: `T` is given a `what`
+/// that no kind has, and refuses it by naming the ones it knows.
+fn stage_names<T: DeserializeOwned>() -> &'static [&'static str] {
+    let probe =
+        de::value::MapDeserializer::<_, NamesProbe>::new(std::iter::once(("what", "\u{0}")));
+    match T::deserialize(probe) {
+        Err(NamesProbe(Some(names))) => names,
+        _ => &[],
+    }
+}
+
+/// Every `what` name, stage by stage.
+fn all_names() -> &'static [&'static str] {
+    static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        [
+            stage_names::<ContentCorruption>(),
+            stage_names::<ManifestBytesCorruption>(),
+            stage_names::<FileBytesCorruption>(),
+        ]
+        .concat()
+    })
+}
+
+impl<'de> Deserialize<'de> for Corruption {
+    /// Reads the table, finds the stage whose kinds include its `what`, and lets that stage's
+    /// derive read it (so unknown fields and missing ones are refused as the stage refuses
+    /// them).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Corruption, D::Error> {
+        let table = toml::Value::deserialize(deserializer)?;
+        let what = table
+            .get("what")
+            .ok_or_else(|| de::Error::missing_field("what"))?
+            .as_str()
+            .ok_or_else(|| de::Error::custom("`what` is not a string"))?;
+        let read = |e: toml::de::Error| <D::Error as de::Error>::custom(e.message());
+        if stage_names::<ContentCorruption>().contains(&what) {
+            ContentCorruption::deserialize(table)
+                .map(Corruption::Content)
+                .map_err(read)
+        } else if stage_names::<ManifestBytesCorruption>().contains(&what) {
+            ManifestBytesCorruption::deserialize(table)
+                .map(Corruption::ManifestBytes)
+                .map_err(read)
+        } else if stage_names::<FileBytesCorruption>().contains(&what) {
+            FileBytesCorruption::deserialize(table)
+                .map(Corruption::FileBytes)
+                .map_err(read)
+        } else {
+            Err(de::Error::unknown_variant(what, all_names()))
+        }
     }
 }
 
@@ -616,13 +724,78 @@ mod tests {
 
     #[test]
     fn names_are_the_serde_tags() {
-        let c = Corruption::BadManifestLength;
+        let c: Corruption = ManifestBytesCorruption::BadManifestLength.into();
         assert_eq!(c.name(), "bad_manifest_length");
-        let c = Corruption::SetFlag {
+        let c: Corruption = ContentCorruption::SetFlag {
             word: FlagWordSpec::Reader,
             bit: 64,
-        };
+        }
+        .into();
         assert_eq!(c.name(), "set_flag");
-        assert_eq!(c.kind(), DamageKind::Content);
+    }
+
+    /// Each `what` is read into the stage that lists it, the stage's own `Debug` shows it, and
+    /// the table it writes is the one it was read from.
+    #[test]
+    fn each_name_reads_into_its_stage() {
+        let c: Corruption =
+            toml::from_str("what = \"clear_flag\"\nword = \"reader\"\nbit = 64").unwrap();
+        assert!(matches!(
+            c,
+            Corruption::Content(ContentCorruption::ClearFlag { bit: 64, .. })
+        ));
+        assert_eq!(format!("{c:?}"), "ClearFlag { word: Reader, bit: 64 }");
+        let c: Corruption = toml::from_str("what = \"truncate_manifest\"\nkeep = 20").unwrap();
+        assert!(matches!(
+            c,
+            Corruption::ManifestBytes(ManifestBytesCorruption::TruncateManifest { keep: 20 })
+        ));
+        let c: Corruption = toml::from_str("what = \"mixed_manifest_names\"").unwrap();
+        assert_eq!(c, FileBytesCorruption::MixedManifestNames.into());
+        assert_eq!(
+            toml::to_string(&c).unwrap().trim(),
+            "what = \"mixed_manifest_names\""
+        );
+    }
+
+    #[test]
+    fn every_stage_lists_its_names_and_no_name_is_in_two() {
+        let (c, m, f) = (
+            stage_names::<ContentCorruption>(),
+            stage_names::<ManifestBytesCorruption>(),
+            stage_names::<FileBytesCorruption>(),
+        );
+        assert!(c.contains(&"set_index_coverage"));
+        assert!(m.contains(&"bad_manifest_length"));
+        assert!(f.contains(&"damage_index_files"));
+        let mut all = all_names().to_vec();
+        assert_eq!(all.len(), c.len() + m.len() + f.len());
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), c.len() + m.len() + f.len());
+    }
+
+    #[test]
+    fn unknown_names_and_fields_are_refused() {
+        let e = toml::from_str::<Corruption>("what = \"no_such_damage\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown variant `no_such_damage`"), "{e}");
+        assert!(
+            e.contains("`clear_flag`") && e.contains("`damage_index_files`"),
+            "{e}"
+        );
+        let e = toml::from_str::<Corruption>("what = \"truncate_manifest\"\nkeep = 1\nextra = 2")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `extra`"), "{e}");
+        let e = toml::from_str::<Corruption>("what = \"truncate_manifest\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing field `keep`"), "{e}");
+        let e = toml::from_str::<Corruption>("keep = 1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing field `what`"), "{e}");
     }
 }

@@ -21,7 +21,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use cell::Cell;
-pub use corruption::{Corruption, DamageKind};
+pub use corruption::{ContentCorruption, Corruption, FileBytesCorruption, ManifestBytesCorruption};
 pub use query::{Op, PredicateSpec, QuerySpec};
 pub use step::{FieldSpec, IndexKindSpec, OverlaySpec, Shape, Step};
 

@@ -38,7 +38,7 @@ use super::protocol::{
 use super::reference::{manifest_schema, read_checked};
 use super::report::{CheckResult, FailureKind, Verdict};
 use crate::case::{
-    Capability, Cell, Corruption, Level, PredicateSpec, QuerySpec, RequirementIndex, Step,
+    Capability, Cell, ContentCorruption, Corruption, FileBytesCorruption, Level, PredicateSpec, QuerySpec, RequirementIndex, Step,
 };
 use crate::corpus::{CaseDir, UNDAMAGED_DIR, UNDAMAGED_EXPECTED};
 use crate::expected::tagged::{Tagged, tag, tag_scalar};
@@ -675,8 +675,10 @@ fn ignorable_index_damage(
     for step in &case.case.steps {
         match step {
             Step::Corrupt(what) => match what {
-                Corruption::DamageIndexFiles { index, .. }
-                | Corruption::SetIndexCoverage { index, .. } => damaged.push(index.clone()),
+                Corruption::FileBytes(FileBytesCorruption::DamageIndexFiles { index, .. })
+                | Corruption::Content(ContentCorruption::SetIndexCoverage { index, .. }) => {
+                    damaged.push(index.clone())
+                }
                 _ => return None,
             },
             _ => continue,
@@ -1113,15 +1115,18 @@ fn query(
         .as_ref();
     let request = match snapshot {
         Ok(s) => query_request_with(Some(&s.schema), Path::new(dataset), n, spec),
-        Err(e) => Err(format!("reading the schema of v{n}: {}", e.message)),
+        Err(e) => Err(QueryRequestError::Schema {
+            version: n,
+            message: e.message.clone(),
+        }),
     };
     let request = match request {
         Ok(r) => r,
-        Err(message) => {
+        Err(error) => {
             let fault = KitFault::QueryRequest {
                 name: q.name.clone(),
                 version: n,
-                message,
+                message: error.to_string(),
             };
             return checks.kit_fault(name, &fault);
         }
@@ -1186,7 +1191,7 @@ pub fn query_request(
     dataset: &Path,
     version: u64,
     spec: &QuerySpec,
-) -> Result<QueryRequest, String> {
+) -> Result<QueryRequest, QueryRequestError> {
     query_request_with(None, dataset, version, spec)
 }
 
@@ -1197,13 +1202,16 @@ fn query_request_with(
     dataset: &Path,
     version: u64,
     spec: &QuerySpec,
-) -> Result<QueryRequest, String> {
+) -> Result<QueryRequest, QueryRequestError> {
     let predicate = match (&spec.predicate, schema) {
         (None, _) => None,
         (Some(p), Some(schema)) => Some(typed_predicate(schema, p)?),
         (Some(p), None) => {
-            let snapshot = read_checked(dataset, version)
-                .map_err(|e| format!("reading the schema of v{version}: {}", e.message))?;
+            let snapshot =
+                read_checked(dataset, version).map_err(|e| QueryRequestError::Schema {
+                    version,
+                    message: e.message,
+                })?;
             Some(typed_predicate(&snapshot.schema, p)?)
         }
     };
@@ -1221,12 +1229,39 @@ fn query_request_with(
     })
 }
 
+/// Why a declared query could not be put as a request.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QueryRequestError {
+    /// The version's schema, which types the literals, could not be read.
+    #[error("reading the schema of v{version}: {message}")]
+    Schema {
+        /// The version.
+        version: u64,
+        /// The reference's refusal.
+        message: String,
+    },
+    /// A literal does not fit its field.
+    #[error(transparent)]
+    Literal(#[from] LiteralError),
+}
+
+/// Why a predicate literal could not be typed by its field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LiteralError {
+    /// The predicate names a field the schema does not have.
+    #[error("no field {0:?}")]
+    NoField(String),
+    /// The literal does not fit the field's type.
+    #[error(transparent)]
+    Cell(#[from] crate::case::cell::CellError),
+}
+
 /// The protocol form of a case predicate: every literal tagged with its field's type in
 /// `schema`.
 pub fn typed_predicate(
     schema: &lance_reference::model::Schema,
     p: &PredicateSpec,
-) -> Result<Predicate, String> {
+) -> Result<Predicate, LiteralError> {
     Ok(match p {
         PredicateSpec::And { and } => Predicate::And {
             and: and
@@ -1242,9 +1277,9 @@ pub fn typed_predicate(
         },
         PredicateSpec::Leaf { field, op, value } => {
             let id = crate::case::names::field_id(schema, field)
-                .ok_or_else(|| format!("no field {field:?}"))?;
-            let one = |c: &Cell| -> Result<Tagged, String> {
-                let v = c.to_value(schema, id).map_err(|e| e.to_string())?;
+                .ok_or_else(|| LiteralError::NoField(field.clone()))?;
+            let one = |c: &Cell| -> Result<Tagged, LiteralError> {
+                let v = c.to_value(schema, id)?;
                 Ok(tag(schema, id, &v))
             };
             let value = match (op, value) {

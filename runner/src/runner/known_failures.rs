@@ -20,7 +20,7 @@
 
 use std::collections::BTreeSet;
 
-use super::check::Check;
+use super::check::{Check, CheckNameError};
 use super::report::{CaseResult, FailureKind, Outcome, Report, Verdict, entry_line};
 use crate::case::Level;
 
@@ -85,9 +85,74 @@ fn split_reason(line: &str) -> Option<(&str, &str)> {
     None
 }
 
+/// The shape of an entry, as the messages state it.
+const SHAPE: &str = "an entry is `<case-id> [<kind>] [`<check>`]  # <reason>`";
+
+/// Why a known-failures file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum KnownFailuresError {
+    /// The file could not be read.
+    #[error("{path}: {error}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A line is not an entry.
+    #[error("{path}:{line}: {problem}")]
+    Line {
+        /// The file.
+        path: String,
+        /// The line number (from 1).
+        line: usize,
+        /// What is wrong with it.
+        problem: EntryProblem,
+    },
+}
+
+/// What is wrong with one line of a known-failures file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryProblem {
+    /// No `#` reason.
+    #[error("{}; this one gives no reason", SHAPE)]
+    NoReason,
+    /// A check opened with a backtick and not closed.
+    #[error("an unclosed `` ` `` in the check")]
+    UnclosedCheck,
+    /// The check named is not one the runner has.
+    #[error(transparent)]
+    Check(#[from] CheckNameError),
+    /// Two checks on one line.
+    #[error("{}: two checks", SHAPE)]
+    TwoChecks,
+    /// A word that is not a failure kind.
+    #[error("{word:?} is not a failure kind ({known})")]
+    NotAKind {
+        /// The word.
+        word: String,
+        /// The kinds, comma-separated.
+        known: String,
+    },
+    /// Two kinds on one line.
+    #[error("{}: two kinds", SHAPE)]
+    TwoKinds,
+    /// No case id, or an empty reason.
+    #[error("{} (one id, a non-empty reason)", SHAPE)]
+    Shape,
+    /// The case is listed twice.
+    #[error("{case} is already listed on line {first}")]
+    AlreadyListed {
+        /// The case id.
+        case: String,
+        /// The line of its first entry.
+        first: usize,
+    },
+}
+
 impl KnownFailures {
     /// Parses the file text; `path` is used in messages.
-    pub fn parse(text: &str, path: &str) -> Result<KnownFailures, String> {
+    pub fn parse(text: &str, path: &str) -> Result<KnownFailures, KnownFailuresError> {
         let mut entries: Vec<Entry> = Vec::new();
         let mut header = Vec::new();
         for (i, raw) in text.lines().enumerate() {
@@ -99,9 +164,13 @@ impl KnownFailures {
                 }
                 continue;
             }
-            let shape = "an entry is `<case-id> [<kind>] [`<check>`]  # <reason>`";
+            let at = |problem: EntryProblem| KnownFailuresError::Line {
+                path: path.to_string(),
+                line,
+                problem,
+            };
             let Some((left, reason)) = split_reason(trimmed) else {
-                return Err(format!("{path}:{line}: {shape}; this one gives no reason"));
+                return Err(at(EntryProblem::NoReason));
             };
             let reason = reason.trim();
             let mut rest = left.trim();
@@ -112,13 +181,11 @@ impl KnownFailures {
             while !rest.is_empty() {
                 if let Some(after) = rest.strip_prefix('`') {
                     let Some(end) = after.find('`') else {
-                        return Err(format!("{path}:{line}: an unclosed `` ` `` in the check"));
+                        return Err(at(EntryProblem::UnclosedCheck));
                     };
-                    let named = after[..end]
-                        .parse::<Check>()
-                        .map_err(|e| format!("{path}:{line}: {e}"))?;
+                    let named = after[..end].parse::<Check>().map_err(|e| at(e.into()))?;
                     if check.replace(named).is_some() {
-                        return Err(format!("{path}:{line}: {shape}: two checks"));
+                        return Err(at(EntryProblem::TwoChecks));
                     }
                     rest = after[end + 1..].trim_start();
                 } else {
@@ -127,27 +194,25 @@ impl KnownFailures {
                     let Some(k) = FailureKind::parse(word) else {
                         let known: Vec<&str> =
                             FailureKind::ALL.iter().map(|k| k.as_str()).collect();
-                        return Err(format!(
-                            "{path}:{line}: {word:?} is not a failure kind ({})",
-                            known.join(", ")
-                        ));
+                        return Err(at(EntryProblem::NotAKind {
+                            word: word.to_string(),
+                            known: known.join(", "),
+                        }));
                     };
                     if kind.replace(k).is_some() {
-                        return Err(format!("{path}:{line}: {shape}: two kinds"));
+                        return Err(at(EntryProblem::TwoKinds));
                     }
                     rest = rest[end..].trim_start();
                 }
             }
             if case.is_empty() || reason.is_empty() {
-                return Err(format!(
-                    "{path}:{line}: {shape} (one id, a non-empty reason)"
-                ));
+                return Err(at(EntryProblem::Shape));
             }
             if let Some(first) = entries.iter().find(|e| e.case == case) {
-                return Err(format!(
-                    "{path}:{line}: {case} is already listed on line {}",
-                    first.line
-                ));
+                return Err(at(EntryProblem::AlreadyListed {
+                    case: case.to_string(),
+                    first: first.line,
+                }));
             }
             entries.push(Entry {
                 line,
@@ -166,9 +231,12 @@ impl KnownFailures {
     }
 
     /// Reads and parses a file; a missing file is an empty list when `missing_ok`.
-    pub fn load(path: &std::path::Path) -> Result<KnownFailures, String> {
+    pub fn load(path: &std::path::Path) -> Result<KnownFailures, KnownFailuresError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+        let text = std::fs::read_to_string(path).map_err(|error| KnownFailuresError::Read {
+            path: shown.clone(),
+            error,
+        })?;
         KnownFailures::parse(&text, &shown)
     }
 
@@ -272,11 +340,14 @@ mod tests {
         assert!(
             KnownFailures::parse("a\n", "k")
                 .unwrap_err()
+                .to_string()
                 .contains("k:1")
         );
         assert!(KnownFailures::parse("a  #  \n", "k").is_err());
         assert!(KnownFailures::parse("a b # r\n", "k").is_err());
-        let dup = KnownFailures::parse("a # r\n\na # s\n", "k").unwrap_err();
+        let dup = KnownFailures::parse("a # r\n\na # s\n", "k")
+            .unwrap_err()
+            .to_string();
         assert!(dup.contains("k:3") && dup.contains("line 1"), "{dup}");
         let ids: BTreeSet<String> = ["a".to_string()].into();
         assert_eq!(k.unmatched(&ids)[0].case, "b");
@@ -391,7 +462,8 @@ x  `v2 refuse`  # r
 ",
             "k",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(
             misspelt,
             "k:2: \"v2 refuse\" is not a check name (no check of a version is named so)"

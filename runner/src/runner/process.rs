@@ -81,7 +81,7 @@ impl ProcessReader {
         }
     }
 
-    fn spawn(&mut self) -> Result<Running, String> {
+    fn spawn(&mut self) -> Result<Running, StartError> {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(&self.options.command)
@@ -90,14 +90,17 @@ impl ProcessReader {
             .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
-            .map_err(|e| format!("cannot start `sh -c {:?}`: {e}", self.options.command))?;
+            .map_err(|error| StartError::Spawn {
+                command: self.options.command.clone(),
+                error,
+            })?;
         self.starts += 1;
         let (stdin, stdout, stderr) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
                 _ => {
                     kill_group(&mut child);
-                    return Err("the testee's pipes are missing".into());
+                    return Err(StartError::NoPipes);
                 }
             };
         let (send, lines) = channel();
@@ -143,7 +146,7 @@ impl ProcessReader {
     }
 
     /// Starts the testee and performs the handshake.
-    fn start(&mut self) -> Result<(), String> {
+    fn start(&mut self) -> Result<(), StartError> {
         let running = self.spawn()?;
         self.running = Some(running);
         let result = self
@@ -155,15 +158,12 @@ impl ProcessReader {
             Ok(s) => s,
             Err(r) => {
                 self.kill();
-                return Err(format!("handshake: {}", refusal_text(&r)));
+                return Err(StartError::Handshake(refusal_text(&r)));
             }
         };
         if start.protocol != PROTOCOL_VERSION {
             self.kill();
-            return Err(format!(
-                "handshake: the testee speaks protocol {}, the runner {PROTOCOL_VERSION}",
-                start.protocol
-            ));
+            return Err(StartError::Protocol(start.protocol));
         }
         let fresh = Description {
             implementation: start.implementation,
@@ -172,7 +172,7 @@ impl ProcessReader {
         match &self.description {
             Some(first) if *first != fresh => {
                 self.kill();
-                return Err("after a restart the testee describes itself differently".into());
+                return Err(StartError::OtherDescription);
             }
             Some(_) => {}
             None => self.description = Some(fresh),
@@ -213,7 +213,7 @@ impl ProcessReader {
     fn exchange(&mut self, command: Cmd) -> Answer<serde_json::Value> {
         if self.running.is_none() {
             self.start()
-                .map_err(|m| Refusal::Broken(format!("restarting the testee: {m}")))?;
+                .map_err(|e| Refusal::Broken(format!("restarting the testee: {e}")))?;
         }
         self.seq += 1;
         let seq = self.seq;
@@ -311,6 +311,31 @@ fn parse<T: DeserializeOwned>(value: serde_json::Value, what: &str) -> Answer<T>
     })
 }
 
+/// Why the testee could not be started.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    /// The shell could not be started.
+    #[error("cannot start `sh -c {command:?}`: {error}")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The child came without its three pipes.
+    #[error("the testee's pipes are missing")]
+    NoPipes,
+    /// The testee refused or broke the handshake.
+    #[error("handshake: {0}")]
+    Handshake(String),
+    /// The testee speaks another protocol version.
+    #[error("handshake: the testee speaks protocol {0}, the runner {PROTOCOL_VERSION}")]
+    Protocol(u32),
+    /// A restarted testee describes itself otherwise than it first did.
+    #[error("after a restart the testee describes itself differently")]
+    OtherDescription,
+}
+
 fn refusal_text(r: &Refusal) -> String {
     match r {
         Refusal::Error(e) => format!("error {}: {}", e.class, e.message),
@@ -374,7 +399,7 @@ impl Drop for ProcessReader {
 impl ConformanceReader for ProcessReader {
     fn describe(&mut self) -> Answer<Description> {
         if self.running.is_none() {
-            self.start().map_err(Refusal::Broken)?;
+            self.start().map_err(|e| Refusal::Broken(e.to_string()))?;
         }
         self.description
             .clone()

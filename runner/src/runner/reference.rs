@@ -187,7 +187,8 @@ impl ConformanceReader for ReferenceReader {
         let s = self.snapshot(at)?;
         let result = match (&query.predicate, &query.vector, query.k) {
             (Some(p), None, None) => {
-                let predicate = model_predicate(s, p).map_err(Refusal::Broken)?;
+                let predicate =
+                    model_predicate(s, p).map_err(|e| Refusal::Broken(e.to_string()))?;
                 expected::answer_scalar(s, &query.name, &query.index, &predicate)
                     .map_err(failure)?
             }
@@ -229,29 +230,77 @@ pub fn answer(r: QueryResult) -> QueryAnswer {
     }
 }
 
+/// Why a version's manifest could not give its schema.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestSchemaError {
+    /// The dataset, or the manifest's content, could not be read.
+    #[error("{0}")]
+    Dataset(Box<lance_reference_io::DatasetError>),
+    /// No manifest is stored for the version.
+    #[error("no manifest for version {0}")]
+    NoManifest(u64),
+    /// The manifest file could not be read.
+    #[error("{path}: {error}")]
+    Read {
+        /// The manifest, relative to the dataset root.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+}
+
+impl From<lance_reference_io::DatasetError> for ManifestSchemaError {
+    fn from(e: lance_reference_io::DatasetError) -> ManifestSchemaError {
+        ManifestSchemaError::Dataset(Box::new(e))
+    }
+}
+
 /// The schema of `version` as its manifest states it, read without the files the manifest
 /// references (so a version whose files are damaged still gives its schema).
 pub fn manifest_schema(
     root: &Path,
     version: u64,
-) -> Result<lance_reference::model::Schema, String> {
+) -> Result<lance_reference::model::Schema, ManifestSchemaError> {
     use lance_reference_io::codec::decode_manifest;
     use lance_reference_io::manifest_file::decode_manifest_file;
-    let dataset = Dataset::open(root).map_err(|e| e.to_string())?;
+    let dataset = Dataset::open(root)?;
     let entry = dataset
         .entries()
         .iter()
         .find(|e| e.version == version)
-        .ok_or_else(|| format!("no manifest for version {version}"))?;
+        .ok_or(ManifestSchemaError::NoManifest(version))?;
     let rel = format!("_versions/{}", entry.name);
-    let bytes = std::fs::read(root.join(&rel)).map_err(|e| format!("{rel}: {e}"))?;
-    let file = decode_manifest_file(&bytes, &rel).map_err(|e| e.to_string())?;
-    let (snapshot, _) = decode_manifest(&file, &rel, u64::MAX).map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(root.join(&rel)).map_err(|error| ManifestSchemaError::Read {
+        path: rel.clone(),
+        error,
+    })?;
+    let file = decode_manifest_file(&bytes, &rel)?;
+    let (snapshot, _) = decode_manifest(&file, &rel, u64::MAX)?;
     Ok(snapshot.schema)
 }
 
+/// Why a protocol predicate has no model form in a version's schema.
+#[derive(Debug, thiserror::Error)]
+pub enum PredicateError {
+    /// The predicate names a field the schema does not have.
+    #[error("no field {0:?}")]
+    NoField(String),
+    /// A literal does not read as a value of its field.
+    #[error(transparent)]
+    Literal(#[from] crate::expected::tagged::TaggedError),
+    /// A comparison without one tagged value.
+    #[error("{0}: the operator needs one tagged value")]
+    NotOneValue(String),
+    /// `in` without an array of tagged values.
+    #[error("{0}: `in` needs an array of tagged values")]
+    NotAList(String),
+}
+
 /// The model predicate of a protocol predicate, resolving dotted names in `snapshot`'s schema.
-pub fn model_predicate(snapshot: &Snapshot, p: &Predicate) -> Result<ModelPredicate, String> {
+pub fn model_predicate(
+    snapshot: &Snapshot,
+    p: &Predicate,
+) -> Result<ModelPredicate, PredicateError> {
     let schema = &snapshot.schema;
     match p {
         Predicate::And { and } => Ok(ModelPredicate::And(
@@ -265,11 +314,12 @@ pub fn model_predicate(snapshot: &Snapshot, p: &Predicate) -> Result<ModelPredic
                 .collect::<Result<_, _>>()?,
         )),
         Predicate::Leaf { field, op, value } => {
-            let id = field_id(schema, field).ok_or_else(|| format!("no field {field:?}"))?;
-            let one = |t: &Tagged| untag_field(schema, id, t).map_err(|e| e.to_string());
+            let id =
+                field_id(schema, field).ok_or_else(|| PredicateError::NoField(field.clone()))?;
+            let one = |t: &Tagged| untag_field(schema, id, t).map_err(PredicateError::from);
             let literal = || match value {
                 Some(Literal::One(t)) => one(t),
-                _ => Err(format!("{field}: the operator needs one tagged value")),
+                _ => Err(PredicateError::NotOneValue(field.clone())),
             };
             Ok(match op {
                 Op::Eq => ModelPredicate::Eq(id, literal()?),
@@ -282,7 +332,7 @@ pub fn model_predicate(snapshot: &Snapshot, p: &Predicate) -> Result<ModelPredic
                     Some(Literal::List(items)) => {
                         ModelPredicate::In(id, items.iter().map(one).collect::<Result<_, _>>()?)
                     }
-                    _ => return Err(format!("{field}: `in` needs an array of tagged values")),
+                    _ => return Err(PredicateError::NotAList(field.clone())),
                 },
                 Op::IsNull => ModelPredicate::IsNull(id),
                 Op::IsNotNull => ModelPredicate::IsNotNull(id),

@@ -14,16 +14,83 @@ use std::collections::BTreeMap;
 use lance_reference::model::{Schema, Value};
 use serde_json::{Map, Value as Json};
 
-use super::execute::typed_predicate;
+use super::execute::{LiteralError, typed_predicate};
 use super::protocol::{Literal, Predicate};
+use crate::case::cell::CellError;
 use crate::case::names::field_id;
 use crate::case::step::{Cells, Row};
 use crate::case::{Cell, PredicateSpec, Step};
-use crate::expected::tagged::{Tagged, tag, untag};
+use crate::expected::tagged::{Tagged, TaggedError, tag, untag};
+
+/// Why a step could not be put in its wire form, or a wire form read back as a step.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// A composite step, whose parts are sent instead.
+    #[error("`{0}` is sent as its parts, not whole")]
+    Composite(&'static str),
+    /// A member of the wrong JSON shape (the text says which and what it must be).
+    #[error("{0}")]
+    Shape(&'static str),
+    /// A value that does not convert to or from JSON.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// The step, its placeholders put back, does not read as a step.
+    #[error("step: {0}")]
+    Step(serde_json::Error),
+    /// `where` does not read as a predicate.
+    #[error("where: {0}")]
+    Where(serde_json::Error),
+    /// An `update` without `where`.
+    #[error("an `update` needs `where`")]
+    NoWhere,
+    /// A cell names a field the schema does not have.
+    #[error("no field {0:?}")]
+    NoField(String),
+    /// A cell or literal does not fit its field.
+    #[error(transparent)]
+    Cell(#[from] CellError),
+    /// A predicate literal does not fit its field.
+    #[error(transparent)]
+    Literal(#[from] LiteralError),
+    /// A tagged value that does not read as its type.
+    #[error(transparent)]
+    Tagged(#[from] TaggedError),
+    /// A struct value that is not an object of tagged children.
+    #[error("a struct value is an object, not {0}")]
+    StructNotObject(Json),
+    /// A row that is not an object.
+    #[error("a row is an object, not {0}")]
+    RowNotObject(Json),
+    /// A problem inside the named child, cell or field (`<name>: <problem>`).
+    #[error("{name}: {error}")]
+    In {
+        /// The member's name.
+        name: String,
+        /// The problem.
+        error: Box<WireError>,
+    },
+    /// A problem in a column of `cells` (`<name>.<problem>`).
+    #[error("{name}.{error}")]
+    Column {
+        /// The column's field name.
+        name: String,
+        /// The problem.
+        error: Box<WireError>,
+    },
+}
+
+impl WireError {
+    fn within(name: &str) -> impl FnOnce(WireError) -> WireError + '_ {
+        move |error| WireError::In {
+            name: name.to_string(),
+            error: Box::new(error),
+        }
+    }
+}
 
 /// The wire form of `step`, its cells typed by `schema` (the schema of the version the step
 /// commits; for `create`, the one it creates).
-pub fn to_wire(step: &Step, schema: &Schema) -> Result<Json, String> {
+pub fn to_wire(step: &Step, schema: &Schema) -> Result<Json, WireError> {
     let mut bare = step.clone();
     let mut typed: Vec<(&str, Json)> = Vec::new();
     let mut overlay_cells: Vec<Json> = Vec::new();
@@ -46,7 +113,7 @@ pub fn to_wire(step: &Step, schema: &Schema) -> Result<Json, String> {
         Step::Delete { predicate, .. } => {
             if let Some(p) = predicate.take() {
                 let p = typed_predicate(schema, &p)?;
-                typed.push(("where", serde_json::to_value(p).map_err(|e| e.to_string())?));
+                typed.push(("where", serde_json::to_value(p)?));
             }
         }
         Step::UpdateRows { set, .. } | Step::RewriteColumns { set, .. } => {
@@ -55,7 +122,7 @@ pub fn to_wire(step: &Step, schema: &Schema) -> Result<Json, String> {
         }
         Step::Update { predicate, set } => {
             let p = typed_predicate(schema, predicate)?;
-            typed.push(("where", serde_json::to_value(p).map_err(|e| e.to_string())?));
+            typed.push(("where", serde_json::to_value(p)?));
             typed.push(("set", row_json(schema, set)?));
             set.clear();
         }
@@ -68,14 +135,14 @@ pub fn to_wire(step: &Step, schema: &Schema) -> Result<Json, String> {
             fill.clear();
         }
         Step::CommitRetry { .. } | Step::ExpectRefusal { .. } => {
-            return Err(format!("`{}` is sent as its parts, not whole", step.op()));
+            return Err(WireError::Composite(step.op()));
         }
         _ => {}
     }
-    let mut json = serde_json::to_value(&bare).map_err(|e| e.to_string())?;
+    let mut json = serde_json::to_value(&bare)?;
     let object = json
         .as_object_mut()
-        .ok_or_else(|| "a step serializes to an object".to_string())?;
+        .ok_or(WireError::Shape("a step serializes to an object"))?;
     for (key, value) in typed {
         object.insert(key.to_string(), value);
     }
@@ -90,10 +157,10 @@ pub fn to_wire(step: &Step, schema: &Schema) -> Result<Json, String> {
 }
 
 /// The step a wire form stands for (the writer's side of [`to_wire`]).
-pub fn from_wire(json: &Json) -> Result<Step, String> {
+pub fn from_wire(json: &Json) -> Result<Step, WireError> {
     let mut bare = json
         .as_object()
-        .ok_or_else(|| "a step is a JSON object".to_string())?
+        .ok_or(WireError::Shape("a step is a JSON object"))?
         .clone();
     // Only the members that carry cells in this op are typed: `set` of `set_config` is
     // plain text, `set` of `update_rows`, `update` and `rewrite_columns` holds cells.
@@ -119,7 +186,7 @@ pub fn from_wire(json: &Json) -> Result<Step, String> {
         for entry in list.iter_mut() {
             let e = entry
                 .as_object_mut()
-                .ok_or_else(|| "`overlays` entries are objects".to_string())?;
+                .ok_or(WireError::Shape("`overlays` entries are objects"))?;
             overlay_cells.push(e.remove("cells").unwrap_or(Json::Null));
             e.insert("cells".into(), Json::Object(Map::new()));
         }
@@ -138,7 +205,7 @@ pub fn from_wire(json: &Json) -> Result<Step, String> {
         bare.insert("rows".into(), Json::Array(Vec::new()));
     }
     let mut step: Step =
-        serde_json::from_value(Json::Object(bare)).map_err(|e| format!("step: {e}"))?;
+        serde_json::from_value(Json::Object(bare)).map_err(WireError::Step)?;
     match &mut step {
         Step::Create { rows: r, .. } | Step::Append { rows: r, .. } => {
             if let Some(rows) = rows {
@@ -158,7 +225,7 @@ pub fn from_wire(json: &Json) -> Result<Step, String> {
         Step::Delete { predicate: p, .. } => {
             if let Some(predicate) = predicate {
                 let typed: Predicate =
-                    serde_json::from_value(predicate).map_err(|e| format!("where: {e}"))?;
+                    serde_json::from_value(predicate).map_err(WireError::Where)?;
                 *p = Some(predicate_of(&typed)?);
             }
         }
@@ -171,10 +238,9 @@ pub fn from_wire(json: &Json) -> Result<Step, String> {
             predicate: p,
             set: s,
         } => {
-            let typed: Predicate = serde_json::from_value(
-                predicate.ok_or_else(|| "an `update` needs `where`".to_string())?,
-            )
-            .map_err(|e| format!("where: {e}"))?;
+            let typed: Predicate =
+                serde_json::from_value(predicate.ok_or(WireError::NoWhere)?)
+                    .map_err(WireError::Where)?;
             *p = predicate_of(&typed)?;
             if let Some(set) = set {
                 *s = row_of(&set)?;
@@ -195,13 +261,13 @@ pub fn from_wire(json: &Json) -> Result<Step, String> {
     Ok(step)
 }
 
-fn tagged_cell(schema: &Schema, name: &str, cell: &Cell) -> Result<Json, String> {
-    let id = field_id(schema, name).ok_or_else(|| format!("no field {name:?}"))?;
-    let value = cell.to_value(schema, id).map_err(|e| e.to_string())?;
-    serde_json::to_value(tag(schema, id, &value)).map_err(|e| e.to_string())
+fn tagged_cell(schema: &Schema, name: &str, cell: &Cell) -> Result<Json, WireError> {
+    let id = field_id(schema, name).ok_or_else(|| WireError::NoField(name.to_string()))?;
+    let value = cell.to_value(schema, id)?;
+    Ok(serde_json::to_value(tag(schema, id, &value))?)
 }
 
-fn row_json(schema: &Schema, row: &Row) -> Result<Json, String> {
+fn row_json(schema: &Schema, row: &Row) -> Result<Json, WireError> {
     let mut out = Map::new();
     for (name, cell) in row {
         out.insert(name.clone(), tagged_cell(schema, name, cell)?);
@@ -209,11 +275,11 @@ fn row_json(schema: &Schema, row: &Row) -> Result<Json, String> {
     Ok(Json::Object(out))
 }
 
-fn rows_json(schema: &Schema, rows: &[Row]) -> Result<Vec<Json>, String> {
+fn rows_json(schema: &Schema, rows: &[Row]) -> Result<Vec<Json>, WireError> {
     rows.iter().map(|r| row_json(schema, r)).collect()
 }
 
-fn cells_json(schema: &Schema, cells: &Cells) -> Result<Json, String> {
+fn cells_json(schema: &Schema, cells: &Cells) -> Result<Json, WireError> {
     let mut out = Map::new();
     for (name, by_offset) in cells {
         let mut column = Map::new();
@@ -226,21 +292,21 @@ fn cells_json(schema: &Schema, cells: &Cells) -> Result<Json, String> {
 }
 
 /// The untyped cell of a tagged value.
-pub fn cell_of_tagged(tagged: &Tagged) -> Result<Cell, String> {
+pub fn cell_of_tagged(tagged: &Tagged) -> Result<Cell, WireError> {
     if tagged.data_type == "struct" && !tagged.value.is_null() {
         let children = tagged
             .value
             .as_object()
-            .ok_or_else(|| format!("a struct value is an object, not {}", tagged.value))?;
+            .ok_or_else(|| WireError::StructNotObject(tagged.value.clone()))?;
         let mut out = BTreeMap::new();
         for (name, child) in children {
-            let child: Tagged =
-                serde_json::from_value(child.clone()).map_err(|e| format!("{name}: {e}"))?;
+            let child: Tagged = serde_json::from_value(child.clone())
+                .map_err(|e| WireError::within(name)(e.into()))?;
             out.insert(name.clone(), cell_of_tagged(&child)?);
         }
         return Ok(Cell::Struct(out));
     }
-    let value = untag(tagged).map_err(|e| e.to_string())?;
+    let value = untag(tagged)?;
     Ok(match value {
         Value::Null => Cell::null(),
         Value::Bool(b) => Cell::Bool(b),
@@ -256,53 +322,55 @@ pub fn cell_of_tagged(tagged: &Tagged) -> Result<Cell, String> {
                 .map(|x| x.map_or_else(Cell::null, |x| Cell::Float(f64::from(x))))
                 .collect(),
         ),
-        Value::Struct(_) => return Err("a struct value is an object of tagged children".into()),
+        Value::Struct(_) => {
+            return Err(WireError::Shape(
+                "a struct value is an object of tagged children",
+            ));
+        }
     })
 }
 
-fn cell_of(json: &Json) -> Result<Cell, String> {
-    let tagged: Tagged = serde_json::from_value(json.clone()).map_err(|e| e.to_string())?;
+fn cell_of(json: &Json) -> Result<Cell, WireError> {
+    let tagged: Tagged = serde_json::from_value(json.clone())?;
     cell_of_tagged(&tagged)
 }
 
-fn row_of(json: &Json) -> Result<Row, String> {
+fn row_of(json: &Json) -> Result<Row, WireError> {
     let object = json
         .as_object()
-        .ok_or_else(|| format!("a row is an object, not {json}"))?;
+        .ok_or_else(|| WireError::RowNotObject(json.clone()))?;
     object
         .iter()
-        .map(|(name, v)| {
-            Ok((
-                name.clone(),
-                cell_of(v).map_err(|e| format!("{name}: {e}"))?,
-            ))
-        })
+        .map(|(name, v)| Ok((name.clone(), cell_of(v).map_err(WireError::within(name))?)))
         .collect()
 }
 
-fn rows_of(json: &Json) -> Result<Vec<Row>, String> {
+fn rows_of(json: &Json) -> Result<Vec<Row>, WireError> {
     json.as_array()
-        .ok_or_else(|| "`rows` is an array".to_string())?
+        .ok_or(WireError::Shape("`rows` is an array"))?
         .iter()
         .map(row_of)
         .collect()
 }
 
-fn cells_of(json: &Json) -> Result<Cells, String> {
+fn cells_of(json: &Json) -> Result<Cells, WireError> {
     let object = json
         .as_object()
-        .ok_or_else(|| "`cells` is an object".to_string())?;
+        .ok_or(WireError::Shape("`cells` is an object"))?;
     let mut out = Cells::new();
     for (name, column) in object {
         out.insert(
             name.clone(),
-            row_of(column).map_err(|e| format!("{name}.{e}"))?,
+            row_of(column).map_err(|error| WireError::Column {
+                name: name.clone(),
+                error: Box::new(error),
+            })?,
         );
     }
     Ok(out)
 }
 
-fn predicate_of(p: &Predicate) -> Result<PredicateSpec, String> {
+fn predicate_of(p: &Predicate) -> Result<PredicateSpec, WireError> {
     Ok(match p {
         Predicate::And { and } => PredicateSpec::And {
             and: and.iter().map(predicate_of).collect::<Result<_, _>>()?,

@@ -484,7 +484,7 @@ impl Replay<'_> {
     fn request(&mut self, name: &Check, step: &Step, version: u64) -> Option<WriteRequest> {
         let wire = self
             .stored(version)
-            .and_then(|stored| to_wire(step, &stored.schema));
+            .and_then(|stored| to_wire(step, &stored.schema).map_err(|e| e.to_string()));
         match wire {
             Ok(step) => Some(WriteRequest {
                 dataset: self.dir.clone(),

@@ -926,6 +926,13 @@ enum Carried {
 
 /// The position in `fc` of the one overlay a merge wrote: `fc`'s list is `fp`'s with one
 /// contiguous run (two or more) replaced by a single new overlay.
+///
+/// "Contiguous" here is in the list's *stored* order: this recognises a merge commit by where
+/// its output stands ([OVL-MERGE-4], the merged overlay replaces its inputs in place). It is not
+/// the compactor's rule that the inputs be contiguous in *precedence* order ([OVL-MERGE-1],
+/// `lance_reference::compaction::merge_overlays`), which refuses a merge before it is written;
+/// for a written merge, what that rule protects is judged directly, every resolved cell
+/// unchanged ([OVL-MERGE-4], `cells_unchanged`).
 fn merged_overlay(fp: &Fragment, fc: &Fragment) -> Option<usize> {
     let new: Vec<usize> = (0..fc.overlays.len())
         .filter(|&k| !fp.overlays.iter().any(|a| same_overlay(a, &fc.overlays[k])))
