@@ -111,11 +111,16 @@ mod fastlanes {
         out
     }
 
-    /// An `OutOfLineBitpacking` buffer; the last partial block raw or padded.
+    /// An `OutOfLineBitpacking` buffer; the last partial block raw or padded. A padded block as
+    /// long as the raw values would be is written raw whatever `raw_tail` asks: a reader tells
+    /// the two forms apart by the buffer's length only, and reads that length as raw (Lance's
+    /// writer pads the tail only when that is strictly shorter).
     fn encode_out_of_line(bits: u32, width: u32, values: &[u64], raw_tail: bool) -> Vec<u8> {
         let mut out = Vec::new();
         for block in values.chunks(BLOCK_VALUES) {
-            if block.len() < BLOCK_VALUES && raw_tail {
+            let tail = block.len() < BLOCK_VALUES;
+            let same_length = block.len() * (bits as usize / 8) == packed_block_len(width as usize);
+            if tail && (raw_tail || same_length) {
                 out.extend(le_bytes(bits, block));
             } else {
                 out.extend(pack_block(bits, width, block));
@@ -426,6 +431,23 @@ mod fastlanes {
         // A count that no buffer of this length can hold is refused, not allocated.
         let e = unpack_out_of_line(64, 64, &padded, usize::MAX).unwrap_err();
         assert!(matches!(e, KernelError::OutOfLineLength { .. }), "{e}");
+    }
+
+    #[test]
+    fn out_of_line_reads_a_tail_as_long_packed_as_raw_as_raw() {
+        // 2,496 values of 16 bits at width 7: two full blocks (896 bytes each), then 448
+        // values, 896 bytes raw and 896 bytes padded to a packed block. The length cannot tell
+        // the forms apart; it reads as raw, the form Lance writes then (it pads only when that
+        // is strictly shorter). Found by `round_trips_any_values` (seed saved in
+        // proptest-regressions), whose encoder packed such a tail.
+        let values: Vec<u64> = (0..2496u64).map(|i| i % 128).collect();
+        let mut bytes = encode_out_of_line(16, 7, &values[..2048], false);
+        bytes.extend(le_bytes(16, &values[2048..]));
+        assert_eq!(bytes.len(), 2 * 896 + 896);
+        assert_eq!(
+            unpack_out_of_line(16, 7, &bytes, 2496).unwrap(),
+            le_bytes(16, &values)
+        );
     }
 
     #[test]
