@@ -50,7 +50,7 @@ pub fn merge_overlays(
 /// at `path`, whether or not they are contiguous: the inputs' post-image, with their maximum
 /// committed_version, at the newest input's list position. [`merge_overlays`] is this once the
 /// inputs are known to be contiguous; without that check it is the list a caller-built commit
-/// hands a committer, which the committer must then judge ([`super::stated_merge`]).
+/// hands a committer, which the committer must then judge ([`mod@super::stated_merge`]).
 ///
 /// Refused as [`merge_overlays`] is, except for contiguity.
 pub fn stated_merge(

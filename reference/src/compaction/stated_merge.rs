@@ -4,7 +4,7 @@
 //! Invariant: [`check_stated_merge`] accepts a stated list only when it is a list
 //! [`super::merge::merge_overlays`] could have produced from the fragment's list: at least two
 //! overlays (the inputs) left out, contiguous in precedence by the merge's own rule
-//! ([`super::merge::check_contiguous`], not restated here), every other overlay carried in its
+//! (`merge::check_contiguous`, not restated here), every other overlay carried in its
 //! order, and at most one new overlay, at the newest input's position, carrying the newest
 //! input's `committed_version` ([OVL-MERGE-3]); no new overlay only when no input carries a
 //! live value field. Everything it decides is in the manifest (which overlays, their order, their
