@@ -126,8 +126,8 @@ table.skips td, table.skips th { text-align: left; }
 .delta { display: inline-block; font-size: 11px; font-weight: 700; color: #fff; background: #6a1b9a; border-radius: 3px; padding: 0 4px; margin-left: .3em; }
 th.score { font-weight: 600; text-align: right; white-space: nowrap; }
 table.scores td { text-align: right; white-space: nowrap; }
-.bar { display: inline-block; height: 8px; background: #2e7d32; vertical-align: middle; margin-right: .4em; }
-.barbg { display: inline-block; width: 60px; height: 8px; background: #e0e0e0; vertical-align: middle; margin-right: .4em; }
+.bar { display: block; height: 8px; background: #2e7d32; }
+.barbg { display: inline-block; width: 60px; height: 8px; background: #e0e0e0; vertical-align: middle; margin-right: .4em; text-align: left; }
 ";
 
 /// An area's score in one run: the cases of the area it passed, of `total` (every case of the
@@ -390,7 +390,7 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
     );
     let _ = writeln!(
         out,
-        "<table class=\"runs\"><thead><tr><th>run</th><th>reader</th><th>capabilities</th><th>passed</th><th>failing the run</th><th>known failures</th><th>advisory</th><th>skipped</th><th>kit faults</th></tr></thead><tbody>"
+        "<table class=\"runs\"><thead><tr><th>run</th><th>implementation</th><th>capabilities</th><th>passed</th><th>failing the run</th><th>known failures</th><th>advisory</th><th>skipped</th><th>kit faults</th></tr></thead><tbody>"
     );
     for r in reports {
         let s = &r.summary;
