@@ -26,7 +26,7 @@ use std::path::Path;
 
 use lance_reference::compaction::check_stated_merge;
 use lance_reference::lineage::stamping::{AppendedFragment, append_fragment, stamp_overlays};
-use lance_reference::model::{Coverage, DataFile, Fragment, Overlay, Snapshot};
+use lance_reference::model::{Coverage, DataFile, Fragment, Overlay, Snapshot, TOMBSTONE_FIELD_ID};
 use lance_reference_io::data_file::DataFileVersion;
 use lance_reference_io::deletion::{DeletionFile, DeletionFileType, read_deletion_file};
 use lance_reference_io::layout::FileLayout;
@@ -297,6 +297,27 @@ fn prepared_overlay(
     })
 }
 
+/// An overlay a commit adds that lists a negative field id other than the tombstone: refused,
+/// as `validate` would find the version it creates breaking [OVL-TOMB-6]
+/// (`reserved_overlay_field`).
+fn reserved_field(fragment: u64, o: &Overlay) -> Answer<()> {
+    match o
+        .file
+        .fields
+        .iter()
+        .position(|&f| f < 0 && f != TOMBSTONE_FIELD_ID)
+    {
+        Some(k) => Err(refused_by(
+            "reserved_overlay_field",
+            format!(
+                "fragment {fragment}: overlay {} lists field id {} at position {k}; an overlay holds no system column (OVL-TOMB-6)",
+                o.file.path, o.file.fields[k]
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A transaction fragment stating a member its operation does not use: refused before
 /// anything is read, so that no member is silently ignored.
 fn check_members(transaction: &PreparedTransaction) -> Answer<()> {
@@ -526,6 +547,9 @@ fn overlay_version(
                     // Not the carried list with overlays added: an overlay compaction, judged
                     // as a merge of the fragment's overlays ([OVL-MERGE-6]) and committed as
                     // stated, lineage untouched ([OVL-MERGE-5]).
+                    for o in overlays.iter().filter(|o| !fragment.overlays.contains(o)) {
+                        reserved_field(fragment.id, o)?;
+                    }
                     let mut after = fragment.clone();
                     after.overlays = overlays;
                     check_stated_merge(&prev.schema, fragment, &after).map_err(|e| {
@@ -558,6 +582,13 @@ fn overlay_version(
                 ),
             };
             return Err(refused_by(e.code(), e.to_string()));
+        }
+    }
+    // [OVL-TOMB-6]: an added overlay names no system column. A reader skips such a position
+    // ([OVL-TOMB-5]), so the version would read; the committer still writes no such overlay.
+    for (position, new) in &added {
+        for o in new {
+            reserved_field(next.fragments[*position].id, o)?;
         }
     }
     // Then stamped: last-updated-at of the rows the added overlays cover ([OVL-LIN-1]).

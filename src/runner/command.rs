@@ -294,7 +294,10 @@ pub struct ReportArgs {
     #[arg(long, value_name = "URL")]
     pub spec_base: Option<String>,
     /// The page title.
-    #[arg(long, default_value = "lance-conformance: readers against the corpus")]
+    #[arg(
+        long,
+        default_value = "lance-conformance: readers and writers against the corpus"
+    )]
     pub title: String,
 }
 

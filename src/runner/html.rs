@@ -10,7 +10,8 @@
 //! skipped cases are counted by reason (the message of the check that was not judged).
 //!
 //! Each area has a score per run, as wpt.fyi scores interop: the share of the area's cases
-//! (every case of the area any run holds) that the run passed; a known failure, a skip and a
+//! (every case of the area any run holds, less those a writer run skipped as not a writer case:
+//! no writer is asked for them) that the run passed; a known failure, any other skip and a
 //! case not run score nothing. A cell whose case verdict differs from the one the same
 //! implementation (name and role) got in the nearest run to its left carries a "changed" mark
 //! naming that run and verdict, so two releases, or gates on and off, read as a diff.
@@ -22,6 +23,7 @@ use std::path::{Component, Path, PathBuf};
 use super::command::ReportArgs;
 use super::output::{label, xml_escape as e};
 use super::report::{CaseResult, Outcome, Report, Verdict};
+use super::writer::NOT_A_WRITER_CASE;
 use crate::case::RequirementIndex;
 
 /// Runs the command: reads the reports, writes the page.
@@ -124,17 +126,17 @@ table.skips td, table.skips th { text-align: left; }
 .delta { display: inline-block; font-size: 11px; font-weight: 700; color: #fff; background: #6a1b9a; border-radius: 3px; padding: 0 4px; margin-left: .3em; }
 th.score { font-weight: 600; text-align: right; white-space: nowrap; }
 table.scores td { text-align: right; white-space: nowrap; }
-.bar { display: inline-block; height: 8px; background: #2e7d32; vertical-align: middle; margin-right: .4em; }
-.barbg { display: inline-block; width: 60px; height: 8px; background: #e0e0e0; vertical-align: middle; margin-right: .4em; }
+.bar { display: block; height: 8px; background: #2e7d32; }
+.barbg { display: inline-block; width: 60px; height: 8px; background: #e0e0e0; vertical-align: middle; margin-right: .4em; text-align: left; }
 ";
 
 /// An area's score in one run: the cases of the area it passed, of `total` (every case of the
-/// area in any run), as wpt.fyi scores interop.
+/// area in any run, less the run's skips as not a writer case), as wpt.fyi scores interop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AreaScore {
     /// Cases of the area the run passed.
     pub passed: usize,
-    /// Cases of the area in any run.
+    /// Cases of the area in any run, less those this run skipped as not a writer case.
     pub total: usize,
 }
 
@@ -160,16 +162,20 @@ pub fn area_scores(reports: &[Report]) -> Vec<(String, Vec<AreaScore>)> {
     areas
         .into_iter()
         .map(|a| {
-            let total = ids[&a].len();
+            let held = ids[&a].len();
             let per_run = reports
                 .iter()
-                .map(|r| AreaScore {
-                    passed: r
-                        .cases
-                        .iter()
-                        .filter(|c| c.area == a && c.outcome == Outcome::Passed)
-                        .count(),
-                    total,
+                .map(|r| {
+                    let of_area = || r.cases.iter().filter(|c| c.area == a);
+                    let outside = of_area()
+                        .filter(|c| {
+                            skip_reason(c).is_some_and(|w| w.starts_with(NOT_A_WRITER_CASE))
+                        })
+                        .count();
+                    AreaScore {
+                        passed: of_area().filter(|c| c.outcome == Outcome::Passed).count(),
+                        total: held - outside,
+                    }
                 })
                 .collect();
             (a, per_run)
@@ -384,7 +390,7 @@ pub fn render(reports: &[Report], index: &RequirementIndex, base: &str, title: &
     );
     let _ = writeln!(
         out,
-        "<table class=\"runs\"><thead><tr><th>run</th><th>reader</th><th>capabilities</th><th>passed</th><th>failing the run</th><th>known failures</th><th>advisory</th><th>skipped</th><th>kit faults</th></tr></thead><tbody>"
+        "<table class=\"runs\"><thead><tr><th>run</th><th>implementation</th><th>capabilities</th><th>passed</th><th>failing the run</th><th>known failures</th><th>advisory</th><th>skipped</th><th>kit faults</th></tr></thead><tbody>"
     );
     for r in reports {
         let s = &r.summary;

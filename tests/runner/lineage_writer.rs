@@ -18,7 +18,9 @@ use lance_conformance::runner::protocol::{
 };
 use lance_conformance::runner::write_step::from_wire;
 use lance_conformance::runner::writer::run_writer_suite;
-use lance_conformance::runner::{Answer, ConformanceWriter, Description, Options, Outcome, Report};
+use lance_conformance::runner::{
+    Answer, ConformanceWriter, Description, Options, Outcome, Report, Verdict,
+};
 use lance_reference::model::{
     LAST_UPDATED_AT_FIELD_ID, LineageSequence, ROW_ID_FIELD_ID, Snapshot,
 };
@@ -223,6 +225,30 @@ fn a_writer_whose_restore_rewinds_next_row_id_reuses_ids_and_fails() {
     // covers: LIN-STAMP-8
     let expected: BTreeSet<String> = ["restore-then-append-no-reuse".to_string()].into();
     assert_eq!(failed(Bug::RestoreRewindsRowIds), expected);
+    // The restore's own commit is caught by `validate`, before any append reuses an id.
+    let report = run_lineage(
+        &mut Buggy {
+            inner: ReferenceWriter::new(),
+            bug: Bug::RestoreRewindsRowIds,
+        },
+        None,
+    );
+    let case = report
+        .cases
+        .iter()
+        .find(|c| c.id == "restore-then-append-no-reuse")
+        .unwrap();
+    let rules = case
+        .checks
+        .iter()
+        .find(|k| k.name.to_string() == "v4 rules")
+        .unwrap();
+    assert_eq!(rules.verdict, Verdict::Fail);
+    assert!(
+        rules.message.as_deref().unwrap().contains("[LIN-STAMP-8]"),
+        "{:?}",
+        rules.message
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use lance_conformance::case::Step;
 use lance_conformance::reference_writer::ReferenceWriter;
+use lance_conformance::runner::html;
 use lance_conformance::runner::protocol::{
     CommitPreparedRequest, PrepareResult, ReadError, WriteRequest, WriteResult,
 };
@@ -62,6 +63,23 @@ fn the_reference_writer_passes_every_writer_case() {
                 .unwrap_or_default();
             assert!(why.starts_with("not a writer case: "), "{}: {why}", c.id);
         }
+    }
+    // Its area scores count only the writer cases: a case no writer is asked for is not one it
+    // failed to pass, so the reference writer scores 100 in every area.
+    for (area, per_run) in html::area_scores(std::slice::from_ref(&report)) {
+        let s = per_run[0];
+        let held = report.cases.iter().filter(|c| c.area == area).count();
+        let outside = report
+            .cases
+            .iter()
+            .filter(|c| c.area == area && c.outcome == Outcome::Skipped)
+            .count();
+        assert_eq!(
+            (s.passed, s.total),
+            (held - outside, held - outside),
+            "{area}"
+        );
+        assert_eq!(s.percent(), 100, "{area}");
     }
     // Retries, refusals and negative cases' histories are among the passes.
     for id in [
@@ -655,4 +673,66 @@ fn a_writer_asked_for_2_2_that_writes_2_0_fails_the_file_version_check() {
         "caught {} of {sent}",
         caught.len()
     );
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// `overlays/negative-id-in-overlay` at its version 1, with the value file of its version 2 in
+/// `data/`: the commit its version 2 stands for, ready to be handed over with `fields`.
+fn commit_with_fields(fields: &str) -> (tempfile::TempDir, CommitPreparedRequest) {
+    use lance_reference_io::version_names::{VERSIONS_DIR, manifest_name};
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("t");
+    copy_dir(
+        &corpus().join("overlays/negative-id-in-overlay/dataset"),
+        &dir,
+    );
+    let versions = dir.join(VERSIONS_DIR);
+    std::fs::remove_file(versions.join(manifest_name(2))).unwrap();
+    let _ = std::fs::remove_file(versions.join("latest_version_hint.json"));
+    let size = std::fs::metadata(dir.join("data/f0-s1-ovl0.lance"))
+        .unwrap()
+        .len();
+    let request = serde_json::from_str(&format!(
+        r#"{{"dataset": {:?}, "read_version": 1, "transaction": {{"operation": "overlay",
+            "fragments": [{{"id": 0, "overlays": [{{"file": {{"path": "f0-s1-ovl0.lance",
+            "fields": {fields}, "column_indices": [0, 1, 2], "file_major_version": 2,
+            "file_minor_version": 0, "file_size_bytes": {size}}},
+            "coverage": {{"sparse": [[0], [1], [2]]}}}}]}}]}}}}"#,
+        dir.to_str().unwrap()
+    ))
+    .unwrap();
+    (scratch, request)
+}
+
+#[test]
+fn the_reference_committer_refuses_an_overlay_naming_a_system_field() {
+    // covers: OVL-TOMB-6
+    // A reader skips the -9 position (OVL-TOMB-5), so no negative case holds this commit; the
+    // committer must still not write it.
+    let (_keep, request) = commit_with_fields("[0, -9, 2]");
+    match ReferenceWriter::new().commit_prepared(&request) {
+        Err(Refusal::Error(e)) => {
+            assert_eq!(e.code.as_deref(), Some("reserved_overlay_field"), "{e:?}")
+        }
+        other => panic!("committed or broke: {other:?}"),
+    }
+    let versions = std::path::Path::new(&request.dataset)
+        .join(lance_reference_io::version_names::VERSIONS_DIR);
+    assert_eq!(std::fs::read_dir(versions).unwrap().count(), 1);
+    // The twin, the same value file listing y's own id, is committed.
+    let (_keep, request) = commit_with_fields("[0, 1, 2]");
+    let written = ReferenceWriter::new().commit_prepared(&request).unwrap();
+    assert_eq!(written.version, 2);
 }

@@ -56,6 +56,11 @@ use crate::case::{Case, IndexKindSpec, Level, Step};
 use crate::corpus::{CaseDir, REFUSED_DIR, UNDAMAGED_DIR};
 use crate::expected::{ExpectedVersion, FragmentLineage, Location};
 
+/// How a writer run's skip of a case outside the writer suite begins: a case whose steps no
+/// conforming writer is asked for (a reordered overlay list, cleared lineage, ...). Such a
+/// case depends on the case alone, not on the writer, and a writer's area score leaves it out.
+pub const NOT_A_WRITER_CASE: &str = "not a writer case";
+
 /// One thing the runner asks of a writer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action<'a> {
@@ -1235,7 +1240,7 @@ pub fn run_case(
     }
     let mut plan = match plan(&case.case, declared.contains(PREPARED_COMMIT)) {
         Ok(p) => p,
-        Err(why) => return unsupported(format!("not a writer case: {why}")),
+        Err(why) => return unsupported(format!("{NOT_A_WRITER_CASE}: {why}")),
     };
     let lacking: Vec<&str> = plan
         .needs

@@ -168,6 +168,7 @@ pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion, source: &dyn Fragment
         }
     }
     out.added_fragments();
+    out.next_row_id_kept();
     Judged {
         kinds: out.kinds,
         findings: out.findings,
@@ -729,6 +730,29 @@ impl<'a> Commit<'a> {
     /// Where the old rows a commit may carry into new fragments are: every live row of the
     /// fragments it removed, and the rows it deleted from fragments it kept; by row id. Each
     /// old fragment is read and scanned alone and dropped before the next ([`MovedRows`]).
+    /// A commit never lowers `next_row_id` while row ids are stable ([LIN-STAMP-8]): a restore
+    /// keeps the newest counter, so the ids the undone versions handed out are never handed out
+    /// again.
+    fn next_row_id_kept(&mut self) {
+        if self.prev.stable_row_ids
+            && self.cur.stable_row_ids
+            && self.cur.next_row_id < self.prev.next_row_id
+        {
+            self.push(
+                "next_row_id".into(),
+                HistoryError::LineageValue {
+                    fragment: 0,
+                    offset: 0,
+                    sequence: "next_row_id",
+                    found: self.cur.next_row_id.to_string(),
+                    expected: format!("at least {}", self.prev.next_row_id),
+                    commit: self.version(),
+                    requirement: "LIN-STAMP-8",
+                },
+            );
+        }
+    }
+
     fn moved_rows(&self, fields: &[FieldId]) -> MovedRows {
         let mut out = MovedRows::default();
         for (j, fp) in self.prev.fragments.iter().enumerate() {
