@@ -1023,7 +1023,7 @@ impl Replay<'_> {
     ) -> Option<CommitPreparedRequest> {
         let at = committer.version - 1;
         let built = manifest(Path::new(&self.dir), at)
-            .map_err(|m| format!("the writer's v{at}: {m}"))
+            .map_err(|e| e.in_writers_version(at))
             .and_then(|prev| committer.transaction(side, &prev.manifest))
             .and_then(|transaction| {
                 CommitterCase::place_files(side, Path::new(&self.dir))?;
@@ -1046,7 +1046,7 @@ impl Replay<'_> {
                     name.clone(),
                     &KitFault::StoredCase {
                         version: committer.version,
-                        message,
+                        message: message.to_string(),
                     },
                 );
                 None
@@ -1108,7 +1108,7 @@ impl Replay<'_> {
         let at = version - 1;
         let built = StatedMerge::between(&self.stored_root(), after, version).and_then(|merge| {
             let prev = manifest(Path::new(&self.dir), at)
-                .map_err(|m| format!("the writer's v{at}: {m}"))?;
+                .map_err(|e| e.in_writers_version(at))?;
             let transaction = merge.transaction(&prev.manifest)?;
             let placed = merge.place_files(Path::new(&self.dir))?;
             Ok((transaction, placed))
@@ -1123,7 +1123,13 @@ impl Replay<'_> {
                 })
             }
             Err(message) => {
-                self.kit_fault(name.clone(), &KitFault::StoredCase { version, message });
+                self.kit_fault(
+                    name.clone(),
+                    &KitFault::StoredCase {
+                        version,
+                        message: message.to_string(),
+                    },
+                );
                 None
             }
         }
@@ -1266,7 +1272,7 @@ pub fn run_case(
                             case.case.level,
                             &KitFault::StoredCase {
                                 version: *version,
-                                message,
+                                message: message.to_string(),
                             },
                         )];
                     }
