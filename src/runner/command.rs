@@ -104,8 +104,13 @@ pub struct RunArgs {
     pub verbose: bool,
 }
 
+/// A `--data-file-version` that is not `<major>.<minor>`.
+#[derive(Debug, thiserror::Error)]
+#[error("expected MAJOR.MINOR such as 2.2, not {0:?}")]
+pub struct NotAFileVersion(String);
+
 /// A data file version as Lance spells it: `<major>.<minor>`, both decimal numbers.
-fn file_version(text: &str) -> Result<String, String> {
+fn file_version(text: &str) -> Result<String, NotAFileVersion> {
     match text.split_once('.') {
         Some((major, minor))
             if [major, minor]
@@ -114,7 +119,7 @@ fn file_version(text: &str) -> Result<String, String> {
         {
             Ok(text.to_string())
         }
-        _ => Err(format!("expected MAJOR.MINOR such as 2.2, not {text:?}")),
+        _ => Err(NotAFileVersion(text.to_string())),
     }
 }
 

@@ -26,16 +26,50 @@ use super::report::{CaseResult, Outcome, Report, Verdict};
 use super::writer::NOT_A_WRITER_CASE;
 use crate::case::RequirementIndex;
 
+/// Why `report` wrote no page.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file could not be read, a directory made, or the page written.
+    #[error("{}: {error}", path.display())]
+    File {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A results file is not a JSON report of `run`.
+    #[error("{}: not a JSON report of `run`: {error}", path.display())]
+    NotAReport {
+        /// The results file.
+        path: PathBuf,
+        /// Why.
+        error: serde_json::Error,
+    },
+    /// The requirements file does not load.
+    #[error("{0}")]
+    Requirements(#[from] crate::case::CaseError),
+}
+
+/// The error of `path`.
+fn file(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
+    move |error| ReportError::File {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
 /// Runs the command: reads the reports, writes the page.
-pub fn command(args: &ReportArgs) -> Result<(), String> {
+pub fn command(args: &ReportArgs) -> Result<(), ReportError> {
     let mut reports = Vec::new();
     for p in &args.results {
-        let text = std::fs::read_to_string(p).map_err(|err| format!("{}: {err}", p.display()))?;
-        let r: Report = serde_json::from_str(&text)
-            .map_err(|err| format!("{}: not a JSON report of `run`: {err}", p.display()))?;
+        let text = std::fs::read_to_string(p).map_err(file(p))?;
+        let r: Report = serde_json::from_str(&text).map_err(|error| ReportError::NotAReport {
+            path: p.clone(),
+            error,
+        })?;
         reports.push(r);
     }
-    let index = RequirementIndex::load(&args.requirements).map_err(|err| err.to_string())?;
+    let index = RequirementIndex::load(&args.requirements)?;
     let base = match &args.spec_base {
         Some(b) => b.trim_end_matches('/').to_string(),
         None => {
@@ -46,10 +80,9 @@ pub fn command(args: &ReportArgs) -> Result<(), String> {
     };
     let page = render(&reports, &index, &base, &args.title);
     if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|err| format!("{}: {err}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(file(dir))?;
     }
-    std::fs::write(&args.output, page)
-        .map_err(|err| format!("{}: {err}", args.output.display()))?;
+    std::fs::write(&args.output, page).map_err(file(&args.output))?;
     eprintln!(
         "lance-conformance report: wrote {} ({} run(s))",
         args.output.display(),

@@ -177,6 +177,23 @@ fn runs(items: &[Option<i128>]) -> Vec<Json> {
 #[error("rows (column form): {0}")]
 pub struct ColumnFormError(pub String);
 
+/// Why one value of an integer run is not a value of its column (the column's name is added
+/// by [`ColumnFormError`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunValueError {
+    /// The integer does not fit the column's type.
+    #[error("{value} is out of {data_type} range")]
+    OutOfRange {
+        /// The value.
+        value: i128,
+        /// The column's type (`int32`, `int64`, `uint64`).
+        data_type: String,
+    },
+    /// A position (a row's fragment or offset) is NULL or not a uint64.
+    #[error("a position must be a uint64")]
+    NotAPosition,
+}
+
 /// One integer run: its first value (`None`: NULLs), its length, and whether it counts up.
 struct Run {
     start: Option<i128>,
@@ -238,7 +255,7 @@ fn expand<T>(
     column: &str,
     items: &[Json],
     count: u64,
-    make: impl Fn(Option<i128>) -> Result<T, String>,
+    make: impl Fn(Option<i128>) -> Result<T, RunValueError>,
 ) -> Result<Vec<T>, ColumnFormError> {
     let mut out = Vec::new();
     let mut total: u64 = 0;
@@ -353,7 +370,7 @@ impl RowColumns {
 }
 
 /// Checks that an integer fits `data_type` (`int32`, `int64`, `uint64`).
-fn in_range(data_type: &str, v: Option<i128>) -> Result<Option<i128>, String> {
+fn in_range(data_type: &str, v: Option<i128>) -> Result<Option<i128>, RunValueError> {
     let Some(v) = v else { return Ok(None) };
     let fits = match data_type {
         "int32" => i32::try_from(v).is_ok(),
@@ -363,7 +380,10 @@ fn in_range(data_type: &str, v: Option<i128>) -> Result<Option<i128>, String> {
     if fits {
         Ok(Some(v))
     } else {
-        Err(format!("{v} is out of {data_type} range"))
+        Err(RunValueError::OutOfRange {
+            value: v,
+            data_type: data_type.to_string(),
+        })
     }
 }
 
@@ -382,9 +402,9 @@ pub fn decode(columns: &[Column], form: &ColumnForm) -> Result<RowColumns, Colum
             columns.len()
         )));
     }
-    let position = |v: Option<i128>| -> Result<u64, String> {
+    let position = |v: Option<i128>| -> Result<u64, RunValueError> {
         v.and_then(|v| u64::try_from(v).ok())
-            .ok_or_else(|| "a position must be a uint64".to_string())
+            .ok_or(RunValueError::NotAPosition)
     };
     let lineage =
         |name: &str, items: &[Json]| expand(name, items, count, |v| in_range(LINEAGE_TYPE, v));

@@ -18,6 +18,26 @@ use crate::expected::{
     ExclusionSet, ExpectedCell, FragmentLineage, Hit, QueryKind, QueryResult, Rows,
 };
 
+/// The first difference between what `expected/` holds and what a reader answered, in words:
+/// where it is (row, column, list, fragment) and both sides, as a check's detail shows it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Difference(String);
+
+impl Difference {
+    /// The same difference, found in the answer to the declared query `name`.
+    pub fn in_query(self, name: &str) -> Difference {
+        Difference(format!("query {name:?}: {}", self.0))
+    }
+}
+
+/// A [`Difference`] spelled as `format!` spells its text.
+macro_rules! difference {
+    ($($text:tt)*) => {
+        Difference(format!($($text)*))
+    };
+}
+
 /// The relative tolerance on vector distances.
 pub const DISTANCE_TOLERANCE: f32 = 1e-5;
 
@@ -110,14 +130,14 @@ pub fn scan(
     expected_rows: &Rows,
     projection: &[usize],
     got: &ScanResult,
-) -> Result<(), String> {
+) -> Result<(), Difference> {
     let want_columns: Vec<_> = projection
         .iter()
         .filter_map(|i| expected_columns.get(*i))
         .collect();
     let got_columns: Vec<_> = got.columns.iter().collect();
     if want_columns != got_columns {
-        return Err(format!(
+        return Err(difference!(
             "columns: expected {}, got {}",
             columns_text(&want_columns),
             columns_text(&got_columns)
@@ -133,7 +153,7 @@ pub fn scan(
             .iter()
             .map(|r| format!("{}:{}", r.fragment, r.offset))
             .collect();
-        return Err(format!(
+        return Err(difference!(
             "{} rows expected, {} returned (fragment:offset expected [{}], got [{}])",
             expected_rows.len(),
             got.rows.len(),
@@ -145,12 +165,12 @@ pub fn scan(
         let (Some((fragment, offset)), Some(lineage)) =
             (expected_rows.position(i), expected_rows.lineage(i))
         else {
-            return Err(format!("row {i}: the expected rows end early"));
+            return Err(difference!("row {i}: the expected rows end early"));
         };
         // The row's label is spelled only for a difference.
         let at = || format!("row {i} (fragment {fragment}, offset {offset})");
         if (fragment, offset) != (row.fragment, row.offset) {
-            return Err(format!(
+            return Err(difference!(
                 "{}: got fragment {}, offset {}",
                 at(),
                 row.fragment,
@@ -167,7 +187,7 @@ pub fn scan(
         .zip([&row.row_id, &row.created_at, &row.last_updated_at])
         {
             if !same_cell(w, g) {
-                return Err(format!(
+                return Err(difference!(
                     "{}: {name}: expected {}, got {}",
                     at(),
                     show_cell(w),
@@ -176,7 +196,7 @@ pub fn scan(
             }
         }
         if row.values.len() != projection.len() {
-            return Err(format!(
+            return Err(difference!(
                 "{}: {} values for {} columns",
                 at(),
                 row.values.len(),
@@ -185,11 +205,11 @@ pub fn scan(
         }
         for (p, g) in projection.iter().zip(&row.values) {
             let Some(w) = expected_rows.value(i, *p) else {
-                return Err(format!("{}: the expected row has no column {p}", at()));
+                return Err(difference!("{}: the expected row has no column {p}", at()));
             };
             if !same_cell(&w, g) {
                 let name = expected_columns.get(*p).map_or("?", |c| c.name.as_str());
-                return Err(format!(
+                return Err(difference!(
                     "{}: {name}: expected {}, got {}",
                     at(),
                     show_cell(&w),
@@ -210,12 +230,12 @@ fn columns_text(columns: &[&crate::expected::Column]) -> String {
 }
 
 /// The first difference in a fragment's lineage placement.
-pub fn lineage(expected: &FragmentLineage, got: &FragmentLineage) -> Result<(), String> {
+pub fn lineage(expected: &FragmentLineage, got: &FragmentLineage) -> Result<(), Difference> {
     if expected == got {
         return Ok(());
     }
     let text = |f: &FragmentLineage| serde_json::to_string(f).unwrap_or_default();
-    Err(format!(
+    Err(difference!(
         "fragment {}: expected {}, got {}",
         expected.fragment,
         text(expected),
@@ -225,7 +245,7 @@ pub fn lineage(expected: &FragmentLineage, got: &FragmentLineage) -> Result<(), 
 
 /// The first difference between exclusion sets (compared as sets of (index, fragment,
 /// offsets)).
-pub fn exclusion(expected: &[ExclusionSet], got: &[ExclusionSet]) -> Result<(), String> {
+pub fn exclusion(expected: &[ExclusionSet], got: &[ExclusionSet]) -> Result<(), Difference> {
     let norm = |sets: &[ExclusionSet]| {
         let mut v: Vec<(String, u64, Vec<u32>)> = sets
             .iter()
@@ -246,13 +266,13 @@ pub fn exclusion(expected: &[ExclusionSet], got: &[ExclusionSet]) -> Result<(), 
         let parts: Vec<String> = v.iter().map(|(i, f, o)| format!("{i}@{f}:{o:?}")).collect();
         format!("[{}]", parts.join(", "))
     };
-    Err(format!("expected {}, got {}", text(&want), text(&have)))
+    Err(difference!("expected {}, got {}", text(&want), text(&have)))
 }
 
-fn hits(list: &str, expected: &[Hit], got: &[Hit]) -> Result<(), String> {
+fn hits(list: &str, expected: &[Hit], got: &[Hit]) -> Result<(), Difference> {
     let rows = |v: &[Hit]| v.iter().map(|h| (h.fragment, h.offset)).collect::<Vec<_>>();
     if rows(expected) != rows(got) {
-        return Err(format!(
+        return Err(difference!(
             "{list}: expected {}, got {}",
             text(expected),
             text(got)
@@ -265,10 +285,10 @@ fn hits(list: &str, expected: &[Hit], got: &[Hit]) -> Result<(), String> {
 }
 
 /// `g`'s distance against `w`'s (none expected: nothing to check).
-fn distance(list: &str, w: &Hit, g: &Hit) -> Result<(), String> {
+fn distance(list: &str, w: &Hit, g: &Hit) -> Result<(), Difference> {
     match (&w.distance, &g.distance) {
         (None, _) => Ok(()),
-        (Some(_), None) => Err(format!(
+        (Some(_), None) => Err(difference!(
             "{list}: {}:{} has no distance",
             g.fragment, g.offset
         )),
@@ -280,7 +300,7 @@ fn distance(list: &str, w: &Hit, g: &Hit) -> Result<(), String> {
             if close {
                 Ok(())
             } else {
-                Err(format!(
+                Err(difference!(
                     "{list}: {}:{} distance: expected {}, got {}",
                     g.fragment, g.offset, a.value, b.value
                 ))
@@ -293,10 +313,10 @@ fn distance(list: &str, w: &Hit, g: &Hit) -> Result<(), String> {
 /// fall into groups of equal distance; a reader's answer holds each group at the same places,
 /// in any order within it, and at the last group's places any rows of that group or of
 /// `tied_past_k`. Every distance is checked against its group's, with the usual tolerance.
-fn top_k(expected: &QueryResult, got: &[Hit]) -> Result<(), String> {
+fn top_k(expected: &QueryResult, got: &[Hit]) -> Result<(), Difference> {
     let want = &expected.final_rows;
     if want.len() != got.len() {
-        return Err(format!(
+        return Err(difference!(
             "final: expected {} rows, got {} ({})",
             want.len(),
             got.len(),
@@ -324,7 +344,7 @@ fn top_k(expected: &QueryResult, got: &[Hit]) -> Result<(), String> {
         let mut seen = Vec::new();
         for g in &got[start..end] {
             if !allowed.contains(&row(g)) || seen.contains(&row(g)) {
-                return Err(format!(
+                return Err(difference!(
                     "final: expected {} (places {}..{} tie at one distance{}), got {}",
                     text(want),
                     start + 1,
@@ -362,9 +382,9 @@ fn float(t: &Tagged) -> Option<f32> {
 
 /// The first difference in a query answer: `final` always, the reconciliation lists when the
 /// reader reports them (`with_lists`: it declared `exclusion`, so it must).
-pub fn query(expected: &QueryResult, got: &QueryAnswer, with_lists: bool) -> Result<(), String> {
+pub fn query(expected: &QueryResult, got: &QueryAnswer, with_lists: bool) -> Result<(), Difference> {
     if expected.kind != got.kind {
-        return Err(format!(
+        return Err(difference!(
             "kind: expected {:?}, got {:?}",
             expected.kind, got.kind
         ));
@@ -374,7 +394,7 @@ pub fn query(expected: &QueryResult, got: &QueryAnswer, with_lists: bool) -> Res
         QueryKind::Vector => top_k(expected, &got.final_rows)?,
     }
     match (&got.reconciliation, with_lists) {
-        (None, true) => Err("no reconciliation lists (the reader declares `exclusion`)".into()),
+        (None, true) => Err(difference!("no reconciliation lists (the reader declares `exclusion`)")),
         (None, false) => Ok(()),
         (Some(r), _) => {
             hits("candidates", &expected.candidates, &r.candidates)?;

@@ -477,7 +477,7 @@ fn twin(
                     name,
                     Verdict::Fail,
                     Some(FailureKind::WrongValue),
-                    Some(m.clone()),
+                    Some(m.to_string()),
                 );
                 Twin::NotRead(format!("was read wrongly ({m})"))
             }
@@ -838,10 +838,10 @@ fn damaged_queries(
 fn answered_as_twin(
     undamaged: &ExpectedVersion,
     answers: &[(String, QueryAnswer)],
-) -> Result<(), String> {
+) -> Result<(), compare::Difference> {
     for (name, got) in answers {
         if let Some(want) = undamaged.queries.iter().find(|q| &q.name == name) {
-            compare::query(want, got, false).map_err(|m| format!("query {name:?}: {m}"))?;
+            compare::query(want, got, false).map_err(|m| m.in_query(name))?;
         }
     }
     Ok(())
@@ -1025,7 +1025,12 @@ fn scan(
     match checks.reader.scan(&request) {
         Ok(got) => match compare::scan(&v.columns, &v.rows, projection, &got) {
             Ok(()) => checks.push(name, Verdict::Pass, None, None),
-            Err(m) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
+            Err(m) => checks.push(
+                name,
+                Verdict::Fail,
+                Some(FailureKind::WrongValue),
+                Some(m.to_string()),
+            ),
         },
         Err(r) => checks.refused_readable(name, r, level),
     }
@@ -1058,7 +1063,12 @@ fn lineage(checks: &mut Checks, at: &VersionRef, v: &ExpectedVersion) {
     }
     match problem {
         None => checks.push(name, Verdict::Pass, None, None),
-        Some(Ok(m)) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
+        Some(Ok(m)) => checks.push(
+            name,
+            Verdict::Fail,
+            Some(FailureKind::WrongValue),
+            Some(m.to_string()),
+        ),
         Some(Err(r)) => checks.refused_readable(name, r, level),
     }
 }
@@ -1075,7 +1085,12 @@ fn exclusion(checks: &mut Checks, at: &VersionRef, v: &ExpectedVersion) {
     match checks.reader.exclusion(at) {
         Ok(got) => match compare::exclusion(&v.exclusion_sets, &got.exclusion_sets) {
             Ok(()) => checks.push(name, Verdict::Pass, None, None),
-            Err(m) => checks.push(name, Verdict::Fail, Some(FailureKind::WrongValue), Some(m)),
+            Err(m) => checks.push(
+                name,
+                Verdict::Fail,
+                Some(FailureKind::WrongValue),
+                Some(m.to_string()),
+            ),
         },
         Err(r) => checks.refused_readable(name, r, level),
     }

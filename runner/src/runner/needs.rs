@@ -136,26 +136,50 @@ pub fn of_manifest(
 
 /// The data capabilities version `version` of the dataset at `root` needs, read from its
 /// manifest file (the V2 name first, then the V1 name); an error when neither decodes.
-pub fn of_version(root: &Path, version: u64) -> Result<BTreeSet<Capability>, String> {
+pub fn of_version(root: &Path, version: u64) -> Result<BTreeSet<Capability>, NoManifest> {
     let file = manifest_file(root, version)?;
     Ok(of_manifest(&file.manifest, file.index_section.as_ref()))
 }
 
 /// Version `version` of the dataset at `root` as stored, decoded without validation (the V2
 /// name first, then the V1 name); an error when neither decodes.
-fn manifest_file(root: &Path, version: u64) -> Result<ManifestFile, String> {
-    let mut problems = Vec::new();
+fn manifest_file(root: &Path, version: u64) -> Result<ManifestFile, NoManifest> {
+    let mut tried = Vec::new();
     for name in [manifest_name(version), format!("{version}.manifest")] {
         let rel = format!("{VERSIONS_DIR}/{name}");
         match std::fs::read(root.join(&rel)) {
             Ok(bytes) => match decode_manifest_file(&bytes, &rel) {
                 Ok(file) => return Ok(file),
-                Err(e) => problems.push(e.to_string()),
+                Err(e) => tried.push(ManifestNameProblem::Decode(Box::new(e))),
             },
-            Err(e) => problems.push(format!("{rel}: {e}")),
+            Err(error) => tried.push(ManifestNameProblem::Read { path: rel, error }),
         }
     }
-    Err(problems.join("; "))
+    Err(NoManifest { tried })
+}
+
+/// Why no manifest file of a version decodes: what each name tried (V2 first, then V1) gave,
+/// in that order, `; ` between them.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", tried.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct NoManifest {
+    tried: Vec<ManifestNameProblem>,
+}
+
+/// What one manifest file name gave.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestNameProblem {
+    /// The file could not be read (it is absent, for one of the two names, as a rule).
+    #[error("{path}: {error}")]
+    Read {
+        /// The file, relative to the dataset root.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The file does not decode.
+    #[error("{0}")]
+    Decode(Box<lance_reference_io::DatasetError>),
 }
 
 /// What the case in `dir`, whose `expected/` files are `expected`, needs of a reader: the

@@ -29,7 +29,7 @@
 use std::path::{Path, PathBuf};
 
 use lance_reference::proto::lance::table as pb;
-use lance_reference_io::Dataset;
+use lance_reference_io::{Dataset, DatasetError};
 use lance_reference_io::deletion::{DeletionFile, DeletionFileType};
 use lance_reference_io::manifest_file::{ManifestFile, decode_manifest_file};
 use lance_reference_io::paths::data_file_path;
@@ -66,17 +66,144 @@ pub struct CommitterCase {
     pub twin: Side,
 }
 
+/// Why the kit could not build one side of a prepared commit: a stored case (or directory) it
+/// cannot read, or a writer's dataset without what the stored commit builds on.
+#[derive(Debug, thiserror::Error)]
+pub enum PreparedCommitError {
+    /// The dataset at `root` does not open.
+    #[error("{}: {error}", root.display())]
+    Open {
+        /// The dataset root.
+        root: PathBuf,
+        /// Why.
+        error: Box<DatasetError>,
+    },
+    /// The dataset at `root` has no (attached) version `version`.
+    #[error("{}: no version {version}", root.display())]
+    NoVersion {
+        /// The dataset root.
+        root: PathBuf,
+        /// The version asked for.
+        version: u64,
+    },
+    /// A file, relative to the dataset root, could not be read, copied or given a directory.
+    #[error("{path}: {error}")]
+    File {
+        /// The file, relative to the dataset root.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A manifest does not decode, or a data file's path is not one under the dataset root.
+    #[error("{0}")]
+    Stored(Box<DatasetError>),
+    /// Reading the writer's own version `version` failed.
+    #[error("the writer's v{version}: {error}")]
+    WritersVersion {
+        /// The writer's version the commit builds on.
+        version: u64,
+        /// Why.
+        error: Box<PreparedCommitError>,
+    },
+    /// The writer's version `version` lacks a fragment the commit changes.
+    #[error("the writer's v{version} has no fragment {fragment}")]
+    NoFragment {
+        /// The writer's version.
+        version: u64,
+        /// The fragment id.
+        fragment: u64,
+    },
+    /// An overlay the writer's version `version` carries in `fragment` has no value file or
+    /// bitmap coverage, so a `merge` cannot carry it.
+    #[error(
+        "the writer's v{version} fragment {fragment}: an overlay without a value file or bitmap coverage"
+    )]
+    WritersOverlay {
+        /// The writer's version.
+        version: u64,
+        /// The fragment id.
+        fragment: u64,
+    },
+    /// The writer's version `version` has no overlay at `position` of `fragment`'s list that a
+    /// stated merge carries.
+    #[error(
+        "the writer's v{version} fragment {fragment} has no overlay {position} with a value file and bitmap coverage (the stored case has one)"
+    )]
+    NoCarriedOverlay {
+        /// The writer's version.
+        version: u64,
+        /// The fragment id.
+        fragment: u64,
+        /// The position in the fragment's overlay list.
+        position: usize,
+    },
+    /// A new overlay of a stated merge has no value file or bitmap coverage a caller could
+    /// state.
+    #[error(
+        "{} v{version} fragment {fragment} overlay {position}: no value file or bitmap coverage a caller could state",
+        root.display()
+    )]
+    UnstatableOverlay {
+        /// The stored directory holding the merge.
+        root: PathBuf,
+        /// The version the merge creates.
+        version: u64,
+        /// The fragment id.
+        fragment: u64,
+        /// The position in the fragment's new overlay list.
+        position: usize,
+    },
+    /// A stated merge changes no fragment's overlay list.
+    #[error("{} v{version} changes no overlay list of v{}", root.display(), version - 1)]
+    NoMerge {
+        /// The stored directory holding the merge.
+        root: PathBuf,
+        /// The version the merge creates.
+        version: u64,
+    },
+}
+
+impl From<DatasetError> for PreparedCommitError {
+    fn from(e: DatasetError) -> PreparedCommitError {
+        PreparedCommitError::Stored(Box::new(e))
+    }
+}
+
+impl PreparedCommitError {
+    /// The error of reading `path` (relative to the dataset root).
+    fn file(path: &str) -> impl FnOnce(std::io::Error) -> PreparedCommitError + '_ {
+        move |error| PreparedCommitError::File {
+            path: path.to_string(),
+            error,
+        }
+    }
+
+    /// The same error, met reading the writer's own version `version`.
+    pub fn in_writers_version(self, version: u64) -> PreparedCommitError {
+        PreparedCommitError::WritersVersion {
+            version,
+            error: Box::new(self),
+        }
+    }
+}
+
 /// The decoded manifest of `version` in `root`.
-pub fn manifest(root: &Path, version: u64) -> Result<ManifestFile, String> {
-    let dataset = Dataset::open(root).map_err(|e| format!("{}: {e}", root.display()))?;
+pub fn manifest(root: &Path, version: u64) -> Result<ManifestFile, PreparedCommitError> {
+    let dataset = Dataset::open(root).map_err(|e| PreparedCommitError::Open {
+        root: root.to_path_buf(),
+        error: Box::new(e),
+    })?;
     let entry = dataset
         .entries()
         .iter()
         .find(|e| e.version == version && !e.detached)
-        .ok_or_else(|| format!("{}: no version {version}", root.display()))?;
+        .ok_or_else(|| PreparedCommitError::NoVersion {
+            root: root.to_path_buf(),
+            version,
+        })?;
     let rel = format!("_versions/{}", entry.name);
-    let bytes = std::fs::read(root.join(&rel)).map_err(|e| format!("{rel}: {e}"))?;
-    decode_manifest_file(&bytes, &rel).map_err(|e| e.to_string())
+    let bytes = std::fs::read(root.join(&rel)).map_err(PreparedCommitError::file(&rel))?;
+    Ok(decode_manifest_file(&bytes, &rel)?)
 }
 
 fn offsets(bytes: &[u8], field: &str) -> Option<Vec<u32>> {
@@ -248,7 +375,7 @@ fn commit_of(
 
 /// The committer case of `case` at its damaged version `version`, if it is one (module docs).
 /// An error is a stored case the kit cannot read.
-pub fn committer_case(case: &CaseDir, version: u64) -> Result<Option<CommitterCase>, String> {
+pub fn committer_case(case: &CaseDir, version: u64) -> Result<Option<CommitterCase>, PreparedCommitError> {
     let twin_root = case.dir.join(UNDAMAGED_DIR);
     let damaged_root = case.dir.join("dataset");
     if case.case.expect_error.is_none() || !twin_root.is_dir() || version < 2 {
@@ -338,7 +465,7 @@ impl CommitterCase {
         &self,
         side: &Side,
         writer_prev: &pb::Manifest,
-    ) -> Result<PreparedTransaction, String> {
+    ) -> Result<PreparedTransaction, PreparedCommitError> {
         let mut fragments = Vec::new();
         for added in &side.added {
             let id = added.id;
@@ -359,18 +486,17 @@ impl CommitterCase {
                         .fragments
                         .iter()
                         .find(|f| f.id == id)
-                        .ok_or_else(|| {
-                            format!("the writer's v{} has no fragment {id}", self.version - 1)
+                        .ok_or(PreparedCommitError::NoFragment {
+                            version: self.version - 1,
+                            fragment: id,
                         })?;
                     let mut list = fragment
                         .overlays
                         .iter()
                         .map(|o| {
-                            prepared_overlay(o).ok_or_else(|| {
-                                format!(
-                                    "the writer's v{} fragment {id}: an overlay without a value file or bitmap coverage",
-                                    self.version - 1
-                                )
+                            prepared_overlay(o).ok_or(PreparedCommitError::WritersOverlay {
+                                version: self.version - 1,
+                                fragment: id,
                             })
                         })
                         .collect::<Result<Vec<_>, _>>()?;
@@ -422,7 +548,7 @@ impl CommitterCase {
     /// Copies the files `side` adds ([`CommitterCase::files`]) into `dir` (the writer's
     /// dataset), replacing any file of the same name; a file the stored side lacks (the damage
     /// removed it) is not copied, and the committer is handed its name alone.
-    pub fn place_files(side: &Side, dir: &Path) -> Result<(), String> {
+    pub fn place_files(side: &Side, dir: &Path) -> Result<(), PreparedCommitError> {
         for rel in CommitterCase::files(side) {
             let from = side.root.join(&rel);
             if !from.is_file() {
@@ -430,9 +556,9 @@ impl CommitterCase {
             }
             let to = dir.join(&rel);
             if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| format!("{rel}: {e}"))?;
+                std::fs::create_dir_all(parent).map_err(PreparedCommitError::file(&rel))?;
             }
-            std::fs::copy(&from, &to).map_err(|e| format!("{rel}: {e}"))?;
+            std::fs::copy(&from, &to).map_err(PreparedCommitError::file(&rel))?;
         }
         Ok(())
     }
@@ -466,7 +592,7 @@ impl StatedMerge {
     /// manifest) states on version `version - 1` of the stored dataset `before`: every fragment
     /// whose overlay list differs, each overlay equal to one of the earlier list carried from
     /// the first such position not yet taken, the others new.
-    pub fn between(before: &Path, after: &Path, version: u64) -> Result<StatedMerge, String> {
+    pub fn between(before: &Path, after: &Path, version: u64) -> Result<StatedMerge, PreparedCommitError> {
         let prev = manifest(before, version - 1)?.manifest;
         let next = manifest(after, version)?.manifest;
         let mut lists = Vec::new();
@@ -488,12 +614,11 @@ impl StatedMerge {
                         list.push(StatedOverlay::Carried(p));
                     }
                     None => list.push(StatedOverlay::New(prepared_overlay(o).ok_or_else(
-                        || {
-                            format!(
-                                "{} v{version} fragment {} overlay {k}: no value file or bitmap coverage a caller could state",
-                                after.display(),
-                                f.id
-                            )
+                        || PreparedCommitError::UnstatableOverlay {
+                            root: after.to_path_buf(),
+                            version,
+                            fragment: f.id,
+                            position: k,
                         },
                     )?)),
                 }
@@ -501,11 +626,10 @@ impl StatedMerge {
             lists.push((f.id, list));
         }
         if lists.is_empty() {
-            return Err(format!(
-                "{} v{version} changes no overlay list of v{}",
-                after.display(),
-                version - 1
-            ));
+            return Err(PreparedCommitError::NoMerge {
+                root: after.to_path_buf(),
+                version,
+            });
         }
         Ok(StatedMerge {
             version,
@@ -516,7 +640,7 @@ impl StatedMerge {
 
     /// The `merge` transaction on `writer_prev`, the writer's own version `version - 1`: each
     /// carried overlay is the writer's at that position.
-    pub fn transaction(&self, writer_prev: &pb::Manifest) -> Result<PreparedTransaction, String> {
+    pub fn transaction(&self, writer_prev: &pb::Manifest) -> Result<PreparedTransaction, PreparedCommitError> {
         let at = self.version - 1;
         let mut fragments = Vec::new();
         for (id, list) in &self.lists {
@@ -524,7 +648,10 @@ impl StatedMerge {
                 .fragments
                 .iter()
                 .find(|f| f.id == *id)
-                .ok_or_else(|| format!("the writer's v{at} has no fragment {id}"))?;
+                .ok_or(PreparedCommitError::NoFragment {
+                    version: at,
+                    fragment: *id,
+                })?;
             let overlays = list
                 .iter()
                 .map(|o| match o {
@@ -533,10 +660,10 @@ impl StatedMerge {
                         .overlays
                         .get(*p)
                         .and_then(prepared_overlay)
-                        .ok_or_else(|| {
-                            format!(
-                                "the writer's v{at} fragment {id} has no overlay {p} with a value file and bitmap coverage (the stored case has one)"
-                            )
+                        .ok_or(PreparedCommitError::NoCarriedOverlay {
+                            version: at,
+                            fragment: *id,
+                            position: *p,
                         }),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -553,18 +680,17 @@ impl StatedMerge {
 
     /// Copies the value files of the new overlays into `dir` (the writer's dataset) and returns
     /// their `DataFile.path`s.
-    pub fn place_files(&self, dir: &Path) -> Result<Vec<String>, String> {
+    pub fn place_files(&self, dir: &Path) -> Result<Vec<String>, PreparedCommitError> {
         let mut placed = Vec::new();
         for (_, list) in &self.lists {
             for o in list {
                 let StatedOverlay::New(o) = o else { continue };
-                let rel = data_file_path(&o.file.path, "manifest", "data_file.path")
-                    .map_err(|e| e.to_string())?;
+                let rel = data_file_path(&o.file.path, "manifest", "data_file.path")?;
                 let to = dir.join(&rel);
                 if let Some(parent) = to.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| format!("{rel}: {e}"))?;
+                    std::fs::create_dir_all(parent).map_err(PreparedCommitError::file(&rel))?;
                 }
-                std::fs::copy(self.root.join(&rel), &to).map_err(|e| format!("{rel}: {e}"))?;
+                std::fs::copy(self.root.join(&rel), &to).map_err(PreparedCommitError::file(&rel))?;
                 placed.push(o.file.path.clone());
             }
         }

@@ -45,11 +45,11 @@ use super::kit_fault::KitFault;
 use super::prepared_commit::{CommitterCase, Side, StatedMerge, committer_case, manifest};
 use super::protocol::{
     CommitPreparedRequest, ExclusionResult, LineageLengths, OpenResult, PreparedOperation,
-    QueryAnswer, QueryRequest, ScanRequest, ScanResult, VersionRef, WriteRequest,
+    QueryAnswer, QueryRequest, ReadError, ScanRequest, ScanResult, VersionRef, WriteRequest,
 };
 use super::reference::{ReferenceReader, read_checked};
 use super::report::{CaseResult, CheckResult, FailureKind, Report, Role, Verdict};
-use super::write_step::to_wire;
+use super::write_step::{WireError, to_wire};
 use super::{Options, RunnerError, run_cases};
 use crate::case::step::Shape;
 use crate::case::{Case, IndexKindSpec, Level, Step};
@@ -134,6 +134,83 @@ pub struct Plan<'a> {
     pub needs: BTreeSet<&'static str>,
 }
 
+/// Why a case is not one a conforming writer can replay ([`plan`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAWriterCase {
+    /// `writer_from` hands over the first of the two versions a `commit_retry` makes.
+    #[error("writer_from = {writer_from} falls inside a `commit_retry`, which makes two versions")]
+    InsideRetry {
+        /// The case's `writer_from`.
+        writer_from: u64,
+    },
+    /// An overlay tombstones or relabels positions: a form only another writer makes.
+    #[error(
+        "an overlay with tombstoned or relabelled positions stands for another writer's form"
+    )]
+    OtherWritersForm,
+    /// `writer_from` names a version the steps do not make.
+    #[error("writer_from = {writer_from}, but the steps make only {versions} version(s)")]
+    BeyondSteps {
+        /// The case's `writer_from`.
+        writer_from: u64,
+        /// How many versions the steps make.
+        versions: u64,
+    },
+    /// A `commit_retry` or `expect_refusal` inside another (its step is one of those).
+    #[error("`{op}` inside `{op}`")]
+    Nested {
+        /// The inner step's op.
+        op: &'static str,
+    },
+    /// A step standing for a change no conforming writer is asked to make.
+    #[error("`{op}` stands for a change no conforming writer is asked to make")]
+    NoConformingChange {
+        /// The step's op.
+        op: &'static str,
+    },
+}
+
+/// Why a step of the stored case could not be handed to a writer: the stored version it is
+/// typed by does not read, or the step has no wire form in that version's schema.
+#[derive(Debug, thiserror::Error)]
+pub enum StoredStepError {
+    /// The stored version does not read as the reference reads it.
+    #[error("the stored case's v{version}: {}", error.message)]
+    Read {
+        /// The stored version.
+        version: u64,
+        /// The reference's error.
+        error: Box<ReadError>,
+    },
+    /// The stored version was read but is not kept.
+    #[error("the stored case's v{0}")]
+    Missing(u64),
+    /// The step has no wire form in the version's schema.
+    #[error("{0}")]
+    Wire(#[from] WireError),
+}
+
+/// How a handed-over refusal's control commit (the same step on a copy of the version before)
+/// went otherwise than committing the next version.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlFailure {
+    /// The copy could not be made (or an old one removed).
+    #[error("{0}")]
+    Copy(std::io::Error),
+    /// The writer committed another version.
+    #[error("it committed version {0}")]
+    Committed(u64),
+    /// The writer refused the step (its error, shown).
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The writer does not support the step, or skipped it.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// The writer broke.
+    #[error("broke: {0}")]
+    Broke(String),
+}
+
 /// The writer run of `case`, or why the case is not one a conforming writer can replay (a step
 /// that stands for a non-conforming or an older writer, or for a change no operation makes).
 /// With `writer_from = N` the steps that make versions 1 to N are the stored dataset's, handed
@@ -141,7 +218,7 @@ pub struct Plan<'a> {
 /// `prepared_commit` (the writer declares `write:prepared-commit`) a `prepared` refusal and
 /// the step after it, its twin, are handed over as stated merges and need no word of their
 /// own; without it they are the writer's to make, as any refusal and step.
-pub fn plan(case: &Case, prepared_commit: bool) -> Result<Plan<'_>, String> {
+pub fn plan(case: &Case, prepared_commit: bool) -> Result<Plan<'_>, NotAWriterCase> {
     let mut out = Plan {
         actions: Vec::new(),
         needs: BTreeSet::new(),
@@ -158,9 +235,7 @@ pub fn plan(case: &Case, prepared_commit: bool) -> Result<Plan<'_>, String> {
                 _ => 1,
             };
             if version > from {
-                return Err(format!(
-                    "writer_from = {from} falls inside a `commit_retry`, which makes two versions"
-                ));
+                return Err(NotAWriterCase::InsideRetry { writer_from: from });
             }
             continue;
         }
@@ -225,9 +300,10 @@ pub fn plan(case: &Case, prepared_commit: bool) -> Result<Plan<'_>, String> {
         }
     }
     if version < from {
-        return Err(format!(
-            "writer_from = {from}, but the steps make only {version} version(s)"
-        ));
+        return Err(NotAWriterCase::BeyondSteps {
+            writer_from: from,
+            versions: version,
+        });
     }
     Ok(out)
 }
@@ -277,7 +353,7 @@ pub fn lacking_for(writer_flags: u64, declared: &BTreeSet<String>) -> Vec<&'stat
 
 /// Adds the `write:` words one ordinary step needs; an error names a step no conforming
 /// writer is asked for.
-pub fn needs(step: &Step, words: &mut BTreeSet<&'static str>) -> Result<(), String> {
+pub fn needs(step: &Step, words: &mut BTreeSet<&'static str>) -> Result<(), NotAWriterCase> {
     let index = |kind: &IndexKindSpec| match kind {
         IndexKindSpec::Btree => "write:btree-index",
         IndexKindSpec::Vector => "write:vector-index",
@@ -302,10 +378,7 @@ pub fn needs(step: &Step, words: &mut BTreeSet<&'static str>) -> Result<(), Stri
                     .iter()
                     .any(|o| !o.tombstone.is_empty() || !o.relabel.is_empty());
             if non_conforming {
-                return Err(
-                    "an overlay with tombstoned or relabelled positions stands for another writer's form"
-                        .into(),
-                );
+                return Err(NotAWriterCase::OtherWritersForm);
             }
             let sparse =
                 |shape: Option<Shape>, cells: Option<&crate::case::step::Cells>| match shape {
@@ -340,7 +413,7 @@ pub fn needs(step: &Step, words: &mut BTreeSet<&'static str>) -> Result<(), Stri
         Step::AddFields { .. } => "write:add-fields",
         Step::DropFields { .. } => "write:drop-fields",
         Step::CommitRetry { .. } | Step::ExpectRefusal { .. } => {
-            return Err(format!("`{}` inside `{}`", step.op(), step.op()));
+            return Err(NotAWriterCase::Nested { op: step.op() });
         }
         Step::Corrupt(_)
         | Step::Reencode(_)
@@ -350,10 +423,7 @@ pub fn needs(step: &Step, words: &mut BTreeSet<&'static str>) -> Result<(), Stri
         | Step::ClearLineage { .. }
         | Step::ClearIndexCoverage { .. }
         | Step::AddSystemColumn { .. } => {
-            return Err(format!(
-                "`{}` stands for a change no conforming writer is asked to make",
-                step.op()
-            ));
+            return Err(NotAWriterCase::NoConformingChange { op: step.op() });
         }
     };
     words.insert(word);
@@ -474,22 +544,24 @@ impl Replay<'_> {
     /// Version `version` of the stored case (its undamaged twin for a negative case's damaged
     /// version), read once: its schema types a step's cells, its config says whether the table
     /// spills.
-    fn stored(&mut self, version: u64) -> Result<&Snapshot, String> {
+    fn stored(&mut self, version: u64) -> Result<&Snapshot, StoredStepError> {
         if !self.stored.contains_key(&version) {
             let root = self.stored_root();
-            let snapshot = read_checked(&root, version)
-                .map_err(|e| format!("the stored case's v{version}: {}", e.message))?;
+            let snapshot = read_checked(&root, version).map_err(|e| StoredStepError::Read {
+                version,
+                error: Box::new(e),
+            })?;
             self.stored.insert(version, snapshot);
         }
         self.stored
             .get(&version)
-            .ok_or_else(|| format!("the stored case's v{version}"))
+            .ok_or(StoredStepError::Missing(version))
     }
 
     fn request(&mut self, name: &Check, step: &Step, version: u64) -> Option<WriteRequest> {
         let wire = self
             .stored(version)
-            .and_then(|stored| to_wire(step, &stored.schema).map_err(|e| e.to_string()));
+            .and_then(|stored| Ok(to_wire(step, &stored.schema)?));
         match wire {
             Ok(step) => Some(WriteRequest {
                 dataset: self.dir.clone(),
@@ -498,7 +570,13 @@ impl Replay<'_> {
                 data_file_version: self.data_file_version.clone(),
             }),
             Err(message) => {
-                self.kit_fault(name.clone(), &KitFault::StoredCase { version, message });
+                self.kit_fault(
+                    name.clone(),
+                    &KitFault::StoredCase {
+                        version,
+                        message: message.to_string(),
+                    },
+                );
                 None
             }
         }
@@ -877,12 +955,12 @@ impl Replay<'_> {
         stored: &Path,
         before: u64,
         request: &WriteRequest,
-    ) -> Result<(), String> {
+    ) -> Result<(), ControlFailure> {
         let dir = PathBuf::from(format!("{}-control", self.dir));
         if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
+            std::fs::remove_dir_all(&dir).map_err(ControlFailure::Copy)?;
         }
-        hand_over(stored, before, &dir).map_err(|e| e.to_string())?;
+        hand_over(stored, before, &dir).map_err(ControlFailure::Copy)?;
         let mut control = request.clone();
         control.dataset = dir.display().to_string();
         control.read_version = before;
@@ -890,10 +968,12 @@ impl Replay<'_> {
         let _ = std::fs::remove_dir_all(&dir);
         match answer {
             Ok(r) if r.version == before + 1 => Ok(()),
-            Ok(r) => Err(format!("it committed version {}", r.version)),
-            Err(Refusal::Error(e)) => Err(format!("refused: {}", shown(&e))),
-            Err(Refusal::Unsupported(m) | Refusal::Skipped(m)) => Err(format!("unsupported: {m}")),
-            Err(Refusal::Broken(m)) => Err(format!("broke: {m}")),
+            Ok(r) => Err(ControlFailure::Committed(r.version)),
+            Err(Refusal::Error(e)) => Err(ControlFailure::Refused(shown(&e))),
+            Err(Refusal::Unsupported(m) | Refusal::Skipped(m)) => {
+                Err(ControlFailure::Unsupported(m))
+            }
+            Err(Refusal::Broken(m)) => Err(ControlFailure::Broke(m)),
         }
     }
 
@@ -1028,7 +1108,7 @@ impl Replay<'_> {
     ) -> Option<CommitPreparedRequest> {
         let at = committer.version - 1;
         let built = manifest(Path::new(&self.dir), at)
-            .map_err(|m| format!("the writer's v{at}: {m}"))
+            .map_err(|e| e.in_writers_version(at))
             .and_then(|prev| committer.transaction(side, &prev.manifest))
             .and_then(|transaction| {
                 CommitterCase::place_files(side, Path::new(&self.dir))?;
@@ -1051,7 +1131,7 @@ impl Replay<'_> {
                     name.clone(),
                     &KitFault::StoredCase {
                         version: committer.version,
-                        message,
+                        message: message.to_string(),
                     },
                 );
                 None
@@ -1113,7 +1193,7 @@ impl Replay<'_> {
         let at = version - 1;
         let built = StatedMerge::between(&self.stored_root(), after, version).and_then(|merge| {
             let prev = manifest(Path::new(&self.dir), at)
-                .map_err(|m| format!("the writer's v{at}: {m}"))?;
+                .map_err(|e| e.in_writers_version(at))?;
             let transaction = merge.transaction(&prev.manifest)?;
             let placed = merge.place_files(Path::new(&self.dir))?;
             Ok((transaction, placed))
@@ -1128,7 +1208,13 @@ impl Replay<'_> {
                 })
             }
             Err(message) => {
-                self.kit_fault(name.clone(), &KitFault::StoredCase { version, message });
+                self.kit_fault(
+                    name.clone(),
+                    &KitFault::StoredCase {
+                        version,
+                        message: message.to_string(),
+                    },
+                );
                 None
             }
         }
@@ -1271,7 +1357,7 @@ pub fn run_case(
                             case.case.level,
                             &KitFault::StoredCase {
                                 version: *version,
-                                message,
+                                message: message.to_string(),
                             },
                         )];
                     }

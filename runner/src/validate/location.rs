@@ -109,7 +109,7 @@ fn remote(uri: &str, _scheme: &str) -> Result<Arc<dyn Storage>, LocationError> {
         .map(|s| Arc::new(s) as Arc<dyn Storage>)
         .map_err(|problem| LocationError::Store {
             uri: uri.to_string(),
-            problem,
+            problem: problem.to_string(),
         })
 }
 

@@ -36,11 +36,28 @@ fn store_error(e: object_store::Error) -> StorageError {
     }
 }
 
+/// Why the storage for a URI could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectStorageError {
+    /// The location does not parse as a URI.
+    #[error("not a URI: {0}")]
+    NotAUri(url::ParseError),
+    /// The store's builder refused the URI or its configuration from the environment.
+    #[error("{0}")]
+    Store(object_store::Error),
+    /// The URI's path is not a store path.
+    #[error("{0}")]
+    Prefix(object_store::path::Error),
+    /// The I/O runtime did not start.
+    #[error("cannot start the I/O runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
 impl ObjectStorage {
     /// The storage for `uri` (`s3://bucket/prefix`, `gs://...`, `az://container/prefix`), with
     /// the builder's configuration from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
-    pub fn from_uri(uri: &str) -> Result<ObjectStorage, String> {
-        let url = url::Url::parse(uri).map_err(|e| format!("not a URI: {e}"))?;
+    pub fn from_uri(uri: &str) -> Result<ObjectStorage, ObjectStorageError> {
+        let url = url::Url::parse(uri).map_err(ObjectStorageError::NotAUri)?;
         let retry = RetryConfig::default();
         let store: Arc<dyn ObjectStore> = match url.scheme() {
             "s3" | "s3a" => Arc::new(
@@ -48,29 +65,29 @@ impl ObjectStorage {
                     .with_url(uri)
                     .with_retry(retry)
                     .build()
-                    .map_err(|e| e.to_string())?,
+                    .map_err(ObjectStorageError::Store)?,
             ),
             "gs" | "gcs" => Arc::new(
                 GoogleCloudStorageBuilder::from_env()
                     .with_url(uri)
                     .with_retry(retry)
                     .build()
-                    .map_err(|e| e.to_string())?,
+                    .map_err(ObjectStorageError::Store)?,
             ),
             _ => Arc::new(
                 MicrosoftAzureBuilder::from_env()
                     .with_url(uri)
                     .with_retry(retry)
                     .build()
-                    .map_err(|e| e.to_string())?,
+                    .map_err(ObjectStorageError::Store)?,
             ),
         };
-        let prefix = StorePath::from_url_path(url.path()).map_err(|e| e.to_string())?;
+        let prefix = StorePath::from_url_path(url.path()).map_err(ObjectStorageError::Prefix)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the I/O runtime: {e}"))?;
+            .map_err(ObjectStorageError::Runtime)?;
         Ok(ObjectStorage {
             uri: uri.to_string(),
             store,
