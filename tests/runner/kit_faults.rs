@@ -7,9 +7,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use super::copy_dir;
 use lance_conformance::case::{Level, RequirementIndex};
 use lance_conformance::runner::kit_fault::KitFault;
 use lance_conformance::runner::protocol::Implementation;
@@ -26,19 +27,6 @@ fn root() -> PathBuf {
 /// The case a fault is injected into, and one left alone beside it.
 const FAULTY: &str = "overlays/null-cover";
 const SOUND: &str = "overlays/worked-example";
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
-}
 
 /// A scratch corpus of `FAULTY` and `SOUND` with the spec's requirement index beside it.
 struct Scratch {

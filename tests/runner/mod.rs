@@ -21,6 +21,21 @@ fn corpus() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-cases")
 }
 
+/// Copies the directory tree `from` into `to` (a scratch corpus a test may damage).
+#[allow(clippy::unwrap_used)] // test code: fail loudly
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
 /// The cases of `report` that fail the run, each with its first failing check (for a message).
 fn failing(report: &lance_conformance::runner::Report) -> Vec<String> {
     report

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use super::copy_dir;
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_lance-conformance")
 }
@@ -428,19 +430,6 @@ fn well_formed(xml: &str) {
     }
     check_text(rest.trim());
     assert!(stack.is_empty(), "unclosed elements {stack:?}");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]

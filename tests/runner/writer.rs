@@ -18,7 +18,7 @@ use lance_conformance::runner::{
     Answer, ConformanceWriter, Description, FailureKind, Options, Outcome, Refusal, Report,
 };
 
-use super::corpus;
+use super::{copy_dir, corpus};
 
 fn run(writer: &mut dyn ConformanceWriter) -> Report {
     let scratch = tempfile::tempdir().unwrap();
@@ -673,19 +673,6 @@ fn a_writer_asked_for_2_2_that_writes_2_0_fails_the_file_version_check() {
         "caught {} of {sent}",
         caught.len()
     );
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
 }
 
 /// `overlays/negative-id-in-overlay` at its version 1, with the value file of its version 2 in

@@ -42,9 +42,12 @@ use super::conformance_reader::{ConformanceReader, Refusal};
 use super::conformance_writer::ConformanceWriter;
 use super::execute::{self, Expected, shown};
 use super::kit_fault::KitFault;
-use super::prepared_commit::{CommitterCase, Side, StatedMerge, committer_case, manifest};
+use super::prepared_commit::{
+    CommitterCase, PreparedCommitError, Side, StatedMerge, committer_case, manifest,
+};
 use super::protocol::{
     CommitPreparedRequest, ExclusionResult, LineageLengths, OpenResult, PreparedOperation,
+    PreparedTransaction,
     QueryAnswer, QueryRequest, ReadError, ScanRequest, ScanResult, VersionRef, WriteRequest,
 };
 use super::reference::{ReferenceReader, read_checked};
@@ -1114,23 +1117,41 @@ impl Replay<'_> {
                 CommitterCase::place_files(side, Path::new(&self.dir))?;
                 Ok(transaction)
             });
-        if let Ok(transaction) = &built {
-            for f in &transaction.fragments {
-                let data = f.overlays.iter().map(|o| &o.file).chain(&f.files);
-                self.kit_files.extend(data.map(|d| d.path.clone()));
-            }
-        }
+        let built = built.map(|transaction| {
+            let placed = transaction
+                .fragments
+                .iter()
+                .flat_map(|f| f.overlays.iter().map(|o| &o.file).chain(&f.files))
+                .map(|d| d.path.clone())
+                .collect();
+            (transaction, placed)
+        });
+        self.request_or_fault(name, committer.version, built)
+    }
+
+    /// The `commit_prepared` request of a transaction built for version `version`, whose files
+    /// (`placed`, relative to `data/`) the kit put in the writer's directory; a transaction the
+    /// stored case could not give is the kit's fault, not the writer's.
+    fn request_or_fault(
+        &mut self,
+        name: &Check,
+        version: u64,
+        built: Result<(PreparedTransaction, Vec<String>), PreparedCommitError>,
+    ) -> Option<CommitPreparedRequest> {
         match built {
-            Ok(transaction) => Some(CommitPreparedRequest {
-                dataset: self.dir.clone(),
-                read_version: newest(Path::new(&self.dir)),
-                transaction,
-            }),
+            Ok((transaction, placed)) => {
+                self.kit_files.extend(placed);
+                Some(CommitPreparedRequest {
+                    dataset: self.dir.clone(),
+                    read_version: newest(Path::new(&self.dir)),
+                    transaction,
+                })
+            }
             Err(message) => {
                 self.kit_fault(
                     name.clone(),
                     &KitFault::StoredCase {
-                        version: committer.version,
+                        version,
                         message: message.to_string(),
                     },
                 );
@@ -1198,26 +1219,7 @@ impl Replay<'_> {
             let placed = merge.place_files(Path::new(&self.dir))?;
             Ok((transaction, placed))
         });
-        match built {
-            Ok((transaction, placed)) => {
-                self.kit_files.extend(placed);
-                Some(CommitPreparedRequest {
-                    dataset: self.dir.clone(),
-                    read_version: newest(Path::new(&self.dir)),
-                    transaction,
-                })
-            }
-            Err(message) => {
-                self.kit_fault(
-                    name.clone(),
-                    &KitFault::StoredCase {
-                        version,
-                        message: message.to_string(),
-                    },
-                );
-                None
-            }
-        }
+        self.request_or_fault(name, version, built)
     }
 
     /// A prepared refusal (`expect_refusal` with `prepared`): the malformed merge stored under
