@@ -4,8 +4,10 @@
 # Each mutant is one small change to a reader-path function of lance-reference or
 # lance-reference-io (a condition flipped, a value replaced, a body removed). The test is the
 # in-process run of the whole stored corpus against the mutated reference reader (the test
-# `the_reference_passes_every_case_in_process` of tests/runner/suite.rs, the same check as
-# `cargo run --release -- run`): a mutant is caught when some case fails. A missed mutant is a
+# `the_reference_passes_every_case_in_process` of runner/tests/corpus.rs, the same check as
+# `cargo run --release -- run`): a mutant is caught when some case fails. That test lives in the
+# runner crate so that a mutant rebuilds only the two reference crates, the runner and one small
+# test binary (not the generator, the command line and the workspace's big test binary). A missed mutant is a
 # reader bug that the whole corpus lets through.
 #
 # Usage: tools/mutants.sh [--tree DIR] [--out DIR] [--list] [cargo-mutants options...]
@@ -132,12 +134,10 @@ exclude_re="$exclude_re|$(IFS='|'; echo "${equivalent[*]}")"
 # encoders build protobuf messages) are tested anyway and land in missed.txt. Leave them out
 # of the figures (conformance-cases/STRENGTH.md, Mutation testing).
 
-# No debug info: it is never read here, and without it each mutant builds and links faster.
-export CARGO_PROFILE_DEV_DEBUG=0
-args=(--workspace --in-place --test-package lance-conformance --timeout 120 --build-timeout 900
+args=(--workspace --in-place --test-package lance-conformance-runner --timeout 120 --build-timeout 900
       --exclude-re "$exclude_re" -o "$out")
 for f in "${files[@]}"; do args+=(-f "$f"); done
-test_args=(-- --test integration -- --exact runner::suite::the_reference_passes_every_case_in_process)
+test_args=(-- --test main -- --exact corpus::the_reference_passes_every_case_in_process)
 
 mkdir -p "$tree" "$out"
 # Refresh the copy: remove its sources (keep its target/), then copy the working tree, every
@@ -146,13 +146,23 @@ find "$tree" -mindepth 1 -maxdepth 1 ! -name target -exec rm -rf {} +
 (cd "$root" && tar --exclude=./target --exclude=./.git --exclude=./fuzz/target --exclude=./fuzz/corpus --exclude=./fuzz/artifacts -cf - .) | (cd "$tree" && tar -xmf -)
 
 cd "$tree"
+# The copy's own cargo settings: no debug info (never read here; without it each mutant builds
+# and links faster), and the dependencies (arrow, roaring, prost, serde, ...) optimised once, so
+# the corpus run of each mutant is quick while the workspace's crates stay incremental builds.
+mkdir -p .cargo
+cat > .cargo/config.toml <<'TOML'
+[profile.dev]
+debug = 0
+[profile.dev.package."*"]
+opt-level = 2
+TOML
 if $list; then
   exec cargo mutants --list "${args[@]}" "${pass[@]}"
 fi
 # The unmutated tree must pass first. cargo-mutants' own baseline would run the tests of the
 # mutated packages (lance-reference, lance-reference-io) instead of --test-package, so the
 # baseline is run here and cargo-mutants is told to skip its own.
-nice cargo test -p lance-conformance "${test_args[@]:1}" || {
+nice cargo test -p lance-conformance-runner "${test_args[@]:1}" || {
   echo "mutants.sh: the corpus run fails on the unmutated tree; nothing to measure" >&2
   exit 2
 }

@@ -54,6 +54,7 @@ fn claims() -> BTreeMap<String, BTreeSet<String>> {
         "src",
         "tests",
         "runner/src",
+        "runner/tests",
         "generate/src",
     ] {
         rust_files(&root().join(dir), &mut files);
