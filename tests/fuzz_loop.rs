@@ -265,7 +265,7 @@ fn a_fuzz_written_case_requires_what_its_content_needs() {
 /// expected results.
 fn builds(index: &RequirementIndex, seed: u64, trial: u64) -> Result<(), String> {
     let drawn = fuzz::case::Trial::draw(seed, trial, 12, trial % 2 == 1);
-    match drawn.case("p", index)? {
+    match drawn.case("p", index).map_err(|e| e.to_string())? {
         Some(case) => lance_conformance::build::case(&case, None)
             .map(|_| ())
             .map_err(|e| e.to_string()),

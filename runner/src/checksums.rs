@@ -131,23 +131,44 @@ fn sums_of_dirs(root: &Path, dirs: &[PathBuf]) -> Result<String> {
     Ok(text)
 }
 
+/// Why [`verify`] could not compare the corpus with its checksum file: nothing was found wrong
+/// or right, and the run reports no verdict (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// The checksum file could not be read.
+    #[error("{}: {error}", path.display())]
+    SumsFile {
+        /// The checksum file (`<root>/SHA256SUMS`).
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A generated file or directory could not be listed or read.
+    #[error(transparent)]
+    Generated(#[from] ChecksumError),
+    /// The thread verifying the corpus ended without an answer.
+    #[error("checksum verification stopped")]
+    Stopped,
+}
+
 /// Compares the checksum file under `root` with the files on disk; returns one line per
 /// problem (empty when they agree).
-pub fn verify(root: &Path, cases: &[CaseDir]) -> Result<Vec<String>, String> {
+pub fn verify(root: &Path, cases: &[CaseDir]) -> Outcome {
     let dirs: Vec<PathBuf> = cases.iter().map(|c| c.dir.clone()).collect();
     verify_dirs(root, &dirs)
 }
 
-fn verify_dirs(root: &Path, dirs: &[PathBuf]) -> Result<Vec<String>, String> {
-    let listed = std::fs::read_to_string(root.join(SUMS_FILE))
-        .map_err(|e| format!("{}: {e}", root.join(SUMS_FILE).display()))?;
-    let actual = sums_of_dirs(root, dirs).map_err(|e| format!("{e:#}"))?;
+fn verify_dirs(root: &Path, dirs: &[PathBuf]) -> Outcome {
+    let path = root.join(SUMS_FILE);
+    let listed = std::fs::read_to_string(&path)
+        .map_err(|error| VerifyError::SumsFile { path, error })?;
+    let actual = sums_of_dirs(root, dirs)?;
     Ok(differences(&listed, &actual))
 }
 
 /// What [`verify`] answers: the problems found (none when the corpus is verified), or why it
-/// could not look.
-pub type Outcome = Result<Vec<String>, String>;
+/// could not look. It crosses from the verifying thread to the runner's.
+pub type Outcome = Result<Vec<String>, VerifyError>;
 
 /// A [`verify`] running on a second thread, so that hashing the corpus overlaps with judging
 /// it. Nothing judged meanwhile may be reported before [`Verification::outcome`] says the
@@ -196,7 +217,7 @@ impl Verification {
                 Ok(outcome) => self.state = State::Done(outcome),
                 Err(TryRecvError::Empty) => return false,
                 Err(TryRecvError::Disconnected) => {
-                    self.state = State::Done(Err("checksum verification stopped".into()));
+                    self.state = State::Done(Err(VerifyError::Stopped));
                 }
             }
         }
@@ -211,7 +232,7 @@ impl Verification {
             State::Running(receive, handle) => {
                 let outcome = receive
                     .recv()
-                    .unwrap_or_else(|_| Err("checksum verification stopped".into()));
+                    .unwrap_or(Err(VerifyError::Stopped));
                 // The thread has sent its answer; joining only reaps it.
                 let _ = handle.join();
                 outcome

@@ -14,6 +14,7 @@
 use lance_reference::error::CodedError;
 use lance_reference::flags;
 
+use super::TrialError;
 use super::builder::{Built, concretize, pick};
 use super::history::{History, Stream, mix};
 use super::model::{Arm, ITEMS, MENU, MState, Ty, predicate};
@@ -292,14 +293,14 @@ pub fn to_case(
 
 /// How the reference refuses a damaged case's newest version: `Some((class, code))`, or
 /// `None` when it reads the version (the damage is not one a reader must refuse there).
-pub fn reference_refusal(case: &Case) -> Result<Option<(String, String)>, String> {
-    let execution = scenario::execute(&case.steps).map_err(|e| format!("execute: {e}"))?;
+pub fn reference_refusal(case: &Case) -> Result<Option<(String, String)>, TrialError> {
+    let execution = scenario::execute(&case.steps)?;
     refusal_of(&execution)
 }
 
 /// How the reference refuses the damaged version of `execution` (a run of a case's steps).
-fn refusal_of(execution: &Execution) -> Result<Option<(String, String)>, String> {
-    let read = store::write_and_read_back(None, execution).map_err(|e| format!("store: {e}"))?;
+fn refusal_of(execution: &Execution) -> Result<Option<(String, String)>, TrialError> {
+    let read = store::write_and_read_back(None, execution)?;
     let Some(damaged) = read.corrupted else {
         return Ok(None);
     };
@@ -341,7 +342,7 @@ impl Trial {
 
     /// The trial as a case named `id`; `Ok(None)` when its damage applies to nothing, or the
     /// reference reads the damaged version (then there is nothing a reader must refuse).
-    pub fn case(&self, id: &str, index: &RequirementIndex) -> Result<Option<Case>, String> {
+    pub fn case(&self, id: &str, index: &RequirementIndex) -> Result<Option<Case>, TrialError> {
         Ok(self.drawn(id, index)?.map(|(case, _)| case))
     }
 
@@ -352,7 +353,7 @@ impl Trial {
         &self,
         id: &str,
         index: &RequirementIndex,
-    ) -> Result<Option<(Case, Option<Execution>)>, String> {
+    ) -> Result<Option<(Case, Option<Execution>)>, TrialError> {
         let built = concretize(&self.history);
         let corruption = match self.damage {
             None => None,
@@ -364,7 +365,7 @@ impl Trial {
         let mut case = to_case(&built, corruption, id, index);
         let mut execution = None;
         if case.expect_error.is_some() {
-            let run = scenario::execute(&case.steps).map_err(|e| format!("execute: {e}"))?;
+            let run = scenario::execute(&case.steps)?;
             let Some((class, code)) = refusal_of(&run)? else {
                 return Ok(None);
             };

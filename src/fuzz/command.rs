@@ -81,22 +81,29 @@ pub fn parse_known(text: &str) -> BTreeSet<String> {
 }
 
 fn fuzz_inner(args: &FuzzArgs) -> Result<Summary, FuzzError> {
-    let input = |m: String| FuzzError::Io(m);
-    let index =
-        RequirementIndex::load(&args.requirements_file).map_err(|e| input(e.to_string()))?;
+    let index = RequirementIndex::load(&args.requirements_file)?;
     let known = match &args.known {
         Some(p) => parse_known(
-            &std::fs::read_to_string(p).map_err(|e| input(format!("{}: {e}", p.display())))?,
+            &std::fs::read_to_string(p).map_err(|error| FuzzError::Known {
+                path: p.clone(),
+                error,
+            })?,
         ),
         None => BTreeSet::new(),
     };
     let deadline = match args.seconds {
         Some(s) if s.is_finite() && s > 0.0 => Some(Instant::now() + Duration::from_secs_f64(s)),
-        Some(_) => return Err(input("--seconds must be a positive number".into())),
+        Some(_) => {
+            return Err(FuzzError::NotPositive {
+                option: "--seconds",
+            });
+        }
         None => None,
     };
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        return Err(input("--timeout must be a positive number".into()));
+        return Err(FuzzError::NotPositive {
+            option: "--timeout",
+        });
     }
     let options = Options {
         seed: args.seed,

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::TrialError;
 use crate::case::{Capability, Case, PredicateSpec, QuerySpec, RequirementIndex, Step};
 use crate::corpus::CaseDir;
 use crate::runner::execute::{self, Expected};
@@ -236,9 +237,9 @@ pub struct Scratch {
 
 impl Scratch {
     /// A fresh scratch root.
-    pub fn new() -> Result<Scratch, String> {
+    pub fn new() -> Result<Scratch, TrialError> {
         Ok(Scratch {
-            root: tempfile::tempdir().map_err(|e| format!("scratch directory: {e}"))?,
+            root: tempfile::tempdir().map_err(TrialError::Scratch)?,
             next: 0,
         })
     }
@@ -360,7 +361,7 @@ pub fn judge(
     case: &Case,
     index: &RequirementIndex,
     scratch: &mut Scratch,
-) -> Result<Judged, String> {
+) -> Result<Judged, TrialError> {
     judge_executed(reader, declared, (case, None), index, scratch)
 }
 
@@ -372,7 +373,7 @@ pub fn judge_executed(
     (case, execution): (&Case, Option<Execution>),
     index: &RequirementIndex,
     scratch: &mut Scratch,
-) -> Result<Judged, String> {
+) -> Result<Judged, TrialError> {
     let dir = scratch.fresh();
     let judged = judge_in(reader, declared, (case, execution), index, &dir);
     // Best effort: a leftover directory is removed with the scratch root.
@@ -382,7 +383,7 @@ pub fn judge_executed(
 
 /// What `case` `requires`: it is written into a fresh scratch directory, and
 /// [`needs::of_case`] reads the files (the directory is removed again).
-pub fn requires(case: &Case, scratch: &mut Scratch) -> Result<Vec<Capability>, String> {
+pub fn requires(case: &Case, scratch: &mut Scratch) -> Result<Vec<Capability>, TrialError> {
     let dir = scratch.fresh();
     let requires = write(case, None, &dir).map(|expected| of_case(&dir, case, &expected));
     // Best effort: a leftover directory is removed with the scratch root.
@@ -391,9 +392,9 @@ pub fn requires(case: &Case, scratch: &mut Scratch) -> Result<Vec<Capability>, S
 }
 
 /// Writes `case` into `dir` as the generator writes a corpus case, and reads its `expected/`.
-fn write(case: &Case, execution: Option<Execution>, dir: &Path) -> Result<Expected, String> {
-    crate::build::write_executed(case, execution, dir).map_err(|e| e.to_string())?;
-    execute::load_expected(dir).map_err(|e| e.to_string())
+fn write(case: &Case, execution: Option<Execution>, dir: &Path) -> Result<Expected, TrialError> {
+    crate::build::write_executed(case, execution, dir)?;
+    Ok(execute::load_expected(dir)?)
 }
 
 fn of_case(dir: &Path, case: &Case, expected: &Expected) -> Vec<Capability> {
@@ -406,7 +407,7 @@ fn judge_in(
     (case, execution): (&Case, Option<Execution>),
     index: &RequirementIndex,
     dir: &Path,
-) -> Result<Judged, String> {
+) -> Result<Judged, TrialError> {
     let started = Instant::now();
     let expected = write(case, execution, dir)?;
     let built = started.elapsed();

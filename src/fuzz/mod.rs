@@ -36,9 +36,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::case::{Case, RequirementIndex};
+use crate::build::BuildError;
+use crate::case::{Case, CaseError, RequirementIndex};
 use crate::runner::kit_fault::KitFault;
 use crate::runner::{CheckResult, ConformanceReader, Description, Refusal, Verdict};
+use crate::scenario::ScenarioError;
+use crate::store::StoreError;
 use case::Trial;
 use judge::{Scratch, Signature, judge, judge_executed};
 use timing::{Timed, Timing};
@@ -184,9 +187,106 @@ pub enum FuzzError {
     /// The reader did not describe itself.
     #[error("the reader did not start: {0}")]
     Start(String),
-    /// Writing a case or the scratch directory failed.
-    #[error("{0}")]
-    Io(String),
+    /// The requirement index (`--requirements-file`) does not load.
+    #[error(transparent)]
+    Requirements(#[from] CaseError),
+    /// The known-disagreement list (`--known`) could not be read.
+    #[error("{}: {error}", path.display())]
+    Known {
+        /// The list.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A number option that must be positive is not (`--seconds`, `--timeout`).
+    #[error("{option} must be a positive number")]
+    NotPositive {
+        /// The option, as spelt on the command line.
+        option: &'static str,
+    },
+    /// The scratch directory the trials are written to could not be made
+    /// ([`TrialError::Scratch`]).
+    #[error(transparent)]
+    Scratch(#[from] TrialError),
+    /// A shrunk case could not be written.
+    #[error(transparent)]
+    WriteCase(#[from] WriteCaseError),
+    /// A trial drawn with a disagreement has no failing check with its signature (the fuzzer
+    /// contradicts itself).
+    #[error("{id}: the drawn trial has no check with signature {signature}")]
+    NoSuchCheck {
+        /// The id of the finding's case.
+        id: String,
+        /// The signature ([`Signature::line`]).
+        signature: String,
+    },
+}
+
+/// Why a trial could not be built or judged: the kit's fault ([`KitFaultTrial`]), never the
+/// reader's.
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    /// A scratch directory could not be made.
+    #[error("scratch directory: {0}")]
+    Scratch(std::io::Error),
+    /// The scenario engine could not run the case's steps (to learn the reference's refusal of
+    /// a damaged trial).
+    #[error("execute: {0}")]
+    Execute(Box<ScenarioError>),
+    /// The store could not write the steps' versions or read them back.
+    #[error("store: {0}")]
+    Store(Box<StoreError>),
+    /// The case could not be written as the generator writes a corpus case.
+    #[error(transparent)]
+    Build(Box<BuildError>),
+    /// The `expected/` just written could not be read back.
+    #[error(transparent)]
+    Expected(Box<KitFault>),
+}
+
+impl From<ScenarioError> for TrialError {
+    fn from(e: ScenarioError) -> TrialError {
+        TrialError::Execute(Box::new(e))
+    }
+}
+
+impl From<StoreError> for TrialError {
+    fn from(e: StoreError) -> TrialError {
+        TrialError::Store(Box::new(e))
+    }
+}
+
+impl From<BuildError> for TrialError {
+    fn from(e: BuildError) -> TrialError {
+        TrialError::Build(Box::new(e))
+    }
+}
+
+impl From<KitFault> for TrialError {
+    fn from(e: KitFault) -> TrialError {
+        TrialError::Expected(Box::new(e))
+    }
+}
+
+/// Why a case could not be written as a `case.toml` ([`write_case`]).
+#[derive(Debug, thiserror::Error)]
+pub enum WriteCaseError {
+    /// The directory could not be made or the file written.
+    #[error("{}: {error}", path.display())]
+    File {
+        /// The directory or file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The case does not serialize as TOML.
+    #[error("{}: {error}", path.display())]
+    Toml {
+        /// The file it was to be written to.
+        path: PathBuf,
+        /// Why.
+        error: toml::ser::Error,
+    },
 }
 
 /// Describes the reader.
@@ -210,7 +310,7 @@ pub fn run(
     let declared = description.capabilities.clone();
     let mut timed = Timed::new(reader);
     let reader = &mut timed;
-    let mut scratch = Scratch::new().map_err(FuzzError::Io)?;
+    let mut scratch = Scratch::new()?;
     let mut summary = Summary::default();
     let mut i = 0u64;
     loop {
@@ -359,7 +459,6 @@ fn shrunk(
     let known = options.known.contains(&signature.line());
     let budget = if known { 0 } else { options.shrink_budget };
     let result = shrink::shrink(trial.clone(), budget, &mut reproduces);
-    let io = |e: String| FuzzError::Io(e);
     // The shrunk trial reproduced when it was kept; judge it once more for its check. Should
     // that fail (the kit's fault), the trial as drawn, which was judged, stands for it.
     let again = result
@@ -389,12 +488,13 @@ fn shrunk(
         // Not failing when judged again: the drawn trial's check (which has the signature:
         // it was computed from it) stands for it.
         None => {
-            let drawn_check = drawn.failing_with(&signature).ok_or_else(|| {
-                io(format!(
-                    "{id}: the drawn trial has no check with signature {}",
-                    signature.line()
-                ))
-            })?;
+            let drawn_check =
+                drawn
+                    .failing_with(&signature)
+                    .ok_or_else(|| FuzzError::NoSuchCheck {
+                        id: id.clone(),
+                        signature: signature.line(),
+                    })?;
             CheckResult {
                 verdict: Verdict::Fail,
                 level: small.level,
@@ -417,7 +517,7 @@ fn shrunk(
         case.steps.len(),
     );
     let file = match &options.out {
-        Some(out) => Some(write_case(&small, &out.join(&small.id)).map_err(io)?),
+        Some(out) => Some(write_case(&small, &out.join(&small.id))?),
         None => None,
     };
     Ok(Finding {
@@ -468,10 +568,17 @@ fn describe_finding(
 }
 
 /// Writes `case` as `<dir>/case.toml`.
-pub fn write_case(case: &Case, dir: &Path) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn write_case(case: &Case, dir: &Path) -> Result<PathBuf, WriteCaseError> {
+    let failed = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| WriteCaseError::File { path, error }
+    };
+    std::fs::create_dir_all(dir).map_err(failed(dir))?;
     let file = dir.join("case.toml");
-    let text = toml::to_string(case).map_err(|e| format!("{}: {e}", file.display()))?;
-    std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = toml::to_string(case).map_err(|error| WriteCaseError::Toml {
+        path: file.clone(),
+        error,
+    })?;
+    std::fs::write(&file, text).map_err(failed(&file))?;
     Ok(file)
 }

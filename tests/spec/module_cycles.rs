@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn rust_files(dir: &Path, base: &Path, out: &mut BTreeMap<String, String>) {
+pub(super) fn rust_files(dir: &Path, base: &Path, out: &mut BTreeMap<String, String>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -412,7 +412,7 @@ fn defining_file(
 }
 
 /// Files of a crate with test code removed; test-only `mod x;` files dropped.
-fn production_code(files: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+pub(super) fn production_code(files: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut code = BTreeMap::new();
     let mut test_files = BTreeSet::new();
     for (file, text) in files {

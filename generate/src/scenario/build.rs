@@ -114,13 +114,39 @@ pub(super) fn appended(
     })
 }
 
+/// Why the values [`store`] collected make no base column.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ColumnError {
+    /// A field id the schema does not have.
+    #[error("no field {0}")]
+    NoField(FieldId),
+    /// A value of another type than its field's.
+    #[error("field {field:?}: value {index} is {found}, not {expected}")]
+    Misfit {
+        /// The field, named dotted.
+        field: String,
+        /// The value's index in the column.
+        index: usize,
+        /// Its kind ([`Value::kind`]).
+        found: &'static str,
+        /// The field's logical type.
+        expected: String,
+    },
+}
+
+impl From<ColumnError> for Failure {
+    fn from(e: ColumnError) -> Failure {
+        Failure::Problem(e.to_string())
+    }
+}
+
 /// The base columns of `fields`, in order, from the values [`store`] collected (a field with
 /// none is an empty column).
 fn stored_columns(
     schema: &Schema,
     fields: &[FieldId],
     mut columns: BTreeMap<FieldId, Vec<Value>>,
-) -> Result<Vec<Column>, String> {
+) -> Result<Vec<Column>, ColumnError> {
     fields
         .iter()
         .map(|f| {
@@ -128,15 +154,12 @@ fn stored_columns(
             let data_type = schema
                 .field(*f)
                 .map(|x| x.data_type.clone())
-                .ok_or_else(|| format!("no field {f}"))?;
-            Column::of(&data_type, &values).map_err(|m| {
-                format!(
-                    "field {:?}: value {} is {}, not {}",
-                    dotted_name(schema, *f),
-                    m.index,
-                    m.found,
-                    data_type.logical_type()
-                )
+                .ok_or(ColumnError::NoField(*f))?;
+            Column::of(&data_type, &values).map_err(|m| ColumnError::Misfit {
+                field: dotted_name(schema, *f),
+                index: m.index,
+                found: m.found,
+                expected: data_type.logical_type(),
             })
         })
         .collect()
@@ -355,10 +378,15 @@ fn overlay(
     Ok(overlay)
 }
 
+/// An overlay `cells` key that names no offsets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("offset key {0:?} is not an offset, `a..b` or `a..b/k`")]
+struct BadOffsetKey(String);
+
 /// The offsets an overlay `cells` key names: one offset (`"7"`), every offset of a range
 /// (`"0..10"`, end exclusive), or every `k`-th offset of a range from its start (`"1..10/2"`).
-fn offset_key(key: &str) -> Result<Vec<u32>, String> {
-    let bad = || format!("offset key {key:?} is not an offset, `a..b` or `a..b/k`");
+fn offset_key(key: &str) -> Result<Vec<u32>, BadOffsetKey> {
+    let bad = || BadOffsetKey(key.to_string());
     let number = |t: &str| t.trim().parse::<u32>().map_err(|_| bad());
     let Some((start, rest)) = key.split_once("..") else {
         return Ok(vec![number(key)?]);

@@ -15,7 +15,8 @@ use lance_reference_io::data_file::structural_encode::{
     Grammar, StructuralPage, encode_dictionary_page_in, encode_structural_page_in,
 };
 use lance_reference_io::data_file::{
-    ColumnData, DataFileVersion, FileExtras, PageEdit, read_data_file, write_data_file_edited,
+    ColumnData, DataFileVersion, FileExtras, PageEdit, keep_page, read_data_file,
+    write_data_file_edited,
 };
 use lance_reference_io::deletion::{DeletionFile, write_arrow_int32_offsets, write_arrow_offsets};
 use lance_reference_io::manifest_file::{ManifestFile, decode_manifest_file, encode_manifest_file};
@@ -156,7 +157,7 @@ pub(super) fn edit_manifest(
             hex,
         } => rewrite_manifest(root, &rel, &bytes, |file| {
             let o = overlay_entry(&mut file.manifest, *fragment, *overlay, &missing)?;
-            replace_first_bitmap(o, parse_hex(hex).map_err(&missing)?);
+            replace_first_bitmap(o, parse_hex(hex).map_err(|e| missing(e.to_string()))?);
             Ok(())
         }),
         ManifestBytesCorruption::SetManifestVersion { version } => {
@@ -420,10 +421,7 @@ pub(super) fn edit_manifest(
                             return Ok(Some(page));
                         }
                         applied.set(true);
-                        // The writer's page edits report their refusal as text.
-                        damage_page(*damage, grammar, c, depth, page)
-                            .map(Some)
-                            .map_err(|e| e.to_string())
+                        damage_page(*damage, grammar, c, depth, page).map(Some)
                     };
                     let bytes = rewrite_column(good, path, id, &|_, _, _| {}, &edit)?;
                     if !applied.get() {
@@ -785,17 +783,6 @@ fn retype(data_type: &mut DataType, values: &mut [Value]) {
     }
 }
 
-/// The page edit that changes nothing.
-fn keep_page(
-    _: Grammar,
-    _: usize,
-    _: &ColumnData,
-    _: usize,
-    page: StructuralPage,
-) -> Result<Option<StructuralPage>, String> {
-    Ok(Some(page))
-}
-
 /// Why a page could not be damaged as [`PageDamage`] asks.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 enum PageDamageError {
@@ -928,12 +915,12 @@ fn damaged_copy(
 /// page passed through `edit`; every other column is re-encoded with the values it holds. In a
 /// v2.1+ file a struct has no column, only its schema entry; it is rewritten present in every
 /// row (the kit writes no NULL struct), so its leaves carry the same all-valid layers as before.
-fn rewrite_column(
+fn rewrite_column<E: std::fmt::Display>(
     good: &[u8],
     path: &str,
     id: FieldId,
     change: &dyn Fn(&mut DataType, &mut Vec<Value>, &mut bool),
-    edit: &PageEdit<'_>,
+    edit: &PageEdit<'_, E>,
 ) -> Result<Vec<u8>, StoreError> {
     let data_err = |error| {
         StoreError::from(DatasetError::DataFile {
@@ -1047,17 +1034,28 @@ pub(super) fn damage_files(
     }
 }
 
+/// Why a `coverage_bytes` corruption's `hex` is not bytes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum HexError {
+    /// The digits do not pair up.
+    #[error("hex {0:?} has an odd number of digits")]
+    OddDigits(String),
+    /// A pair of characters that is not a hex byte.
+    #[error("{0:?} is not a hex byte")]
+    NotAByte(String),
+}
+
 /// The bytes written as `hex` (pairs of hex digits; spaces ignored).
-fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
+fn parse_hex(hex: &str) -> Result<Vec<u8>, HexError> {
     let digits: Vec<char> = hex.chars().filter(|c| !c.is_whitespace()).collect();
     if digits.len() % 2 != 0 {
-        return Err(format!("hex {hex:?} has an odd number of digits"));
+        return Err(HexError::OddDigits(hex.to_string()));
     }
     digits
         .chunks(2)
         .map(|pair| {
             let text: String = pair.iter().collect();
-            u8::from_str_radix(&text, 16).map_err(|_| format!("{text:?} is not a hex byte"))
+            u8::from_str_radix(&text, 16).map_err(|_| HexError::NotAByte(text))
         })
         .collect()
 }

@@ -45,8 +45,8 @@ pub use container::FileVersion;
 pub use error::DataFileError;
 pub use reader::{DataFileContents, FileField, PageSummary, read_data_file};
 pub use writer::{
-    ColumnData, DataFileVersion, FileExtras, PageEdit, write_data_file, write_data_file_edited,
-    write_data_file_in, write_data_file_with,
+    ColumnData, DataFileVersion, FileExtras, PageEdit, keep_page, write_data_file,
+    write_data_file_edited, write_data_file_in, write_data_file_with,
 };
 
 /// The most values this reader decodes for one column or one page subtree (4 Mi). A file that

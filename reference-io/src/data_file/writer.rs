@@ -301,11 +301,11 @@ fn struct_validity(columns: &[ColumnData], column: usize) -> Vec<Option<Vec<bool
 
 /// The page of column `column` in `version`, or `None` when the column has no page (an empty
 /// leaf) or, in v2.1+, no column at all (a struct: see [`DataFileVersion::struct_has_column`]).
-fn written_page(
+fn written_page<E: std::fmt::Display>(
     version: DataFileVersion,
     columns: &[ColumnData],
     column: usize,
-    edit: &PageEdit<'_>,
+    edit: &PageEdit<'_, E>,
 ) -> Result<Option<WrittenPage>, DataFileError> {
     let Some(c) = columns.get(column) else {
         return Ok(None);
@@ -330,11 +330,11 @@ fn written_page(
                     ),
                 })?;
             let page = match page {
-                Some(page) => edit(grammar, column, c, structs.len(), page).map_err(|problem| {
+                Some(page) => edit(grammar, column, c, structs.len(), page).map_err(|refusal| {
                     DataFileError::BadFieldOrder {
                         column,
                         field: c.field.id,
-                        problem,
+                        problem: refusal.to_string(),
                     }
                 })?,
                 None => None,
@@ -357,23 +357,35 @@ pub fn write_data_file_in(
     columns: &[ColumnData],
     extras: &FileExtras,
 ) -> Result<Vec<u8>, DataFileError> {
-    write_data_file_edited(version, columns, extras, &|_, _, _, _, page| Ok(Some(page)))
+    write_data_file_edited(version, columns, extras, &keep_page)
 }
 
 /// Replaces a v2.1+ page before it is written: called with the file's grammar, the column's
 /// index, its data, the number of structs around it and the page [`encode_structural_page_in`]
-/// made; returns the page to write (`None`: none), or why it cannot.
-pub type PageEdit<'a> = dyn Fn(Grammar, usize, &ColumnData, usize, StructuralPage) -> Result<Option<StructuralPage>, String>
+/// made; returns the page to write (`None`: none), or why it cannot, as the edit's own error
+/// `E` (the writer names the column and field around it).
+pub type PageEdit<'a, E> = dyn Fn(Grammar, usize, &ColumnData, usize, StructuralPage) -> Result<Option<StructuralPage>, E>
     + 'a;
+
+/// The page edit that changes nothing, and so cannot fail.
+pub fn keep_page(
+    _: Grammar,
+    _: usize,
+    _: &ColumnData,
+    _: usize,
+    page: StructuralPage,
+) -> Result<Option<StructuralPage>, std::convert::Infallible> {
+    Ok(Some(page))
+}
 
 /// [`write_data_file_in`] with each v2.1+ page passed through `edit` first. The corpus uses it
 /// to write damaged files (a page whose layout breaks a rule of the format), so what `edit`
 /// returns is written as it is, unchecked; v2.0 pages are written unchanged.
-pub fn write_data_file_edited(
+pub fn write_data_file_edited<E: std::fmt::Display>(
     version: DataFileVersion,
     columns: &[ColumnData],
     extras: &FileExtras,
-    edit: &PageEdit<'_>,
+    edit: &PageEdit<'_, E>,
 ) -> Result<Vec<u8>, DataFileError> {
     check_columns(version, columns)?;
     if let Some((column, c)) = columns

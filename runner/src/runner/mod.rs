@@ -116,6 +116,9 @@ pub enum RunnerError {
     /// `SHA256SUMS` does not match the files on disk.
     #[error("the corpus does not match SHA256SUMS (regenerate it, or restore the published files):\n  {}", .0.join("\n  "))]
     Checksums(Vec<String>),
+    /// `SHA256SUMS` could not be compared with the files on disk.
+    #[error(transparent)]
+    Verify(#[from] checksums::VerifyError),
     /// Some other problem with the inputs.
     #[error("{0}")]
     Input(String),
@@ -141,7 +144,7 @@ pub fn load_requirements(options: &Options) -> Result<RequirementIndex, RunnerEr
 pub fn load_corpus(options: &Options) -> Result<Vec<CaseDir>, RunnerError> {
     let index = load_requirements(options)?;
     let all = corpus::load(&options.corpus, &index)?;
-    let problems = checksums::verify(&options.corpus, &all).map_err(RunnerError::Input)?;
+    let problems = checksums::verify(&options.corpus, &all)?;
     if !problems.is_empty() {
         return Err(RunnerError::Checksums(problems));
     }
@@ -219,7 +222,7 @@ pub(crate) fn run_cases(
         &mut judge,
         &mut verification,
     );
-    let problems = verification.outcome().map_err(RunnerError::Input)?;
+    let problems = verification.outcome()?;
     if !problems.is_empty() {
         return Err(RunnerError::Checksums(problems));
     }
