@@ -5,8 +5,8 @@
 //!
 //! Group `resolve_array_1m` does the same for the Arrow gather (`columnar::resolve_array`) at
 //! the headline configurations, against `arrow_plain_copy` (a copy of the column's Arrow form:
-//! one memcpy of its values). Its time includes giving the stored `Value` columns their Arrow
-//! form, which resolution does on every call while the model stores `Value`s.
+//! one memcpy of its values), and group `resolve_array_utf8_1m` for a text column (the same
+//! values as decimal text) against a copy of that column's offsets and bytes.
 //!
 //! By default sparse coverage runs for a subset of the matrix; `LANCE_BENCH_FULL=1 cargo bench
 //! -p lance-conformance-bench --features criterion --bench resolve` runs every (count, density, form).
@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use arrow_array::{Array, Int64Array};
+use arrow_array::{Array, Int64Array, StringArray};
 use criterion::measurement::WallTime;
 use criterion::{
     BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group,
@@ -25,7 +25,10 @@ use criterion::{
 use lance_reference::columnar::resolve_array;
 use lance_reference::resolve::resolve_column;
 
-use fixtures::{Form, ROWS, VALUE, base_fragment, overlaid_fragment, percent, schema};
+use fixtures::{
+    Form, ROWS, VALUE, base_fragment, overlaid_fragment, percent, schema, utf8_schema,
+    with_utf8_value,
+};
 use lance_conformance_test_support::bench_fixtures as fixtures;
 
 const COUNTS: [usize; 4] = [1, 4, 16, 64];
@@ -117,5 +120,43 @@ fn resolve_arrow(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, resolve, resolve_arrow);
+/// The Arrow gather of a text column: `value` as the decimal text of the same int64 values,
+/// under the same overlays, against a copy of the column's offsets and bytes.
+fn resolve_arrow_utf8(c: &mut Criterion) {
+    let schema = utf8_schema();
+    let mut group = group_of(c, "resolve_array_utf8_1m");
+    let base = with_utf8_value(base_fragment(ROWS));
+    let array = resolve_array(&schema, &base, VALUE).unwrap();
+    let text = array
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap()
+        .clone();
+    group.bench_function("arrow_plain_copy", |b| {
+        b.iter(|| {
+            black_box((
+                text.value_offsets().to_vec(),
+                text.value_data().to_vec(),
+                text.nulls().cloned(),
+            ))
+        })
+    });
+    group.bench_function("no_overlays", |b| {
+        b.iter(|| black_box(resolve_array(&schema, &base, VALUE).unwrap()))
+    });
+    drop(base);
+    for (count, density, form) in [(4, 0.01, Form::Dense), (16, 0.1, Form::Dense)] {
+        let id = BenchmarkId::new(form.name(), format!("{count}x{}", percent(density)));
+        let mut fragment = None;
+        group.bench_function(id, |b| {
+            let fragment = fragment.get_or_insert_with(|| {
+                with_utf8_value(overlaid_fragment(ROWS, count, density, form))
+            });
+            b.iter(|| black_box(resolve_array(&schema, fragment, VALUE).unwrap()))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, resolve, resolve_arrow, resolve_arrow_utf8);
 criterion_main!(benches);

@@ -70,8 +70,8 @@ use super::layout::{FileLayout, FragmentLayout, Layout};
 use super::manifest_file::{ManifestFile, decode_manifest_file};
 use super::storage::{LocalStorage, Storage, StorageError};
 use super::version_names::{VERSIONS_DIR, VersionEntry, list_versions_in};
-use arrow_array::BooleanArray;
-use arrow_select::nullif::nullif;
+use arrow_array::{Array, ArrayRef, make_array};
+use arrow_buffer::NullBuffer;
 use lance_reference::exclusion::exclusion_set;
 use lance_reference::flags::{
     FileFormatVersion, FlagWord, check_mixed_versions, check_reader_flags,
@@ -366,11 +366,14 @@ fn decode_file_columns(
         // (a struct is present only where every struct around it is), so the innermost decides.
         let array = match layers.last().and_then(Option::as_ref) {
             Some(validity) if array.data_type() != &arrow_schema::DataType::Null => {
-                let absent = BooleanArray::new(!validity.inner(), None);
-                nullif(array.as_ref(), &absent).map_err(|e| DatasetError::InvalidField {
-                    file: layout.path.clone(),
-                    field: format!("{field}.fields[{p}]"),
-                    problem: format!("field {id}'s struct layer does not fit its values: {e}"),
+                null_where_absent(array, validity).map_err(|problem| {
+                    DatasetError::InvalidField {
+                        file: layout.path.clone(),
+                        field: format!("{field}.fields[{p}]"),
+                        problem: format!(
+                            "field {id}'s struct layer does not fit its values: {problem}"
+                        ),
+                    }
                 })?
             }
             _ => array,
@@ -391,6 +394,31 @@ fn decode_file_columns(
         });
     }
     Ok(columns)
+}
+
+/// `values` with NULL wherever the struct around them is absent (`present` unset), and
+/// wherever they were NULL already; values and offsets are kept as they are. The layer must
+/// have one bit per value. The array is checked again as it is rebuilt (a text column's
+/// UTF-8 included), a cost only leaves under structs pay.
+fn null_where_absent(values: ArrayRef, present: &NullBuffer) -> Result<ArrayRef, String> {
+    if values.len() != present.len() {
+        return Err(format!(
+            "{} struct validity bits for {} values",
+            present.len(),
+            values.len()
+        ));
+    }
+    if values.is_empty() {
+        return Ok(values);
+    }
+    let nulls = NullBuffer::union(values.nulls(), Some(present));
+    values
+        .to_data()
+        .into_builder()
+        .nulls(nulls)
+        .build()
+        .map(make_array)
+        .map_err(|e| e.to_string())
 }
 
 /// The fewest physical rows in a version for [`Dataset::read_version`] to share its fragments
@@ -1318,4 +1346,39 @@ pub(crate) fn checked_entries(
         }));
     }
     Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use arrow_array::{Int64Array, StringArray};
+
+    use super::*;
+
+    #[test]
+    fn values_under_an_absent_struct_read_as_null() {
+        let present = NullBuffer::from(vec![true, false, true, true]);
+        let values: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(4)]));
+        let read = null_where_absent(values, &present).unwrap();
+        let want = Int64Array::from(vec![Some(1), None, None, Some(4)]);
+        assert_eq!(read.as_ref(), &want as &dyn Array);
+
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["a", "b", "c", "d"]).slice(0, 4));
+        let read = null_where_absent(values, &present).unwrap();
+        let want = StringArray::from(vec![Some("a"), None, Some("c"), Some("d")]);
+        assert_eq!(read.as_ref(), &want as &dyn Array);
+        // A layer where every struct is present leaves no validity behind.
+        let all = NullBuffer::new_valid(4);
+        let values: ArrayRef = Arc::new(Int64Array::from(vec![1, 2, 3, 4]));
+        assert!(null_where_absent(values, &all).unwrap().nulls().is_none());
+    }
+
+    #[test]
+    fn a_layer_of_another_length_is_a_problem_not_a_panic() {
+        let present = NullBuffer::from(vec![true, false]);
+        let values: ArrayRef = Arc::new(Int64Array::from(vec![1, 2, 3]));
+        let problem = null_where_absent(values, &present).unwrap_err();
+        assert_eq!(problem, "2 struct validity bits for 3 values");
+    }
 }

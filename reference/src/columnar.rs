@@ -4,8 +4,10 @@
 //! [`crate::resolve::plan_column`] (struct validity from the base column, as
 //! [`crate::resolve::resolve_column`] takes it); here the plan's runs of winners are only
 //! copied, in offset order, into an array of the field's Arrow type ([`arrow_type`]) holding the
-//! live (non-deleted) rows: a primitive column copies each run as one slice of its source
-//! (`copy_runs`), any other type gathers the same winners with one `interleave`. The sources are the stored columns themselves; one
+//! live (non-deleted) rows. Every type is copied by runs, never row by row: a primitive column
+//! copies each run as one slice of its source's values and validity (`copy_runs`), any other
+//! type (text, boolean, vector) each run as one range of its source's rows, offsets, values and
+//! validity together (`extend_runs`). The sources are the stored columns themselves; one
 //! whose type is not the field's is an error ([`Error::TypeMismatch`]), never a silently
 //! different value. When every winner is the base ([`crate::resolve::base_everywhere`]: no
 //! overlay carries the field and no row is deleted) the gather is the identity, and its output
@@ -15,10 +17,12 @@ use std::sync::Arc;
 
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
 use arrow_array::{
-    Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray, StructArray, new_empty_array,
-    new_null_array,
+    Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray, StringArray, StructArray, make_array,
+    new_empty_array, new_null_array,
 };
 use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
+use arrow_data::ArrayData;
+use arrow_data::transform::MutableArrayData;
 use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields};
 
 use crate::error::{Error, Result};
@@ -60,8 +64,8 @@ fn struct_fields(schema: &Schema, field: FieldId) -> Result<Fields> {
 }
 
 /// Resolves field `field` of `fragment` for its live rows, in offset order, as one array of
-/// [`arrow_type`]: the plan's winners gathered in one `interleave` (a struct: its children so,
-/// with the base's validity).
+/// [`arrow_type`]: the plan's runs of winners copied in order, each from its source (a
+/// struct: its children so, with the base's validity).
 pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Result<ArrayRef> {
     let schema_field = schema.field(field).ok_or_else(|| Error::UnknownField {
         field,
@@ -92,46 +96,35 @@ pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Re
         });
     }
     let copied = match &arrow {
-        ArrowType::Int32 => Some(copy_runs::<Int32Type>(&plan, &sources)),
-        ArrowType::Int64 => Some(copy_runs::<Int64Type>(&plan, &sources)),
-        ArrowType::UInt64 => Some(copy_runs::<UInt64Type>(&plan, &sources)),
-        ArrowType::Float32 => Some(copy_runs::<Float32Type>(&plan, &sources)),
-        ArrowType::Float64 => Some(copy_runs::<Float64Type>(&plan, &sources)),
-        _ => None,
+        ArrowType::Int32 => copy_runs::<Int32Type>(&plan, &sources),
+        ArrowType::Int64 => copy_runs::<Int64Type>(&plan, &sources),
+        ArrowType::UInt64 => copy_runs::<UInt64Type>(&plan, &sources),
+        ArrowType::Float32 => copy_runs::<Float32Type>(&plan, &sources),
+        ArrowType::Float64 => copy_runs::<Float64Type>(&plan, &sources),
+        _ => extend_runs(&plan, &sources),
     };
-    if let Some(array) = copied {
-        return array.ok_or_else(|| {
-            arrow_failure(fragment, field, &arrow, "a run outside its source".into())
-        });
-    }
-    let indices: Vec<(usize, usize)> = plan
-        .runs()
-        .into_iter()
-        .flat_map(|run| {
-            (0..run.len as usize).filter_map(move |i| match run.winner {
-                Winner::Deleted => None,
-                Winner::Overlay { position, rank } => {
-                    Some((1 + position as usize, rank as usize + i))
-                }
-                Winner::Base => Some((0, run.start as usize + i)),
-                Winner::Null => Some((0, 0)),
-            })
-        })
-        .collect();
-    let refs: Vec<&dyn Array> = sources.iter().map(|a| a.as_ref()).collect();
-    arrow_select::interleave::interleave(&refs, &indices)
-        .map_err(|e| arrow_failure(fragment, field, &arrow, e.to_string()))
+    copied.map_err(|problem| arrow_failure(fragment, field, &arrow, problem.into()))
 }
+
+/// A run whose rows its source does not hold (or a source not of the field's type): the
+/// plan's bounds and [`source`] rule it out.
+const RUN_OUTSIDE_SOURCE: &str = "a run outside its source";
+/// A text column past what the 32-bit offsets of a `Utf8` array address.
+const TEXT_PAST_OFFSETS: &str = "more than 2 GiB of text in one column";
 
 /// The gather of a primitive column by runs: each run's values are one slice of its source,
 /// copied as a whole (and its validity bits likewise), in offset order; deleted runs are
-/// skipped. `sources` are as [`resolve_array`] lists them, all of type `T`. `None` when a run
-/// lies outside its source, which the plan's bounds rule out.
-fn copy_runs<T: ArrowPrimitiveType>(plan: &ColumnPlan, sources: &[ArrayRef]) -> Option<ArrayRef> {
+/// skipped. `sources` are as [`resolve_array`] lists them, all of type `T`; an error when a
+/// run lies outside its source, which the plan's bounds rule out.
+fn copy_runs<T: ArrowPrimitiveType>(
+    plan: &ColumnPlan,
+    sources: &[ArrayRef],
+) -> Result<ArrayRef, &'static str> {
     let sources: Vec<&PrimitiveArray<T>> = sources
         .iter()
         .map(|s| s.as_any().downcast_ref::<PrimitiveArray<T>>())
-        .collect::<Option<_>>()?;
+        .collect::<Option<_>>()
+        .ok_or(RUN_OUTSIDE_SOURCE)?;
     let slices: Vec<&[T::Native]> = sources.iter().map(|s| s.values().as_ref()).collect();
     let rows = plan.live_rows();
     let mut values: Vec<T::Native> = Vec::with_capacity(rows);
@@ -175,8 +168,72 @@ fn copy_runs<T: ArrowPrimitiveType>(plan: &ColumnPlan, sources: &[ArrayRef]) -> 
     let nulls = validity
         .map(|mut v| NullBuffer::new(v.finish()))
         .filter(|n| n.null_count() > 0);
-    inside
-        .then(|| Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls)) as ArrayRef)
+    if !inside {
+        return Err(RUN_OUTSIDE_SOURCE);
+    }
+    Ok(Arc::new(PrimitiveArray::<T>::new(
+        ScalarBuffer::from(values),
+        nulls,
+    )))
+}
+
+/// The gather of any other type by runs: each run is one range of its source's rows, copied
+/// as a whole (offsets, values, child values and validity bits), a NULL run as that many
+/// NULLs, in offset order; deleted runs are skipped. `sources` are as [`resolve_array`] lists
+/// them, all of one type. An error names what would not fit before anything is copied past it:
+/// a run outside its source, or text past what `Utf8` offsets address.
+fn extend_runs(plan: &ColumnPlan, sources: &[ArrayRef]) -> Result<ArrayRef, &'static str> {
+    let data: Vec<ArrayData> = sources.iter().map(|s| s.to_data()).collect();
+    let one_type = data.first().map(ArrayData::data_type);
+    if one_type.is_none() || data.iter().any(|d| Some(d.data_type()) != one_type) {
+        return Err(RUN_OUTSIDE_SOURCE);
+    }
+    let texts: Vec<Option<&StringArray>> = sources
+        .iter()
+        .map(|s| s.as_any().downcast_ref::<StringArray>())
+        .collect();
+    // Only a field no base file holds has NULL runs (its fall-through is NULL); the copy keeps
+    // validity for them then, and otherwise only when a source has a NULL.
+    let null_runs = plan.fall_through == Winner::Null;
+    let mut out = MutableArrayData::new(data.iter().collect(), null_runs, plan.live_rows());
+    let mut text_bytes = 0usize;
+    let mut problem = None;
+    plan.for_each_run(|run| {
+        if problem.is_some() {
+            return;
+        }
+        let len = run.len as usize;
+        let (source, first) = match run.winner {
+            Winner::Deleted => return,
+            Winner::Null if null_runs => {
+                out.extend_nulls(len);
+                return;
+            }
+            Winner::Null => {
+                problem = Some(RUN_OUTSIDE_SOURCE);
+                return;
+            }
+            Winner::Base => (0, run.start as usize),
+            Winner::Overlay { position, rank } => (1 + position as usize, rank as usize),
+        };
+        if data.get(source).is_none_or(|d| first + len > d.len()) {
+            problem = Some(RUN_OUTSIDE_SOURCE);
+            return;
+        }
+        if let Some(Some(text)) = texts.get(source) {
+            let offsets = text.value_offsets();
+            text_bytes += (offsets[first + len] - offsets[first]) as usize;
+            if text_bytes > i32::MAX as usize {
+                problem = Some(TEXT_PAST_OFFSETS);
+                return;
+            }
+        }
+        out.extend(source, first, first + len);
+    });
+    match problem {
+        Some(problem) => Err(problem),
+        None => Ok(make_array(out.freeze())),
+    }
 }
 
 /// A stored column as a gather source of the field's Arrow type `arrow`: the column's own
@@ -219,8 +276,9 @@ fn resolve_struct_array(schema: &Schema, fragment: &Fragment, field: FieldId) ->
         .map_err(|e| arrow_failure(fragment, field, &arrow, e.to_string()))
 }
 
-/// An Arrow error while assembling a column. The plan's bounds and the sources' types leave
-/// none possible; should one occur it is reported as the type mismatch it would be.
+/// A column that could not be assembled (a run that would not fit, or an Arrow error). The
+/// plan's bounds and the sources' types leave none possible but text past 2 GiB; should one
+/// occur it is reported as the type mismatch it would be.
 fn arrow_failure(fragment: &Fragment, field: FieldId, arrow: &ArrowType, e: String) -> Error {
     Error::TypeMismatch {
         fragment: fragment.id,

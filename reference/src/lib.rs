@@ -12,7 +12,7 @@
 //! | [`model`] | fragments, overlays, coverage, indices, schema: plain data |
 //! | [`overlay_write`] | building a staged overlay from changed cells; tombstoning in place |
 //! | [`resolve`] | how one cell (or one column) gets its value: the winner of every offset; `explain` |
-//! | [`columnar`] | a resolved column as an Arrow array: the winners gathered in one `interleave` |
+//! | [`columnar`] | a resolved column as an Arrow array: the runs of winners copied from their sources |
 //! | [`readable`] | the one check before a version is read: reader word, flags vs content, validation |
 //! | [`scan`] | the resolved table of one version: live rows, `_rowid`, lineage versions; as rows or record batches |
 //! | [`delete`] | a delete commit: deletion sets change, overlays and lineage do not |

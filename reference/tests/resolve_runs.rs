@@ -2,12 +2,14 @@
 //! gather) against the rule applied one row at a time: every small case exhaustively (every
 //! coverage of two overlays, every deletion set, every version order, with and without a base
 //! column, NULL values among the overlays'), and random fragments of up to 300 rows with up to
-//! six overlays (so runs cross the plan's 64-offset blocks).
+//! six overlays (so runs cross the plan's 64-offset blocks). Fields of every kind of copy the
+//! gather makes: int64 (a slice of values), text, boolean and vector (ranges of rows).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 
-use arrow_array::{Array, Int64Array, StringArray};
+use arrow_array::types::Float32Type;
+use arrow_array::{Array, BooleanArray, FixedSizeListArray, Int64Array, StringArray};
 use lance_reference::columnar::resolve_array;
 use lance_reference::model::{
     Column, Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Value,
@@ -21,12 +23,18 @@ const A: FieldId = 0;
 const B: FieldId = 1;
 /// A field no base file holds: uncovered cells are NULL.
 const C: FieldId = 2;
+const D: FieldId = 3;
+const E: FieldId = 4;
+/// Every field, each resolved and checked.
+const FIELDS: [FieldId; 5] = [A, B, C, D, E];
 
 fn schema() -> Schema {
     Schema::new(vec![
         Field::new(A, "a", DataType::Int64),
         Field::new(B, "b", DataType::Utf8),
         Field::new(C, "c", DataType::Int64),
+        Field::new(D, "d", DataType::Bool),
+        Field::new(E, "e", DataType::FixedSizeList { dimension: 2 }),
     ])
     .unwrap()
 }
@@ -85,7 +93,7 @@ fn value_by_row(f: &Fragment, field: FieldId, offset: u32) -> Option<Value> {
 fn check(f: &Fragment) -> Result<(), TestCaseError> {
     let schema = schema();
     let rows = f.physical_rows as u32;
-    for field in [A, B, C] {
+    for field in FIELDS {
         let plan = plan_column(f, field).unwrap();
         let runs = plan.runs();
         let mut next = 0u32;
@@ -123,12 +131,25 @@ fn check(f: &Fragment) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// `rows` rows: a = 100 + offset, b = "b<offset>"; no base for c.
+/// The vectors `[x, -x]` for each `x` (NULL for `None`).
+fn vectors(xs: impl IntoIterator<Item = Option<f32>>) -> Column {
+    Column::new(Arc::new(FixedSizeListArray::from_iter_primitive::<
+        Float32Type,
+        _,
+        _,
+    >(
+        xs.into_iter().map(|x| x.map(|x| vec![Some(x), Some(-x)])),
+        2,
+    )))
+}
+
+/// `rows` rows: a = 100 + offset, b = "b<offset>", d = offset is odd, e = [offset, -offset];
+/// no base for c.
 fn base(rows: u32) -> Fragment {
     Fragment::new(
         3,
         "base.lance",
-        vec![A, B],
+        vec![A, B, D, E],
         vec![
             Column::new(Arc::new(Int64Array::from_iter_values(
                 (0..i64::from(rows)).map(|i| 100 + i),
@@ -136,12 +157,17 @@ fn base(rows: u32) -> Fragment {
             Column::new(Arc::new(StringArray::from_iter_values(
                 (0..rows).map(|i| format!("b{i}")),
             ))),
+            Column::new(Arc::new(BooleanArray::from_iter(
+                (0..rows).map(|i| Some(i % 2 == 1)),
+            ))),
+            vectors((0..rows).map(|i| Some(i as f32))),
         ],
     )
 }
 
-/// A dense overlay over `covered` carrying a, b and c; the value at rank `k` is NULL when
-/// `k % null_every == null_every - 1`, otherwise distinct per overlay and rank.
+/// A dense overlay over `covered` carrying every field; the value at rank `k` is NULL when
+/// `k % null_every == null_every - 1`, otherwise distinct per overlay and rank (a boolean:
+/// alternating with the rank).
 fn overlay(tag: i64, covered: RoaringBitmap, version: u64, null_every: u64) -> Overlay {
     let n = covered.len();
     let ints = || {
@@ -153,11 +179,18 @@ fn overlay(tag: i64, covered: RoaringBitmap, version: u64, null_every: u64) -> O
         Column::new(Arc::new(StringArray::from_iter((0..n).map(|k| {
             (k % null_every != null_every - 1).then(|| format!("o{tag}r{k}"))
         }))));
+    let bools = Column::new(Arc::new(BooleanArray::from_iter(
+        (0..n).map(|k| (k % null_every != null_every - 1).then_some(k % 2 == 0)),
+    )));
+    let vecs = vectors(
+        (0..n)
+            .map(|k| (k % null_every != null_every - 1).then_some((tag * 1000 + k as i64) as f32)),
+    );
     Overlay {
         file: DataFile {
             path: format!("o{tag}.lance"),
-            fields: vec![A, B, C],
-            columns: vec![ints(), texts, ints()],
+            fields: vec![A, B, C, D, E],
+            columns: vec![ints(), texts, ints(), bools, vecs],
         },
         coverage: Coverage::Dense(covered),
         committed_version: version,
@@ -182,7 +215,7 @@ fn runs_equal_the_per_row_rule_on_every_small_case() {
                         for with_base in [true, false] {
                             let mut f = base(rows);
                             if !with_base {
-                                f.files[0].fields = vec![-2, -2];
+                                f.files[0].fields = vec![-2; 4];
                             }
                             f.overlays = vec![
                                 overlay(1, subset(m0, rows), v0, 2),

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Float64Array, Int64Array};
+use arrow_array::{Array, Float64Array, Int64Array, StringArray};
 use lance_reference::flags::required_flags;
 use lance_reference::model::{
     Column, Coverage, DataFile, DataType, Field, FieldId, Fragment, Overlay, Schema, Snapshot,
@@ -169,6 +169,49 @@ pub fn overlaid_fragment(rows: u64, count: usize, density: f64, form: Form) -> F
     fragment.overlays = (0..count)
         .map(|i| overlay(rows, density, form, i as u64 + 2, &mut rng))
         .collect();
+    fragment
+}
+
+/// The four-column schema with `value` as text (the text resolution bench).
+pub fn utf8_schema() -> Schema {
+    Schema::new(vec![
+        Field::new(KEY, "key", DataType::Int64),
+        Field::new(VALUE, "value", DataType::Utf8),
+        Field::new(SCORE, "score", DataType::Float64),
+        Field::new(WEIGHT, "weight", DataType::Float64),
+    ])
+    .expect("valid schema")
+}
+
+/// `fragment` with every `value` column (the base file's and each overlay's) as text: each
+/// int64 as its decimal digits (7 to 14 bytes for the base and overlay values), same
+/// coverage, so text and int64 resolution do the same work but for what a value is.
+pub fn with_utf8_value(mut fragment: Fragment) -> Fragment {
+    let as_text = |column: &Column| {
+        let ints = column
+            .array()
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("value is int64");
+        Column::new(Arc::new(StringArray::from_iter(
+            ints.iter().map(|v| v.map(|v| v.to_string())),
+        )))
+    };
+    let files = fragment
+        .files
+        .iter_mut()
+        .map(|f| (&f.fields, &mut f.columns));
+    let overlays = fragment
+        .overlays
+        .iter_mut()
+        .map(|o| (&o.file.fields, &mut o.file.columns));
+    for (fields, columns) in files.chain(overlays) {
+        for (field, column) in fields.iter().zip(columns.iter_mut()) {
+            if *field == VALUE {
+                *column = as_text(column);
+            }
+        }
+    }
     fragment
 }
 

@@ -7,7 +7,8 @@
 //! for v2.1+, checked against the grammar of the file's version, and each column's row count is
 //! known, fits in `u64` and does not exceed the file's declared `length`.
 //! [`DataFileContents::column`] then decodes pages with [`super::page_decode`] (v2.0) or
-//! [`super::structural`] (v2.1+), which check contents against these numbers. The file schema
+//! [`super::structural`] (v2.1+), which check contents against these numbers; a column of
+//! several pages is their values joined in page order, each page copied once. The file schema
 //! is reported but never used to decode: the caller's expected [`DataType`] (from the manifest)
 //! decides, as in Lance.
 //!
@@ -27,8 +28,10 @@ use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL, names_message};
 use super::container::{Container, Extent, FileVersion};
 use super::page_decode::{Kind, MAX_ENCODING_DEPTH, PageData, depth, describe};
 use super::structural::{Site, assemble, page_layout};
-use arrow_array::{Array, ArrayRef, new_empty_array};
+use arrow_array::{Array, ArrayRef, StringArray, make_array, new_empty_array};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_data::ArrayData;
+use arrow_data::transform::MutableArrayData;
 use lance_reference::model::{Column as StoredColumn, DataType, Value};
 use lance_reference::proto::lance::encodings as enc;
 use lance_reference::proto::lance::encodings21 as enc21;
@@ -323,16 +326,55 @@ impl<'a> DataFileContents<'a> {
         match pages.as_slice() {
             [] => Ok(new_empty_array(&kind.arrow_type())),
             [one] => Ok(one.clone()),
-            _ => {
-                let refs: Vec<&dyn Array> = pages.iter().map(|a| a.as_ref()).collect();
-                arrow_select::concat::concat(&refs).map_err(|e| DataFileError::InvalidPageData {
+            [first, rest @ ..] => {
+                join_pages(first, rest).map_err(|problem| DataFileError::InvalidPageData {
                     file: self.path.clone(),
                     structure: format!("ColumnMetadata[{index}].pages"),
-                    problem: format!("pages do not concatenate: {e}"),
+                    problem: format!("pages do not concatenate: {problem}"),
                 })
             }
         }
     }
+}
+
+/// A column's pages `first` and `rest` as one array, in page order, each page's rows copied
+/// whole once (values, offsets and validity together). The pages must share one Arrow type,
+/// and text must stay within what a `Utf8` array's 32-bit offsets address; either problem is
+/// named before anything is copied.
+fn join_pages(first: &ArrayRef, rest: &[ArrayRef]) -> Result<ArrayRef, String> {
+    if let Some(other) = rest.iter().find(|p| p.data_type() != first.data_type()) {
+        return Err(format!(
+            "a page of type {} among pages of type {}",
+            other.data_type(),
+            first.data_type()
+        ));
+    }
+    let pages: Vec<ArrayData> = std::iter::once(first)
+        .chain(rest)
+        .map(|p| p.to_data())
+        .collect();
+    let text_bytes: usize = std::iter::once(first)
+        .chain(rest)
+        .filter_map(|p| p.as_any().downcast_ref::<StringArray>())
+        .map(|text| {
+            let offsets = text.value_offsets();
+            match (offsets.first(), offsets.last()) {
+                (Some(&start), Some(&end)) => (end - start) as usize,
+                _ => 0,
+            }
+        })
+        .sum();
+    if text_bytes > i32::MAX as usize {
+        return Err(format!(
+            "{text_bytes} bytes of text, past what 32-bit offsets address"
+        ));
+    }
+    let rows = pages.iter().map(ArrayData::len).sum();
+    let mut joined = MutableArrayData::new(pages.iter().collect(), false, rows);
+    for (page, data) in pages.iter().enumerate() {
+        joined.extend(page, 0, data.len());
+    }
+    Ok(make_array(joined.freeze()))
 }
 
 /// Context for error construction while reading one file.
@@ -607,4 +649,41 @@ fn column_fields(
         ));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::sync::Arc;
+
+    use arrow_array::{BooleanArray, Int64Array};
+
+    use super::*;
+
+    #[test]
+    fn pages_join_in_order_with_their_nulls() {
+        let first: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None]));
+        let rest: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![3, 4])),
+            Arc::new(Int64Array::from(vec![None, Some(6)]).slice(1, 1)),
+        ];
+        let joined = join_pages(&first, &rest).unwrap();
+        let want = Int64Array::from(vec![Some(1), None, Some(3), Some(4), Some(6)]);
+        assert_eq!(joined.as_ref(), &want as &dyn Array);
+
+        let first: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None]));
+        let rest: Vec<ArrayRef> = vec![Arc::new(StringArray::from(vec!["bc", ""]).slice(0, 1))];
+        let joined = join_pages(&first, &rest).unwrap();
+        let want = StringArray::from(vec![Some("a"), None, Some("bc")]);
+        assert_eq!(joined.as_ref(), &want as &dyn Array);
+    }
+
+    #[test]
+    fn pages_of_two_types_are_a_problem_not_a_panic() {
+        let first: ArrayRef = Arc::new(Int64Array::from(vec![1]));
+        let rest: Vec<ArrayRef> = vec![Arc::new(BooleanArray::from(vec![true]))];
+        let problem = join_pages(&first, &rest).unwrap_err();
+        assert_eq!(problem, "a page of type Boolean among pages of type Int64");
+    }
 }
