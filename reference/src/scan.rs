@@ -371,10 +371,14 @@ impl<'f> FragmentScan<'f> {
     fn batch(&self, schema: &SchemaRef) -> Result<RecordBatch> {
         let fragment = self.fragment.as_ref();
         let lineage = RowLineage::of(self.stable_row_ids, fragment)?;
+        // Exact-size iterators: each column is allocated once, at its length.
         let per_row = |value: &dyn Fn(usize) -> u64| -> ArrayRef {
-            Arc::new(UInt64Array::from_iter_values(
-                (0..self.len()).filter_map(|k| self.offset(k)).map(value),
-            ))
+            Arc::new(match &self.live {
+                Some(live) => {
+                    UInt64Array::from_iter_values(live.iter().map(|&o| value(o as usize)))
+                }
+                None => UInt64Array::from_iter_values((0..self.len()).map(value)),
+            })
         };
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
         columns.push(per_row(&|_| fragment.id));

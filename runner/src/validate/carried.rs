@@ -22,10 +22,16 @@ use lance_reference::scan::{FragmentScan, ScanRow};
 /// consecutive old fragments, so two cover a boundary between them.
 pub const OLD_FRAGMENTS_HELD: usize = 2;
 
+/// How many consecutive rows [`FragmentRows::at_offset`] reads at once: carried rows are
+/// looked up in their old order, so one read serves the next lookups.
+const ROWS_READ_AHEAD: usize = 1024;
+
 /// The live rows of one fragment, as a scan returns them, read by position.
 #[derive(Debug)]
 pub struct FragmentRows {
     scan: FragmentScan<'static>,
+    /// The rows last read by [`Self::at_offset`] and the position of the first.
+    ahead: (usize, Vec<Option<ScanRow>>),
 }
 
 impl FragmentRows {
@@ -35,7 +41,10 @@ impl FragmentRows {
     pub fn scan(snapshot: &Snapshot, fragment: Fragment, fields: &[FieldId]) -> Option<Self> {
         FragmentScan::new(snapshot, Cow::Owned(fragment), fields)
             .ok()
-            .map(|scan| FragmentRows { scan })
+            .map(|scan| FragmentRows {
+                scan,
+                ahead: (0, Vec::new()),
+            })
     }
 
     /// The fragment scanned.
@@ -65,9 +74,15 @@ impl FragmentRows {
     }
 
     /// The row at physical `offset`, if it is live.
-    pub fn at_offset(&self, offset: u64) -> Option<ScanRow> {
+    pub fn at_offset(&mut self, offset: u64) -> Option<ScanRow> {
         let k = self.scan.position(offset)?;
-        self.scan.rows(k..k + 1).next().flatten()
+        let (first, rows) = &self.ahead;
+        if !(*first..first + rows.len()).contains(&k) {
+            let end = k.saturating_add(ROWS_READ_AHEAD);
+            self.ahead = (k, self.scan.rows(k..end).collect());
+        }
+        let (first, rows) = &self.ahead;
+        rows.get(k - first).cloned().flatten()
     }
 }
 
@@ -181,8 +196,8 @@ impl<'a> OldRows<'a> {
             let rows = (self.scan)(fragment);
             self.held.push_back((fragment, rows));
         }
-        let (_, rows) = self.held.iter().find(|(f, _)| *f == fragment)?;
-        rows.as_ref()?.at_offset(offset)
+        let (_, rows) = self.held.iter_mut().find(|(f, _)| *f == fragment)?;
+        rows.as_mut()?.at_offset(offset)
     }
 
     /// The most fragments' scans held at once is [`OLD_FRAGMENTS_HELD`]; how many now.
