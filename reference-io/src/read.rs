@@ -4,9 +4,12 @@
 //! name/version agreement, reader flags, every path, every referenced file (data, overlay,
 //! lineage, deletion) and the finished snapshot ([`Snapshot::validate`],
 //! [`lance_reference::flags::check_for_read`]) have been checked; any failure is a [`DatasetError`]
-//! naming the file and the manifest field. Files are read whole but only after their size is
-//! checked against [`ReadOptions::max_file_bytes`], and nothing is expanded beyond
-//! [`ReadOptions::max_fragment_rows`] rows per fragment. Every version listed stays readable
+//! naming the file and the manifest field. No file is read before its size is checked against
+//! [`ReadOptions::max_file_bytes`], and nothing is expanded beyond
+//! [`ReadOptions::max_fragment_rows`] rows per fragment. Manifests, deletion files and index
+//! files are read whole; a data file by parts: its metadata region, then each page's buffers
+//! as its column is decoded, one page at a time ([`read_data_file_in`]), with the checks and
+//! the first error of a whole read. Every version listed stays readable
 //! (time travel): nothing here depends on which version is the newest.
 //!
 //! How each data-file position becomes a model column (`DataFile.fields[p]`, read from column
@@ -51,13 +54,17 @@
 //! and empty and whose `files` list is empty has no entries and no file is read
 //! ([IDX-READ-11]); one that lists files is read like any other.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::codec::decode_manifest_with;
-use super::data_file::{MAX_DECODED_VALUES, read_data_file};
+use super::data_file::container::Extent;
+use super::data_file::{
+    DataFileError, MAX_DECODED_VALUES, Region, metadata_start, read_data_file_in,
+};
 use super::decoded::{ColumnRequest, IndexRequest};
 use super::deletion::{DeletionFile, read_deletion_file};
 use super::error::DatasetError;
@@ -118,7 +125,14 @@ pub fn read_bounded(
     limit: u64,
     field: &str,
 ) -> Result<Vec<u8>, DatasetError> {
-    let io = |operation, e: StorageError| match e {
+    let size = bounded_size(storage, rel, limit, field)?;
+    read_part(storage, rel, 0..size, field)
+}
+
+/// A storage's failure on `rel` as the dataset's error: a missing file is named with the
+/// manifest `field` that referenced it.
+fn storage_error(rel: &str, field: &str, operation: &'static str, e: StorageError) -> DatasetError {
+    match e {
         StorageError::NotFound => DatasetError::MissingFile {
             file: rel.to_string(),
             field: field.to_string(),
@@ -128,8 +142,19 @@ pub fn read_bounded(
             operation,
             problem,
         },
-    };
-    let size = storage.size(rel).map_err(|e| io("stat", e))?;
+    }
+}
+
+/// The size of `rel`, refused when it is over `limit` ([`read_bounded`]'s first step).
+fn bounded_size(
+    storage: &dyn Storage,
+    rel: &str,
+    limit: u64,
+    field: &str,
+) -> Result<u64, DatasetError> {
+    let size = storage
+        .size(rel)
+        .map_err(|e| storage_error(rel, field, "stat", e))?;
     if size > limit {
         return Err(DatasetError::FileTooLarge {
             file: rel.to_string(),
@@ -137,7 +162,63 @@ pub fn read_bounded(
             limit,
         });
     }
-    storage.read_range(rel, 0..size).map_err(|e| io("read", e))
+    Ok(size)
+}
+
+/// The bytes `range` of `rel`.
+fn read_part(
+    storage: &dyn Storage,
+    rel: &str,
+    range: std::ops::Range<u64>,
+    field: &str,
+) -> Result<Vec<u8>, DatasetError> {
+    storage
+        .read_range(rel, range)
+        .map_err(|e| storage_error(rel, field, "read", e))
+}
+
+/// How many bytes at the end of a data file are read first: its footer and, in a file Lance
+/// wrote with a few columns, its offset tables, column metadata and schema too.
+const METADATA_TAIL: u64 = 64 * 1024;
+
+/// The bytes of the data file `rel` (of `size` bytes) its metadata lies in, and the file
+/// position they start at: the last [`METADATA_TAIL`] bytes, extended back as far as
+/// [`metadata_start`] asks (at most twice: to `column_meta_start`, then to global buffer 0).
+fn read_metadata_region(
+    storage: &dyn Storage,
+    rel: &str,
+    size: u64,
+    field: &str,
+) -> Result<(u64, Vec<u8>), DatasetError> {
+    let mut start = size.saturating_sub(METADATA_TAIL);
+    let mut bytes = read_part(storage, rel, start..size, field)?;
+    loop {
+        let held = Region {
+            start,
+            bytes: &bytes,
+        };
+        let from = metadata_start(held, size, rel);
+        if from >= start {
+            return Ok((start, bytes));
+        }
+        let mut joined = read_part(storage, rel, from..start, field)?;
+        joined.extend_from_slice(&bytes);
+        bytes = joined;
+        start = from;
+    }
+}
+
+/// Why a page of a data file was not decoded: its bytes could not be read, or they do not
+/// decode.
+enum PageRead {
+    Storage(DatasetError),
+    Data(DataFileError),
+}
+
+impl From<DataFileError> for PageRead {
+    fn from(e: DataFileError) -> PageRead {
+        PageRead::Data(e)
+    }
 }
 
 /// Which model type a data-file position is decoded with, or `None` when it is left empty.
@@ -245,23 +326,38 @@ fn decode_file_columns(
             });
         }
     }
-    let bytes = read_bounded(storage, &layout.path, limit, &format!("{field}.path"))?;
-    if layout.file_size_bytes != 0 && layout.file_size_bytes != bytes.len() as u64 {
+    // The file is not read whole: its metadata region first, then each column's pages one at
+    // a time, so a worker holds one page's bytes besides the columns it decoded. What is
+    // checked, and the first error, are a whole read's (`read_data_file_in`).
+    let path_field = format!("{field}.path");
+    let size = bounded_size(storage, &layout.path, limit, &path_field)?;
+    if layout.file_size_bytes != 0 && layout.file_size_bytes != size {
         return Err(DatasetError::InvalidField {
             file: layout.path.clone(),
             field: format!("{field}.file_size_bytes"),
-            problem: format!(
-                "says {} bytes, the file has {}",
-                layout.file_size_bytes,
-                bytes.len()
-            ),
+            problem: format!("says {} bytes, the file has {size}", layout.file_size_bytes),
         });
     }
     let data_err = |error| DatasetError::DataFile {
         field: field.to_string(),
         error: Box::new(error),
     };
-    let contents = read_data_file(&bytes, &layout.path).map_err(data_err)?;
+    let page_err = |e| match e {
+        PageRead::Storage(e) => e,
+        PageRead::Data(e) => data_err(e),
+    };
+    let fetch = |span: Extent| {
+        let range = span.position..span.position.saturating_add(span.size);
+        read_part(storage, &layout.path, range, &path_field)
+            .map(Cow::Owned)
+            .map_err(PageRead::Storage)
+    };
+    let (start, metadata) = read_metadata_region(storage, &layout.path, size, &path_field)?;
+    let held = Region {
+        start,
+        bytes: &metadata,
+    };
+    let contents = read_data_file_in(held, size, &layout.path).map_err(data_err)?;
     // [DS-FILE-6]: the manifest's pair decides how the pages are read; a footer naming another
     // format means the file is not the one the manifest describes.
     let footer = contents.version();
@@ -331,7 +427,9 @@ fn decode_file_columns(
                 })?
             }
         };
-        let array = contents.column_array(index, &data_type).map_err(data_err)?;
+        let array = contents
+            .column_array_with(index, &data_type, fetch)
+            .map_err(page_err)?;
         // From v2.1 on a leaf's column also stores the validity of each struct above it.
         let ancestors = match schema.ancestry(id).split_last() {
             Some((_, structs)) if contents.is_structural() && id >= 0 => structs.to_vec(),
@@ -341,7 +439,9 @@ fn decode_file_columns(
             columns.push(Column::new(array));
             continue;
         }
-        let layers = contents.struct_validity(index).map_err(data_err)?;
+        let layers = contents
+            .struct_validity_with(index, fetch)
+            .map_err(page_err)?;
         // A file may hold a struct child without its parent (an overlay listing leaves only,
         // [OVL-SHAPE-6]; the base file a fold writes for a struct child): the file's schema
         // then puts the leaf at its top level and its column stores no struct layer. Like a

@@ -127,7 +127,14 @@ impl Storage for LocalStorage {
         file.seek(SeekFrom::Start(range.start))
             .map_err(local_error)?;
         let want = range.end.saturating_sub(range.start);
-        let mut bytes = Vec::new();
+        // Room for exactly the bytes asked for (as far as the file has them), so a large read
+        // is one allocation of its own size rather than a vector doubled up to it.
+        let have = file
+            .metadata()
+            .map_err(local_error)?
+            .len()
+            .saturating_sub(range.start);
+        let mut bytes = Vec::with_capacity(usize::try_from(want.min(have)).unwrap_or(0));
         // `take` keeps the read within the range even if the file grew since its size was read.
         file.take(want)
             .read_to_end(&mut bytes)

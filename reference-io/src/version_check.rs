@@ -264,22 +264,26 @@ impl<'d> VersionCheck<'d> {
         let next = AtomicUsize::new(0);
         let failed = AtomicUsize::new(usize::MAX);
         let done: Mutex<BTreeMap<usize, FragmentOutcome>> = Mutex::new(BTreeMap::new());
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::SeqCst);
-                        if i >= count || i > failed.load(Ordering::SeqCst) {
-                            break;
-                        }
-                        let outcome = one(i);
-                        if outcome.is_err() {
-                            failed.fetch_min(i, Ordering::SeqCst);
-                        }
-                        lock(&done).insert(i, outcome);
-                    }
-                });
+        let work = || {
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= count || i > failed.load(Ordering::SeqCst) {
+                    break;
+                }
+                let outcome = one(i);
+                if outcome.is_err() {
+                    failed.fetch_min(i, Ordering::SeqCst);
+                }
+                lock(&done).insert(i, outcome);
             }
+        };
+        // The calling thread is one of the workers: what it frees stays with the allocator's
+        // arena the rest of the run uses (a commit's judgement), instead of one more thread's.
+        std::thread::scope(|scope| {
+            for _ in 1..workers {
+                scope.spawn(work);
+            }
+            work();
         });
         let done = match done.into_inner() {
             Ok(done) => done,

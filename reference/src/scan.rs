@@ -6,16 +6,20 @@
 //! Without stable row ids `_rowid` is the row address `(fragment_id << 32) | offset`; a version
 //! sequence that is absent reads as version 1 for every row. [`scan`] returns rows of
 //! `Value`s, [`scan_batches`] the same rows as Arrow record batches; both take every rule
-//! from [`crate::resolve`] and one lineage helper.
+//! from [`crate::resolve`] and one lineage helper. [`FragmentScan`] is one fragment of
+//! [`scan_batches`] resolved once and read row by row, for a caller that walks a large
+//! fragment's rows without holding a batch's per-row columns for all of them.
 
 use crate::columnar::{arrow_type, resolve_array};
 use crate::error::{Error, Result};
 use crate::model::{
     CREATED_AT_FIELD_ID, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID, Snapshot,
-    Value,
+    Value, value_at,
 };
 use crate::resolve::resolve_column;
 
+use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
@@ -71,7 +75,7 @@ pub fn scan_fragment(
         .iter()
         .map(|&f| resolve_column(&snapshot.schema, fragment, f))
         .collect::<Result<_>>()?;
-    let lineage = RowLineage::of(snapshot, fragment)?;
+    let lineage = RowLineage::of(snapshot.stable_row_ids, fragment)?;
     for offset in fragment.live_offsets()?.map(|o| o as usize) {
         // Every resolved column holds a value at a live offset.
         let Some(values) = columns
@@ -104,9 +108,9 @@ struct RowLineage<'f> {
 }
 
 impl<'f> RowLineage<'f> {
-    fn of(snapshot: &Snapshot, fragment: &'f Fragment) -> Result<RowLineage<'f>> {
+    fn of(stable_row_ids: bool, fragment: &'f Fragment) -> Result<RowLineage<'f>> {
         let row_ids =
-            if snapshot.stable_row_ids {
+            if stable_row_ids {
                 Some(fragment.lineage_slice(ROW_ID_FIELD_ID)?.ok_or_else(|| {
                     Error::UnknownField {
                         field: ROW_ID_FIELD_ID,
@@ -228,32 +232,170 @@ fn scan_fragment_batch(
     fields: &[FieldId],
     schema: &SchemaRef,
 ) -> Result<RecordBatch> {
-    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
-    let resolved: Vec<ArrayRef> = fields
-        .iter()
-        .map(|&f| resolve_array(&snapshot.schema, fragment, f))
-        .collect::<Result<_>>()?;
-    let lineage = RowLineage::of(snapshot, fragment)?;
-    let live: Vec<usize> = fragment.live_offsets()?.map(|o| o as usize).collect();
-    let per_row = |value: &dyn Fn(usize) -> u64| -> ArrayRef {
-        Arc::new(UInt64Array::from_iter_values(
-            live.iter().map(|&o| value(o)),
-        ))
-    };
-    columns.push(per_row(&|_| fragment.id));
-    columns.push(per_row(&|o| o as u64));
-    columns.push(per_row(&|o| lineage.row_id(o)));
-    columns.push(per_row(&|o| lineage.version(CREATED_AT_FIELD_ID, o)));
-    columns.push(per_row(&|o| lineage.version(LAST_UPDATED_AT_FIELD_ID, o)));
-    columns.extend(resolved);
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| Error::TypeMismatch {
-        fragment: fragment.id,
-        file: "(scan batch)".into(),
-        field: fields.first().copied().unwrap_or(ROW_ID_FIELD_ID),
-        index: 0,
-        expected: "one batch of equal-length columns".into(),
-        found: e.to_string(),
-    })
+    FragmentScan::new(snapshot, Cow::Borrowed(fragment), fields)?.batch(schema)
+}
+
+/// One fragment's scan, resolved once: the rows [`scan_batches`] gives for the fragment (the
+/// same order, values and lineage), read by position among its live rows. It holds the
+/// fragment, each projected column resolved ([`crate::columnar::resolve_array`]) and, when
+/// the fragment has deletions, the offset of each live row: never the batch's five per-row
+/// columns, which a caller reading rows one by one asks for a row at a time.
+#[derive(Debug, Clone)]
+pub struct FragmentScan<'f> {
+    fragment: Cow<'f, Fragment>,
+    stable_row_ids: bool,
+    fields: Vec<FieldId>,
+    resolved: Vec<ArrayRef>,
+    /// The physical offset of each live row, ascending; `None` when every row is live (the
+    /// offset is the position).
+    live: Option<Vec<u32>>,
+}
+
+impl<'f> FragmentScan<'f> {
+    /// Resolves `fragment` of `snapshot` for the top-level `fields`, refusing what
+    /// [`scan_batches`] refuses of it, in the same order.
+    pub fn new(
+        snapshot: &Snapshot,
+        fragment: Cow<'f, Fragment>,
+        fields: &[FieldId],
+    ) -> Result<FragmentScan<'f>> {
+        let resolved: Vec<ArrayRef> = fields
+            .iter()
+            .map(|&f| resolve_array(&snapshot.schema, &fragment, f))
+            .collect::<Result<_>>()?;
+        RowLineage::of(snapshot.stable_row_ids, &fragment)?;
+        let live = if fragment.deletions.is_empty() {
+            // Still the check `live_offsets` makes: every offset fits in `u32`.
+            fragment.offset_count()?;
+            None
+        } else {
+            Some(fragment.live_offsets()?.collect())
+        };
+        let scan = FragmentScan {
+            fragment,
+            stable_row_ids: snapshot.stable_row_ids,
+            fields: fields.to_vec(),
+            resolved,
+            live,
+        };
+        // What a batch of the rows would refuse (every column one value per live row).
+        if let Some(c) = scan.resolved.iter().find(|c| c.len() != scan.len()) {
+            return Err(Error::TypeMismatch {
+                fragment: scan.fragment.id,
+                file: "(scan batch)".into(),
+                field: fields.first().copied().unwrap_or(ROW_ID_FIELD_ID),
+                index: 0,
+                expected: "one batch of equal-length columns".into(),
+                found: format!(
+                    "a resolved column of {} rows for {} live rows",
+                    c.len(),
+                    scan.len()
+                ),
+            });
+        }
+        Ok(scan)
+    }
+
+    /// The number of live rows.
+    pub fn len(&self) -> usize {
+        match &self.live {
+            Some(live) => live.len(),
+            // `new` checked that the offsets fit in `u32`.
+            None => usize::try_from(self.fragment.physical_rows).unwrap_or(0),
+        }
+    }
+
+    /// Whether the fragment has no live row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The fragment scanned.
+    pub fn fragment(&self) -> &Fragment {
+        &self.fragment
+    }
+
+    /// The physical offset of the live row at `position`.
+    fn offset(&self, position: usize) -> Option<usize> {
+        match &self.live {
+            Some(live) => live.get(position).map(|&o| o as usize),
+            None => (position < self.len()).then_some(position),
+        }
+    }
+
+    /// The position among the live rows of the row at physical `offset`, if it is live.
+    pub fn position(&self, offset: u64) -> Option<usize> {
+        match &self.live {
+            Some(live) => live.binary_search(&u32::try_from(offset).ok()?).ok(),
+            None => usize::try_from(offset).ok().filter(|&p| p < self.len()),
+        }
+    }
+
+    /// The live rows at `positions` (clamped to the live rows), each as [`scan`] returns it:
+    /// `None` for a row whose values the model cannot hold.
+    pub fn rows(&self, positions: Range<usize>) -> impl Iterator<Item = Option<ScanRow>> + '_ {
+        // `new` checked the lineage, so this cannot fail here.
+        let lineage = RowLineage::of(self.stable_row_ids, &self.fragment).ok();
+        let end = positions.end.min(self.len());
+        lineage.into_iter().flat_map(move |lineage| {
+            (positions.start..end).map(move |k| {
+                let offset = self.offset(k)?;
+                let values = self
+                    .resolved
+                    .iter()
+                    .map(|c| value_at(c.as_ref(), k))
+                    .collect::<Option<Vec<Value>>>()?;
+                Some(ScanRow {
+                    fragment: self.fragment.id,
+                    offset: offset as u64,
+                    row_id: lineage.row_id(offset),
+                    created_at: lineage.version(CREATED_AT_FIELD_ID, offset),
+                    last_updated_at: lineage.version(LAST_UPDATED_AT_FIELD_ID, offset),
+                    values,
+                })
+            })
+        })
+    }
+
+    /// The physical offset and `_rowid` of every live row, in order.
+    pub fn row_ids(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let lineage = RowLineage::of(self.stable_row_ids, &self.fragment).ok();
+        lineage.into_iter().flat_map(move |lineage| {
+            (0..self.len())
+                .filter_map(move |k| self.offset(k))
+                .map(move |o| (o as u64, lineage.row_id(o)))
+        })
+    }
+
+    /// Every live row as one record batch of `schema` ([`scan_batches`]' columns).
+    fn batch(&self, schema: &SchemaRef) -> Result<RecordBatch> {
+        let fragment = self.fragment.as_ref();
+        let lineage = RowLineage::of(self.stable_row_ids, fragment)?;
+        // Exact-size iterators: each column is allocated once, at its length.
+        let per_row = |value: &dyn Fn(usize) -> u64| -> ArrayRef {
+            Arc::new(match &self.live {
+                Some(live) => {
+                    UInt64Array::from_iter_values(live.iter().map(|&o| value(o as usize)))
+                }
+                None => UInt64Array::from_iter_values((0..self.len()).map(value)),
+            })
+        };
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+        columns.push(per_row(&|_| fragment.id));
+        columns.push(per_row(&|o| o as u64));
+        columns.push(per_row(&|o| lineage.row_id(o)));
+        columns.push(per_row(&|o| lineage.version(CREATED_AT_FIELD_ID, o)));
+        columns.push(per_row(&|o| lineage.version(LAST_UPDATED_AT_FIELD_ID, o)));
+        columns.extend(self.resolved.iter().cloned());
+        RecordBatch::try_new(schema.clone(), columns).map_err(|e| Error::TypeMismatch {
+            fragment: fragment.id,
+            file: "(scan batch)".into(),
+            field: self.fields.first().copied().unwrap_or(ROW_ID_FIELD_ID),
+            index: 0,
+            expected: "one batch of equal-length columns".into(),
+            found: e.to_string(),
+        })
+    }
 }
 
 #[cfg(test)]

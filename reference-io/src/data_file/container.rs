@@ -6,6 +6,13 @@
 //! offset table; global buffer 0 before the column metadata), and it checks every count against
 //! the bytes that must hold it before allocating anything. Everything downstream can slice with
 //! these numbers without re-checking them against the file length.
+//!
+//! The file need not be held whole: a [`Region`] is the bytes of the file from one position to
+//! its end, and [`Container::parse_region`] decides from a region and the file's length exactly
+//! what [`Container::parse`] decides from the whole file, provided the region holds everything
+//! from `column_meta_start` on ([`Footer::parse`] tells where that is from the last
+//! [`FOOTER_LEN`] bytes alone). Positions stay the file's: a region answers for an [`Extent`]
+//! only the bytes it holds.
 
 use super::DataFileError;
 
@@ -88,9 +95,43 @@ impl Extent {
 
     /// The extent's bytes, or `None` when it does not lie inside `bytes`.
     pub fn slice(self, bytes: &[u8]) -> Option<&[u8]> {
-        let start = usize::try_from(self.position).ok()?;
-        let end = usize::try_from(self.end()?).ok()?;
-        bytes.get(start..end)
+        Region::whole(bytes).get(self)
+    }
+}
+
+/// Consecutive bytes of a file and the file position of the first: the whole file (from 0), or
+/// a part read alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region<'a> {
+    /// The file position of `bytes[0]`.
+    pub start: u64,
+    /// The bytes held.
+    pub bytes: &'a [u8],
+}
+
+impl<'a> Region<'a> {
+    /// The whole file.
+    pub fn whole(bytes: &'a [u8]) -> Region<'a> {
+        Region { start: 0, bytes }
+    }
+
+    /// The file position just past the last byte held, or `None` when it overflows.
+    pub fn end(self) -> Option<u64> {
+        self.start.checked_add(self.bytes.len() as u64)
+    }
+
+    /// The bytes of `extent`, or `None` when the region does not hold all of them.
+    pub fn get(self, extent: Extent) -> Option<&'a [u8]> {
+        let start = usize::try_from(extent.position.checked_sub(self.start)?).ok()?;
+        let end = usize::try_from(extent.end()?.checked_sub(self.start)?).ok()?;
+        self.bytes.get(start..end)
+    }
+
+    fn at(self, position: u64, len: u64) -> Option<&'a [u8]> {
+        self.get(Extent {
+            position,
+            size: len,
+        })
     }
 }
 
@@ -115,40 +156,42 @@ pub struct Container {
     pub global_buffers: Vec<Extent>,
 }
 
-fn le_u64(bytes: &[u8], at: usize) -> Option<u64> {
-    let b: [u8; 8] = bytes.get(at..at.checked_add(8)?)?.try_into().ok()?;
+fn le_u64(bytes: Region<'_>, at: u64) -> Option<u64> {
+    let b: [u8; 8] = bytes.at(at, 8)?.try_into().ok()?;
     Some(u64::from_le_bytes(b))
 }
 
-fn le_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    let b: [u8; 4] = bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
+fn le_u32(bytes: Region<'_>, at: u64) -> Option<u32> {
+    let b: [u8; 4] = bytes.at(at, 4)?.try_into().ok()?;
     Some(u32::from_le_bytes(b))
 }
 
-fn le_u16(bytes: &[u8], at: usize) -> Option<u16> {
-    let b: [u8; 2] = bytes.get(at..at.checked_add(2)?)?.try_into().ok()?;
+fn le_u16(bytes: Region<'_>, at: u64) -> Option<u16> {
+    let b: [u8; 2] = bytes.at(at, 2)?.try_into().ok()?;
     Some(u16::from_le_bytes(b))
 }
 
-impl Container {
-    /// Parses and checks the footer and both offset tables of `bytes`.
-    pub fn parse(bytes: &[u8], file: &str) -> Result<Container, DataFileError> {
-        let len = bytes.len();
-        let footer_start = len
-            .checked_sub(FOOTER_LEN)
-            .ok_or_else(|| DataFileError::TooShort {
-                file: file.to_string(),
-                len: len as u64,
-            })?;
+impl Footer {
+    /// Parses and checks the footer of a file of `len` bytes from `bytes`, which must hold its
+    /// last [`FOOTER_LEN`] bytes: the magic, a version this reader decodes, and positions in
+    /// file order (`column_meta_start <= cmo_table_start <= gbo_table_start <=` the footer's
+    /// own position).
+    pub fn parse(bytes: Region<'_>, len: u64, file: &str) -> Result<Footer, DataFileError> {
+        let footer_pos =
+            len.checked_sub(FOOTER_LEN as u64)
+                .ok_or_else(|| DataFileError::TooShort {
+                    file: file.to_string(),
+                    len,
+                })?;
         let oob = |structure: &str, problem: String| DataFileError::OutOfBounds {
             file: file.to_string(),
             structure: structure.to_string(),
             problem,
         };
         let truncated = || oob("footer", "cannot read the footer".to_string());
-        let f = footer_start;
+        let f = footer_pos;
         let magic: [u8; 4] = bytes
-            .get(f + 36..f + 40)
+            .at(f + 36, 4)
             .and_then(|m| m.try_into().ok())
             .ok_or_else(truncated)?;
         if magic != MAGIC {
@@ -184,7 +227,6 @@ impl Container {
             num_columns: le_u32(bytes, f + 28).ok_or_else(truncated)?,
             version,
         };
-        let footer_pos = footer_start as u64;
         if !(footer.column_meta_start <= footer.cmo_table_start
             && footer.cmo_table_start <= footer.gbo_table_start
             && footer.gbo_table_start <= footer_pos)
@@ -200,6 +242,32 @@ impl Container {
                 ),
             ));
         }
+        Ok(footer)
+    }
+}
+
+impl Container {
+    /// Parses and checks the footer and both offset tables of `bytes`, the whole file.
+    pub fn parse(bytes: &[u8], file: &str) -> Result<Container, DataFileError> {
+        Container::parse_region(Region::whole(bytes), bytes.len() as u64, file)
+    }
+
+    /// Parses and checks the footer and both offset tables of a file of `len` bytes from
+    /// `bytes`, which holds it from its `column_meta_start` (or earlier) to its end: the
+    /// answer, and the error, [`Container::parse`] gives for the whole file.
+    pub fn parse_region(
+        bytes: Region<'_>,
+        len: u64,
+        file: &str,
+    ) -> Result<Container, DataFileError> {
+        let footer = Footer::parse(bytes, len, file)?;
+        // Only called once the footer is read, so `len` holds it.
+        let footer_pos = len - FOOTER_LEN as u64;
+        let oob = |structure: &str, problem: String| DataFileError::OutOfBounds {
+            file: file.to_string(),
+            structure: structure.to_string(),
+            problem,
+        };
         // 16 * u32::MAX fits in u64, so these products cannot overflow.
         let cmo_len = 16 * u64::from(footer.num_columns);
         if footer.gbo_table_start - footer.cmo_table_start != cmo_len {
@@ -232,9 +300,8 @@ impl Container {
         // the file length and these allocations are too.
         let read_table =
             |start: u64, count: u32, name: &str| -> Result<Vec<Extent>, DataFileError> {
-                let start = usize::try_from(start).map_err(|_| truncated())?;
                 let mut out = Vec::with_capacity(count as usize);
-                for i in 0..count as usize {
+                for i in 0..u64::from(count) {
                     let at = start + 16 * i;
                     let position = le_u64(bytes, at);
                     let size = le_u64(bytes, at + 8);

@@ -41,9 +41,11 @@ pub mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use container::FileVersion;
+pub use container::{FileVersion, Region};
 pub use error::DataFileError;
-pub use reader::{DataFileContents, FileField, PageSummary, read_data_file};
+pub use reader::{
+    DataFileContents, FileField, PageSummary, metadata_start, read_data_file, read_data_file_in,
+};
 pub use writer::{
     ColumnData, DataFileVersion, FileExtras, PageEdit, keep_page, write_data_file,
     write_data_file_edited, write_data_file_in, write_data_file_with,

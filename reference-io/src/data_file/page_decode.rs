@@ -11,7 +11,7 @@
 
 use super::DataFileError;
 use super::MAX_DECODED_VALUES;
-use super::container::Extent;
+use super::container::{Extent, Region};
 use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
@@ -215,8 +215,8 @@ pub const MAX_ENCODING_DEPTH: u32 = 8;
 pub struct PageData<'a> {
     /// File path, for errors.
     pub file: &'a str,
-    /// The whole file.
-    pub bytes: &'a [u8],
+    /// The file's bytes, holding at least the page's buffers (positions are the file's).
+    pub bytes: Region<'a>,
     /// The page's buffers (`Page.buffer_offsets` / `buffer_sizes`).
     pub buffers: &'a [Extent],
 }
@@ -327,8 +327,8 @@ impl PageData<'_> {
                     self.buffers.len()
                 ),
             })?;
-        extent
-            .slice(self.bytes)
+        self.bytes
+            .get(*extent)
             .ok_or_else(|| DataFileError::OutOfBounds {
                 file: self.file.to_string(),
                 structure: path.to_string(),

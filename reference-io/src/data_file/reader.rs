@@ -17,7 +17,15 @@
 //! struct's validity lives in each leaf's definition levels.
 //! [`DataFileContents::column_field`] says which field a column holds and
 //! [`DataFileContents::struct_validity`] gives the validity of the structs around a leaf.
+//!
+//! The file need not be held whole: [`read_data_file_in`] parses it from its metadata region
+//! (everything from global buffer 0 or the column metadata, whichever comes first, to the end)
+//! and decides exactly what [`read_data_file`] decides from the whole file, since every check
+//! before page contents reads only that region and the file's length. Its columns are then
+//! decoded from each page's bytes as the caller fetches them
+//! ([`DataFileContents::column_array_with`]: one page's buffers at a time).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use prost::Message;
@@ -25,9 +33,14 @@ use prost::Message;
 use super::DataFileError;
 use super::MAX_DECODED_VALUES;
 use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL, names_message};
-use super::container::{Container, Extent, FileVersion};
+use super::container::{Container, Extent, FileVersion, Footer, Region};
 use super::page_decode::{Kind, MAX_ENCODING_DEPTH, PageData, depth, describe};
 use super::structural::{Site, assemble, page_layout};
+use std::sync::Arc;
+
+use arrow_array::builder::{BooleanBuilder, PrimitiveBuilder, StringBuilder};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, StringArray, make_array, new_empty_array};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_data::ArrayData;
@@ -86,10 +99,11 @@ pub struct PageSummary {
     pub encoding: String,
 }
 
-/// A parsed data file. Borrows the file's bytes; columns are decoded on request.
+/// A parsed data file. Borrows the file's bytes (the whole file or its metadata region);
+/// columns are decoded on request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DataFileContents<'a> {
-    bytes: &'a [u8],
+    held: Region<'a>,
     path: String,
     version: FileVersion,
     num_rows: u64,
@@ -135,6 +149,16 @@ impl<'a> DataFileContents<'a> {
     /// stores no struct validity (its struct header columns have none), so every entry is
     /// `None` there.
     pub fn struct_validity(&self, index: usize) -> Result<Vec<Option<NullBuffer>>, DataFileError> {
+        self.struct_validity_with(index, |span| self.held_page(span))
+    }
+
+    /// [`Self::struct_validity`], each page's buffers fetched by `fetch` (given the extent from
+    /// the page's first buffer to its last, it returns exactly those bytes).
+    pub fn struct_validity_with<'b, E: From<DataFileError>>(
+        &self,
+        index: usize,
+        mut fetch: impl FnMut(Extent) -> Result<Cow<'b, [u8]>, E>,
+    ) -> Result<Vec<Option<NullBuffer>>, E> {
         let column = self.column_meta(index)?;
         let depth = self.struct_depth(index);
         if !self.is_structural() {
@@ -146,13 +170,18 @@ impl<'a> DataFileContents<'a> {
                 continue;
             };
             let site = Site::new(&self.path, format!("ColumnMetadata[{index}].pages[{p}]"));
-            let (decoded, rows) = self.structural_page(layout, page, &site)?;
+            let (start, bytes) = page_bytes(page, &mut fetch)?;
+            let held = Region {
+                start,
+                bytes: &bytes,
+            };
+            let (decoded, rows) = self.structural_page(layout, page, held, &site)?;
             let struct_layers = assemble::struct_layers(&decoded, rows);
             if struct_layers.len() != depth {
-                return Err(site.invalid(format!(
+                return Err(E::from(site.invalid(format!(
                     "the page has {} struct layers but the column's field is inside {depth} structs",
                     struct_layers.len()
-                )));
+                ))));
             }
             // Inner-most first in the page; outermost first in the answer.
             for (k, b) in struct_layers.into_iter().rev().enumerate() {
@@ -200,18 +229,31 @@ impl<'a> DataFileContents<'a> {
             })
     }
 
-    /// Decodes one v2.1+ page.
+    /// The bytes of `span` from the bytes held (every page's, when the whole file is held).
+    fn held_page(&self, span: Extent) -> Result<Cow<'a, [u8]>, DataFileError> {
+        self.held
+            .get(span)
+            .map(Cow::Borrowed)
+            .ok_or_else(|| DataFileError::OutOfBounds {
+                file: self.path.clone(),
+                structure: format!("page buffers at {} with size {}", span.position, span.size),
+                problem: "not among the bytes read".into(),
+            })
+    }
+
+    /// Decodes one v2.1+ page from `held`, which holds its buffers.
     fn structural_page(
         &self,
         layout: &enc21::PageLayout,
         page: &Page,
+        held: Region<'_>,
         site: &Site,
     ) -> Result<(super::structural::mini_block::PageValues, usize), DataFileError> {
         let rows = site.check_count(page.rows)?;
         let mut buffers = Vec::with_capacity(page.buffers.len());
         for (b, e) in page.buffers.iter().enumerate() {
             buffers.push(
-                e.slice(self.bytes)
+                held.get(*e)
                     .ok_or_else(|| site.oob(format!("buffer {b} lies outside the file")))?,
             );
         }
@@ -234,11 +276,12 @@ impl<'a> DataFileContents<'a> {
         &self.schema_metadata
     }
 
-    /// The bytes of global buffer `index` (0 is the `FileDescriptor`), when the file has it.
+    /// The bytes of global buffer `index` (0 is the `FileDescriptor`), when the file has it
+    /// and its bytes are held (every buffer of a file read whole; buffer 0 always).
     pub fn global_buffer(&self, index: usize) -> Option<&'a [u8]> {
         self.global_buffers
             .get(index)
-            .and_then(|g| g.slice(self.bytes))
+            .and_then(|g| self.held.get(*g))
     }
 
     /// Number of global buffers, the descriptor included.
@@ -286,43 +329,171 @@ impl<'a> DataFileContents<'a> {
         index: usize,
         data_type: &DataType,
     ) -> Result<ArrayRef, DataFileError> {
+        self.column_array_with(index, data_type, |span| self.held_page(span))
+    }
+
+    /// [`Self::column_array`], each page's buffers fetched by `fetch` (given the extent from
+    /// the page's first buffer to its last, it returns exactly those bytes), one page at a
+    /// time: only one page's bytes are held at once.
+    pub fn column_array_with<'b, E: From<DataFileError>>(
+        &self,
+        index: usize,
+        data_type: &DataType,
+        mut fetch: impl FnMut(Extent) -> Result<Cow<'b, [u8]>, E>,
+    ) -> Result<ArrayRef, E> {
         let column = self.column_meta(index)?;
         if column.rows > MAX_DECODED_VALUES {
-            return Err(DataFileError::RowLimitExceeded {
+            return Err(E::from(DataFileError::RowLimitExceeded {
                 file: self.path.clone(),
                 structure: format!("ColumnMetadata[{index}]"),
                 rows: column.rows,
                 limit: MAX_DECODED_VALUES,
-            });
+            }));
         }
         let kind = Kind::of(data_type);
-        let mut pages: Vec<ArrayRef> = Vec::with_capacity(column.pages.len());
+        let mut pages = Gathered::new(kind, column.pages.len(), column.rows);
         for (p, page) in column.pages.iter().enumerate() {
             let path = format!("ColumnMetadata[{index}].pages[{p}].encoding");
+            let (start, bytes) = page_bytes(page, &mut fetch)?;
+            let held = Region {
+                start,
+                bytes: &bytes,
+            };
             let values = match &page.encoding {
                 PageEncoding::V2_0(encoding) => {
                     let data = PageData {
                         file: &self.path,
-                        bytes: self.bytes,
+                        bytes: held,
                         buffers: &page.buffers,
                     };
                     data.decode(encoding, kind, page.rows, &path)?
                 }
                 PageEncoding::Structural(layout) => {
                     let site = Site::new(&self.path, format!("ColumnMetadata[{index}].pages[{p}]"));
-                    let (decoded, rows) = self.structural_page(layout, page, &site)?;
+                    let (decoded, rows) = self.structural_page(layout, page, held, &site)?;
                     assemble::page_array(decoded, kind, rows, &site.at("encoding"))?
                 }
             };
+            drop(bytes);
             if values.len() as u64 != page.rows {
-                return Err(DataFileError::InvalidPageData {
+                return Err(E::from(DataFileError::InvalidPageData {
                     file: self.path.clone(),
                     structure: path,
                     problem: format!("decoded {} values for {} rows", values.len(), page.rows),
-                });
+                }));
             }
             pages.push(values);
         }
+        pages.finish(kind).map_err(|e| {
+            E::from(DataFileError::InvalidPageData {
+                file: self.path.clone(),
+                structure: format!("ColumnMetadata[{index}].pages"),
+                problem: format!("pages do not concatenate: {e}"),
+            })
+        })
+    }
+}
+
+/// A column's decoded pages on their way to being the column's one array. A column of several
+/// pages of a primitive type, `bool` or `utf8` is appended page by page into a builder made for
+/// the whole column, and each page is dropped once appended, so the column never exists twice
+/// (every page and their concatenation); the array is the one concatenating the pages gives,
+/// as [`join_pages`] gives it. Any other column, and a
+/// column of one page, keeps its pages and concatenates them at the end.
+enum Gathered {
+    Pages(Vec<ArrayRef>),
+    Int32(PrimitiveBuilder<Int32Type>),
+    Int64(PrimitiveBuilder<Int64Type>),
+    UInt64(PrimitiveBuilder<UInt64Type>),
+    Float32(PrimitiveBuilder<Float32Type>),
+    Float64(PrimitiveBuilder<Float64Type>),
+    Bool(BooleanBuilder),
+    /// Strings, and the rows of the whole column (the first page tells how many bytes a row
+    /// takes, for the values buffer's first size).
+    Utf8(Option<StringBuilder>, usize),
+}
+
+/// The most bytes [`Gathered`] allocates for a string column's values on a guess.
+const GUESSED_BYTES: usize = 1 << 26;
+
+impl Gathered {
+    /// The gathering of a column of `kind` with `pages` pages and `rows` rows (at most
+    /// [`MAX_DECODED_VALUES`], checked by the caller).
+    fn new(kind: Kind, pages: usize, rows: u64) -> Gathered {
+        let rows = usize::try_from(rows).unwrap_or(0);
+        if pages < 2 {
+            return Gathered::Pages(Vec::with_capacity(pages));
+        }
+        match kind {
+            Kind::Int32 => Gathered::Int32(PrimitiveBuilder::with_capacity(rows)),
+            Kind::Int64 => Gathered::Int64(PrimitiveBuilder::with_capacity(rows)),
+            Kind::UInt64 => Gathered::UInt64(PrimitiveBuilder::with_capacity(rows)),
+            Kind::Float32 => Gathered::Float32(PrimitiveBuilder::with_capacity(rows)),
+            Kind::Float64 => Gathered::Float64(PrimitiveBuilder::with_capacity(rows)),
+            Kind::Bool => Gathered::Bool(BooleanBuilder::with_capacity(rows)),
+            Kind::Utf8 => Gathered::Utf8(None, rows),
+            _ => Gathered::Pages(Vec::with_capacity(pages)),
+        }
+    }
+
+    /// Appends the next page (an array of the column's kind, as every page decodes to); a page
+    /// of another type ends the appending: the pages are then concatenated at the end, which
+    /// reports it.
+    fn push(&mut self, page: ArrayRef) {
+        let appended = match self {
+            Gathered::Pages(pages) => {
+                pages.push(page);
+                return;
+            }
+            Gathered::Int32(b) => page.as_primitive_opt().map(|a| b.append_array(a)),
+            Gathered::Int64(b) => page.as_primitive_opt().map(|a| b.append_array(a)),
+            Gathered::UInt64(b) => page.as_primitive_opt().map(|a| b.append_array(a)),
+            Gathered::Float32(b) => page.as_primitive_opt().map(|a| b.append_array(a)),
+            Gathered::Float64(b) => page.as_primitive_opt().map(|a| b.append_array(a)),
+            Gathered::Bool(b) => page.as_boolean_opt().map(|a| b.append_array(a)),
+            Gathered::Utf8(b, rows) => page.as_string_opt::<i32>().and_then(|a| {
+                let b = b.get_or_insert_with(|| {
+                    // As many bytes per row as the first page holds, for every row: a guess
+                    // from untrusted bytes, so never more than `GUESSED_BYTES` ahead of what
+                    // is appended (past it the builder grows as values arrive).
+                    let per_row = a.value_data().len().div_ceil(a.len().max(1));
+                    let guess = per_row.saturating_mul(*rows).min(GUESSED_BYTES);
+                    StringBuilder::with_capacity(*rows, guess)
+                });
+                // Appending fails only past i32 offsets, where concatenating fails too.
+                b.append_array(a).ok()
+            }),
+        };
+        if appended.is_none() {
+            let mut pages: Vec<ArrayRef> = self.take().into_iter().collect();
+            pages.push(page);
+            *self = Gathered::Pages(pages);
+        }
+    }
+
+    /// What was appended so far, as one array (none when nothing was).
+    fn take(&mut self) -> Option<ArrayRef> {
+        let finished: ArrayRef = match self {
+            Gathered::Pages(_) | Gathered::Utf8(None, _) => return None,
+            Gathered::Int32(b) => Arc::new(b.finish()),
+            Gathered::Int64(b) => Arc::new(b.finish()),
+            Gathered::UInt64(b) => Arc::new(b.finish()),
+            Gathered::Float32(b) => Arc::new(b.finish()),
+            Gathered::Float64(b) => Arc::new(b.finish()),
+            Gathered::Bool(b) => Arc::new(b.finish()),
+            Gathered::Utf8(Some(b), _) => Arc::new(b.finish()),
+        };
+        Some(finished)
+    }
+
+    /// The column's array.
+    fn finish(mut self, kind: Kind) -> Result<ArrayRef, arrow_schema::ArrowError> {
+        if let Some(array) = self.take() {
+            return Ok(array);
+        }
+        let Gathered::Pages(pages) = self else {
+            return Ok(new_empty_array(&kind.arrow_type()));
+        };
         match pages.as_slice() {
             [] => Ok(new_empty_array(&kind.arrow_type())),
             [one] => Ok(one.clone()),
@@ -375,6 +546,27 @@ fn join_pages(first: &ArrayRef, rest: &[ArrayRef]) -> Result<ArrayRef, String> {
         joined.extend(page, 0, data.len());
     }
     Ok(make_array(joined.freeze()))
+}
+
+/// The bytes of `page`'s buffers, from its first buffer's start to its last buffer's end,
+/// fetched by `fetch`, with the file position they start at; none for a page without buffers.
+fn page_bytes<'b, E>(
+    page: &Page,
+    fetch: &mut impl FnMut(Extent) -> Result<Cow<'b, [u8]>, E>,
+) -> Result<(u64, Cow<'b, [u8]>), E> {
+    let start = page.buffers.iter().map(|b| b.position).min();
+    // Every buffer's end was checked not to overflow when the metadata was read.
+    let end = page.buffers.iter().filter_map(|b| b.end()).max();
+    match (start, end) {
+        (Some(start), Some(end)) => {
+            let span = Extent {
+                position: start,
+                size: end.saturating_sub(start),
+            };
+            Ok((start, fetch(span)?))
+        }
+        _ => Ok((0, Cow::Borrowed(&[]))),
+    }
 }
 
 /// Context for error construction while reading one file.
@@ -448,15 +640,27 @@ pub fn read_data_file<'a>(
     bytes: &'a [u8],
     path_for_errors: &str,
 ) -> Result<DataFileContents<'a>, DataFileError> {
+    read_data_file_in(Region::whole(bytes), bytes.len() as u64, path_for_errors)
+}
+
+/// [`read_data_file`] of a file of `len` bytes from `bytes`, which holds it from global buffer
+/// 0 or `column_meta_start` (whichever comes first) to its end: the same answer and the same
+/// errors as from the whole file (the module docs). Its columns' pages are then fetched with
+/// [`DataFileContents::column_array_with`].
+pub fn read_data_file_in<'a>(
+    bytes: Region<'a>,
+    len: u64,
+    path_for_errors: &str,
+) -> Result<DataFileContents<'a>, DataFileError> {
     let ctx = Ctx {
         file: path_for_errors,
     };
-    let layout = Container::parse(bytes, path_for_errors)?;
+    let layout = Container::parse_region(bytes, len, path_for_errors)?;
     let gb0 = "global buffer 0 (FileDescriptor)";
     let descriptor_bytes = layout
         .global_buffers
         .first()
-        .and_then(|g| g.slice(bytes))
+        .and_then(|g| bytes.get(*g))
         .ok_or_else(|| ctx.missing(gb0))?;
     let descriptor =
         pbf::FileDescriptor::decode(descriptor_bytes).map_err(|e| ctx.protobuf(gb0, e))?;
@@ -481,8 +685,8 @@ pub fn read_data_file<'a>(
     let mut columns = Vec::with_capacity(layout.columns.len());
     for (i, extent) in layout.columns.iter().enumerate() {
         let structure = format!("ColumnMetadata[{i}]");
-        let raw = extent
-            .slice(bytes)
+        let raw = bytes
+            .get(*extent)
             .ok_or_else(|| ctx.oob(&structure, "outside the file".into()))?;
         let meta = pb2::ColumnMetadata::decode(raw).map_err(|e| ctx.protobuf(&structure, e))?;
         let payload = ctx.direct_payload(
@@ -600,7 +804,7 @@ pub fn read_data_file<'a>(
         columns.push(Column { rows, pages });
     }
     Ok(DataFileContents {
-        bytes,
+        held: bytes,
         path: path_for_errors.to_string(),
         version: layout.footer.version,
         num_rows: descriptor.length,
@@ -610,6 +814,27 @@ pub fn read_data_file<'a>(
         columns,
         column_fields,
     })
+}
+
+/// Where the bytes [`read_data_file_in`] reads from a file of `len` bytes begin, as far as
+/// `held` tells (bytes that end at the file's end: at least its last
+/// [`FOOTER_LEN`](super::container::FOOTER_LEN), or all of a shorter file): `column_meta_start`
+/// once the footer is held, then global buffer 0's position if it comes first, once the offset
+/// tables are held; the start of `held` when it holds them already, or when its footer or
+/// tables do not parse (the error [`read_data_file_in`] then reports from `held` is the whole
+/// file's). A reader holding less reads from the answer on and asks again, until the answer is
+/// the start of what it holds.
+pub fn metadata_start(held: Region<'_>, len: u64, path_for_errors: &str) -> u64 {
+    let Ok(footer) = Footer::parse(held, len, path_for_errors) else {
+        return held.start;
+    };
+    if footer.column_meta_start < held.start {
+        return footer.column_meta_start;
+    }
+    Container::parse_region(held, len, path_for_errors)
+        .ok()
+        .and_then(|c| c.global_buffers.first().map(|g| g.position))
+        .map_or(held.start, |gb0| gb0.min(held.start))
 }
 
 /// The schema field of each column: every field in v2.0; the leaves (fields that are not

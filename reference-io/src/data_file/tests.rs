@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use prost::Message;
 
 use super::any::{ARRAY_ENCODING_URL, Any, COLUMN_ENCODING_URL};
-use super::container::{Extent, FOOTER_LEN, FileVersion, Footer, offset_table_bytes};
+use super::container::{Extent, FOOTER_LEN, FileVersion, Footer, Region, offset_table_bytes};
 use super::page_encode::{bitmap, encode_page};
 use super::*;
 use enc::array_encoding::ArrayEncoding as Arm;
@@ -1113,8 +1113,84 @@ fn decode_everything(bytes: &[u8], types: &[DataType]) {
     }
 }
 
+/// The region a reader holding only the file's last `tail` bytes (at least the footer's) ends
+/// up reading
+/// ([`metadata_start`], asked until it answers the start of what is held).
+fn metadata_region(bytes: &[u8], tail: usize) -> Region<'_> {
+    let len = bytes.len() as u64;
+    let mut held = Region {
+        start: len.saturating_sub(tail as u64),
+        bytes: &bytes[bytes.len().saturating_sub(tail)..],
+    };
+    loop {
+        let from = metadata_start(held, len, "fuzz.lance");
+        if from >= held.start {
+            return held;
+        }
+        held = Region {
+            start: from,
+            bytes: &bytes[from as usize..],
+        };
+    }
+}
+
+/// A file read from its metadata region, each page fetched alone, reads as the whole file does:
+/// the same first error, or the same columns and struct layers.
+fn assert_read_as_whole(bytes: &[u8], tail: usize, types: &[DataType]) {
+    let whole = read_data_file(bytes, "fuzz.lance");
+    let held = metadata_region(bytes, tail);
+    let part = read_data_file_in(held, bytes.len() as u64, "fuzz.lance");
+    let (whole, part) = match (whole, part) {
+        (Ok(whole), Ok(part)) => (whole, part),
+        (whole, part) => {
+            assert_eq!(whole.err(), part.err());
+            return;
+        }
+    };
+    let fetch = |span: Extent| -> Result<std::borrow::Cow<'_, [u8]>, DataFileError> {
+        let page = Region::whole(bytes).get(span).unwrap();
+        Ok(std::borrow::Cow::Owned(page.to_vec()))
+    };
+    assert_eq!(whole.num_columns(), part.num_columns());
+    assert_eq!(whole.schema(), part.schema());
+    for i in 0..whole.num_columns() + 1 {
+        for dt in types {
+            let a = whole.column_array(i, dt);
+            let b = part.column_array_with(i, dt, fetch);
+            match (&a, &b) {
+                (Ok(a), Ok(b)) => assert_eq!(a.as_ref(), b.as_ref(), "column {i} as {dt:?}"),
+                _ => assert_eq!(a.err(), b.err(), "column {i} as {dt:?}"),
+            }
+        }
+        assert_eq!(
+            whole.struct_validity(i),
+            part.struct_validity_with(i, fetch)
+        );
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_file_read_from_its_metadata_region_reads_as_whole(
+        columns in columns_strategy(),
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
+        cut in any::<prop::sample::Index>(),
+        tail in FOOTER_LEN..400,
+    ) {
+        let bytes = write_data_file(&columns).unwrap();
+        let mut types: Vec<DataType> = columns.iter().map(|c| c.field.data_type.clone()).collect();
+        types.push(DataType::Utf8);
+        let mut mutated = bytes.clone();
+        for (at, x) in &flips {
+            let i = at.index(mutated.len());
+            mutated[i] ^= x | 1;
+        }
+        assert_read_as_whole(&bytes, tail, &types);
+        assert_read_as_whole(&mutated, tail, &types);
+        assert_read_as_whole(&bytes[..cut.index(bytes.len() + 1)], tail, &types);
+    }
 
     #[test]
     fn read_of_write_is_identity(columns in columns_strategy()) {
@@ -1144,5 +1220,40 @@ proptest! {
         }
         decode_everything(&mutated, &types);
         decode_everything(&bytes[..cut.index(bytes.len() + 1)], &types);
+    }
+}
+
+#[test]
+fn files_lance_wrote_read_from_their_metadata_region_as_whole() {
+    let v2x = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/lance14_v2x");
+    let mut files: Vec<Vec<u8>> = [
+        "dictionary.lance",
+        "fixed_width.lance",
+        "int_utf8.lance",
+        "multipage.lance",
+        "nested.lance",
+        "v2_1.lance",
+    ]
+    .iter()
+    .map(|name| golden(name))
+    .collect();
+    for name in ["v2_1_1000", "v2_2_1000", "v2_2_bool", "v2_2_update"] {
+        files.push(std::fs::read(format!("{v2x}/{name}.lance")).unwrap());
+    }
+    let types = [
+        DataType::Int32,
+        DataType::Int64,
+        DataType::UInt64,
+        DataType::Float32,
+        DataType::Float64,
+        DataType::Utf8,
+        DataType::Bool,
+        DataType::Struct,
+        DataType::FixedSizeList { dimension: 8 },
+    ];
+    for bytes in &files {
+        for tail in [FOOTER_LEN, 100, 1 << 16] {
+            assert_read_as_whole(bytes, tail, &types);
+        }
     }
 }

@@ -115,7 +115,10 @@ impl RowIdSequence {
                 expected: physical_rows,
             });
         }
-        Ok(self.iter().collect())
+        // Sized once: a collect would double its way up to the length, holding up to twice it.
+        let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        out.extend(self.iter());
+        Ok(out)
     }
 
     /// Appends `other`, merging a trailing `Range` with a leading `Range` when they touch.

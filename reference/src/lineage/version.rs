@@ -159,7 +159,10 @@ impl RowDatasetVersionSequence {
                 expected: physical_rows,
             });
         }
-        Ok(self.iter().collect())
+        // Sized once: a collect would double its way up to the length, holding up to twice it.
+        let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        out.extend(self.iter());
+        Ok(out)
     }
 
     /// The sequence without the rows at `deleted` (physical offsets): each run holding a deleted

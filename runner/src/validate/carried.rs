@@ -6,99 +6,83 @@
 //! row ids at consecutive offsets of one fragment are one run, so a table written in order costs
 //! a few runs per fragment, and a shuffled one at most one run (32 bytes) per row. The row
 //! itself is read again when a new row names it ([`OldRows`]), from a scan of its fragment
-//! ([`FragmentRows`]: the reference's [`scan_batches`], its Arrow form, one fragment), of which
-//! at most [`OLD_FRAGMENTS_HELD`] are held at once. A row id found twice names the row seen
+//! ([`FragmentRows`]: the reference's [`FragmentScan`], one fragment resolved once and read row
+//! by row, holding no per-row column beyond the fragment's own), of which at most
+//! [`OLD_FRAGMENTS_HELD`] are held at once. A row id found twice names the row seen
 //! last (fragments in manifest order, rows in physical order), as a map filled in that order
 //! would.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::UInt64Type;
-use arrow_array::{RecordBatch, UInt64Array};
-use lance_reference::model::{FieldId, Fragment, Snapshot, Value, value_at};
-use lance_reference::scan::{BATCH_PREFIX, ScanRow, scan_batches};
+use lance_reference::model::{FieldId, Fragment, Snapshot};
+use lance_reference::scan::{FragmentScan, ScanRow};
 
 /// How many old fragments' scans [`OldRows`] holds at once: a compaction's output draws from
 /// consecutive old fragments, so two cover a boundary between them.
 pub const OLD_FRAGMENTS_HELD: usize = 2;
 
-/// The live rows of one fragment, as a scan returns them, in the reference's Arrow form.
+/// How many consecutive rows [`FragmentRows::at_offset`] reads at once: carried rows are
+/// looked up in their old order, so one read serves the next lookups.
+const ROWS_READ_AHEAD: usize = 1024;
+
+/// The live rows of one fragment, as a scan returns them, read by position.
 #[derive(Debug)]
 pub struct FragmentRows {
-    batch: RecordBatch,
+    scan: FragmentScan<'static>,
+    /// The rows last read by [`Self::at_offset`] and the position of the first.
+    ahead: (usize, Vec<Option<ScanRow>>),
 }
 
 impl FragmentRows {
     /// Scans `fragment` (read with its columns) of `snapshot` for the top-level `fields`;
     /// `None` when the scan refuses it (a field it does not hold, a column it cannot resolve).
-    /// The fragment is given back unchanged: it is moved into the scan, not copied, as its
-    /// lineage is as large as the scan's own lineage columns.
-    pub fn scan(
-        snapshot: &Snapshot,
-        fragment: Fragment,
-        fields: &[FieldId],
-    ) -> (Option<Self>, Fragment) {
-        let mut one = Snapshot {
-            fragments: vec![fragment],
-            version: snapshot.version,
-            schema: snapshot.schema.clone(),
-            indices: Vec::new(),
-            config: snapshot.config.clone(),
-            stable_row_ids: snapshot.stable_row_ids,
-            next_row_id: snapshot.next_row_id,
-            reader_flags: snapshot.reader_flags,
-            writer_flags: snapshot.writer_flags,
-        };
-        let batch = scan_batches(&one, Some(fields))
+    /// The fragment is moved into the scan, which reads its lineage where it is held.
+    pub fn scan(snapshot: &Snapshot, fragment: Fragment, fields: &[FieldId]) -> Option<Self> {
+        FragmentScan::new(snapshot, Cow::Owned(fragment), fields)
             .ok()
-            .and_then(|batches| batches.into_iter().next());
-        let fragment = one.fragments.remove(0);
-        (batch.map(|batch| FragmentRows { batch }), fragment)
+            .map(|scan| FragmentRows {
+                scan,
+                ahead: (0, Vec::new()),
+            })
+    }
+
+    /// The fragment scanned.
+    pub fn fragment(&self) -> &Fragment {
+        self.scan.fragment()
     }
 
     /// The number of rows.
     pub fn len(&self) -> usize {
-        self.batch.num_rows()
+        self.scan.len()
     }
 
     /// Whether the fragment has no live row.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.scan.is_empty()
     }
 
-    fn prefix(&self, k: usize) -> &UInt64Array {
-        self.batch.column(k).as_primitive::<UInt64Type>()
+    /// The physical offset and row id of every row, in order.
+    pub fn places(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.scan.row_ids()
     }
 
-    /// The physical offset and row id of row `k`.
-    pub fn place(&self, k: usize) -> (u64, u64) {
-        (self.prefix(1).value(k), self.prefix(2).value(k))
-    }
-
-    /// Row `k` as [`lance_reference::scan::scan`] returns it; `None` past the end.
-    pub fn row(&self, k: usize) -> Option<ScanRow> {
-        if k >= self.len() {
-            return None;
-        }
-        let values = (BATCH_PREFIX.len()..self.batch.num_columns())
-            .map(|c| value_at(self.batch.column(c).as_ref(), k))
-            .collect::<Option<Vec<Value>>>()?;
-        Some(ScanRow {
-            fragment: self.prefix(0).value(k),
-            offset: self.prefix(1).value(k),
-            row_id: self.prefix(2).value(k),
-            created_at: self.prefix(3).value(k),
-            last_updated_at: self.prefix(4).value(k),
-            values,
-        })
+    /// Every row as [`lance_reference::scan::scan`] returns it, in order (a row whose values
+    /// the model cannot hold is left out).
+    pub fn rows(&self) -> impl Iterator<Item = ScanRow> + '_ {
+        self.scan.rows(0..self.len()).flatten()
     }
 
     /// The row at physical `offset`, if it is live.
-    pub fn at_offset(&self, offset: u64) -> Option<ScanRow> {
-        let offsets = self.prefix(1).values();
-        let k = offsets.binary_search(&offset).ok()?;
-        self.row(k)
+    pub fn at_offset(&mut self, offset: u64) -> Option<ScanRow> {
+        let k = self.scan.position(offset)?;
+        let (first, rows) = &self.ahead;
+        if !(*first..first + rows.len()).contains(&k) {
+            let end = k.saturating_add(ROWS_READ_AHEAD);
+            self.ahead = (k, self.scan.rows(k..end).collect());
+        }
+        let (first, rows) = &self.ahead;
+        rows.get(k - first).cloned().flatten()
     }
 }
 
@@ -212,8 +196,8 @@ impl<'a> OldRows<'a> {
             let rows = (self.scan)(fragment);
             self.held.push_back((fragment, rows));
         }
-        let (_, rows) = self.held.iter().find(|(f, _)| *f == fragment)?;
-        rows.as_ref()?.at_offset(offset)
+        let (_, rows) = self.held.iter_mut().find(|(f, _)| *f == fragment)?;
+        rows.as_mut()?.at_offset(offset)
     }
 
     /// The most fragments' scans held at once is [`OLD_FRAGMENTS_HELD`]; how many now.

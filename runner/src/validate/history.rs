@@ -46,7 +46,6 @@ use roaring::RoaringTreemap;
 
 use super::carried::{FragmentRows, MovedRows, OldRows};
 use super::finding::{Finding, HistoryError};
-use lance_reference_io::codec::drop_lineage_values;
 use lance_reference_io::version_check::VersionCheck;
 
 use super::version::{Level, ReadVersion};
@@ -625,7 +624,7 @@ impl<'a> Commit<'a> {
         let data = self.data;
         let mut old_rows = OldRows::new(|j| {
             let fp = source.fragment(prev, j, data)?;
-            FragmentRows::scan(prev_snapshot, fp, &fields).0
+            FragmentRows::scan(prev_snapshot, fp, &fields)
         });
         let mut next_id = self.prev.next_row_id;
         let mut carried_unchanged = 0usize;
@@ -637,20 +636,18 @@ impl<'a> Commit<'a> {
             let Some(fc) = self.load(false, i) else {
                 continue;
             };
-            // Which lineage sequences the fragment has values for, before its scan (which
-            // holds the rows' lineage) lets its own copy go: a compaction's output fragment
-            // may hold millions of rows.
+            // Which lineage sequences the fragment has values for.
             let present = SEQUENCES.map(|(_, field, _)| values(&fc, field).is_some());
-            let (rows, mut fc) = FragmentRows::scan(self.cur, fc, &fields);
-            let Some(rows) = rows else {
+            // The scan holds the fragment and reads each row's lineage from it: a compaction's
+            // output fragment may hold millions of rows, so nothing per row is held besides.
+            let Some(rows) = FragmentRows::scan(self.cur, fc, &fields) else {
                 continue;
             };
-            drop_lineage_values(&mut fc);
-            let fc = &fc;
+            let fc = rows.fragment();
             let mut inserted_here = false;
             let mut carried_here = false;
             let mut stamped_here = false;
-            for row in (0..rows.len()).filter_map(|k| rows.row(k)) {
+            for row in rows.rows() {
                 seen.insert(row.row_id);
                 if row.row_id >= self.prev.next_row_id {
                     inserted_here = true;
@@ -763,11 +760,10 @@ impl<'a> Commit<'a> {
             let Some(fp) = self.load(true, j) else {
                 continue;
             };
-            let Some(rows) = FragmentRows::scan(self.prev, fp, fields).0 else {
+            let Some(rows) = FragmentRows::scan(self.prev, fp, fields) else {
                 continue;
             };
-            for k in 0..rows.len() {
-                let (offset, row_id) = rows.place(k);
+            for (offset, row_id) in rows.places() {
                 let moved = match kept {
                     None => true,
                     Some(fc) => u32::try_from(offset).is_ok_and(|o| fc.deletions.contains(o)),
