@@ -369,15 +369,15 @@ pub fn with_written_flags(snapshot: &Snapshot, policy: FlagPolicy, mixed: bool) 
 }
 
 /// Why the data files `options` writes for `snapshot` are mixed, if they are: each file's
-/// version against the dataset's (`data_format`, written for v2.1+ datasets), or, for a v2.0
-/// dataset (no `data_format`), against the first file's.
+/// version against the dataset's. Every manifest written names `data_format` (the codec writes
+/// "2.0" for a v2.0 dataset), so a v2.0 dataset whose files all share another version is mixed
+/// too (spec feature-flags.md, "Mixed data file versions").
 fn written_mixed_versions(snapshot: &Snapshot, options: &WriteOptions) -> Option<String> {
     let pair = |v: DataFileVersion| {
         let (major, minor) = v.manifest_numbers();
         FileFormatVersion::from_pair(major, minor)
     };
-    let data_format =
-        (!options.data_file_version.struct_has_column()).then(|| pair(options.data_file_version));
+    let data_format = Some(pair(options.data_file_version));
     let files: Vec<(String, FileFormatVersion)> = snapshot
         .fragments
         .iter()

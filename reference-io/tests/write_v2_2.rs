@@ -212,3 +212,34 @@ fn recomputed_flags_set_bit_256_for_mixed_files_and_keep_it() {
     let (reader, writer) = words(fresh.path(), &layout);
     assert_eq!((reader & 256, writer & 256), (256, 256));
 }
+
+#[test]
+fn every_file_in_one_version_other_than_data_format_sets_bit_256() {
+    // covers: FLG-WRITE-8
+    // A v2.0 dataset (data_format "2.0") whose every data file is v2.2: no file agrees with
+    // data_format, so the files are mixed, however few they are.
+    let dir = tempfile::tempdir().unwrap();
+    let s = dataset_scenarios::nested();
+    let mut options = s.options.clone();
+    options.data_file_version = DataFileVersion::V2_0;
+    let first = &s.versions[0];
+    for f in &first.fragments {
+        for file in &f.files {
+            options
+                .file_versions
+                .insert(file.path.clone(), DataFileVersion::V2_2);
+        }
+    }
+    assert!(
+        !options.file_versions.is_empty(),
+        "the scenario writes no file"
+    );
+    let layout = write_version(dir.path(), first, &options).unwrap();
+    let mixed = layout.mixed_versions().expect("mixed");
+    assert!(
+        mixed.ends_with("is version 2.2 but data_format is 2.0"),
+        "{mixed}"
+    );
+    let (reader, writer) = words(dir.path(), &layout);
+    assert_eq!((reader & 256, writer & 256), (256, 256));
+}
