@@ -486,8 +486,8 @@ impl Gathered {
         Some(finished)
     }
 
-    /// The column's array.
-    fn finish(mut self, kind: Kind) -> Result<ArrayRef, arrow_schema::ArrowError> {
+    /// The column's array; why the pages do not join, when they do not ([`join_pages`]).
+    fn finish(mut self, kind: Kind) -> Result<ArrayRef, String> {
         if let Some(array) = self.take() {
             return Ok(array);
         }
@@ -497,13 +497,7 @@ impl Gathered {
         match pages.as_slice() {
             [] => Ok(new_empty_array(&kind.arrow_type())),
             [one] => Ok(one.clone()),
-            [first, rest @ ..] => {
-                join_pages(first, rest).map_err(|problem| DataFileError::InvalidPageData {
-                    file: self.path.clone(),
-                    structure: format!("ColumnMetadata[{index}].pages"),
-                    problem: format!("pages do not concatenate: {problem}"),
-                })
-            }
+            [first, rest @ ..] => join_pages(first, rest),
         }
     }
 }
