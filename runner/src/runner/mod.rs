@@ -58,6 +58,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 pub use check::Check;
+// Why the corpus could not be verified against `SHA256SUMS` ([`RunnerError::Verify`]): public here
+// because `RunnerError` is, while the checksums module itself is internal.
+pub use crate::checksums::{ChecksumError, VerifyError};
 pub use conformance_reader::{Answer, ConformanceReader, Description, Refusal};
 pub use conformance_writer::ConformanceWriter;
 pub use filter::Filters;
