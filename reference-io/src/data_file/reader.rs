@@ -397,9 +397,9 @@ impl<'a> DataFileContents<'a> {
 /// A column's decoded pages on their way to being the column's one array. A column of several
 /// pages of a primitive type, `bool` or `utf8` is appended page by page into a builder made for
 /// the whole column, and each page is dropped once appended, so the column never exists twice
-/// (every page and their concatenation); the array is the one concatenating the pages gives,
-/// as [`join_pages`] gives it. Any other column, and a
-/// column of one page, keeps its pages and concatenates them at the end.
+/// (every page and their concatenation); the array equals what [`join_pages`] gives for the
+/// same pages. Any other column, and a column of one page, keeps its pages and joins them at
+/// the end with [`join_pages`].
 enum Gathered {
     Pages(Vec<ArrayRef>),
     Int32(PrimitiveBuilder<Int32Type>),
