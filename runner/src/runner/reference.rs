@@ -5,7 +5,10 @@
 //! paths, files and the snapshot) and the same functions that computed `expected/`
 //! ([`crate::expected`]); nothing is read from `expected/`. Scans are answered as Arrow
 //! record batches through [`super::arrow_reader::scan_result`], the conversion every Rust
-//! reader's batches go through. The last version read is cached,
+//! reader's batches go through; a reader made by [`ReferenceReader::row_scans`] answers them
+//! from the row scan instead ([`lance_reference::scan::scan`], the scan `expected/` was
+//! computed with), so that the corpus judges both of the reference's scans. The last version
+//! read is cached,
 //! keyed by directory and version, so a case's checks read each version once.
 
 use std::collections::BTreeSet;
@@ -32,6 +35,7 @@ use crate::expected::{self, ExpectedFailure, FragmentLineage, QueryResult};
 pub struct ReferenceReader {
     cached: Option<(VersionRef, Result<Snapshot, ReadError>)>,
     capabilities: BTreeSet<String>,
+    rows: bool,
 }
 
 impl Default for ReferenceReader {
@@ -54,6 +58,17 @@ impl ReferenceReader {
         ReferenceReader {
             cached: None,
             capabilities,
+            rows: false,
+        }
+    }
+
+    /// A reader declaring every capability whose scans are answered by the row scan
+    /// ([`lance_reference::scan::scan`]) rather than the record batches: the scan that computed
+    /// `expected/`, judged here by the stored corpus like the reader's own.
+    pub fn row_scans() -> ReferenceReader {
+        ReferenceReader {
+            rows: true,
+            ..ReferenceReader::new()
         }
     }
 
@@ -145,6 +160,7 @@ impl ConformanceReader for ReferenceReader {
     }
 
     fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
+        let rows = self.rows;
         let s = self.snapshot(&request.at)?;
         let schema = &s.schema;
         let fields: Vec<FieldId> = match &request.columns {
@@ -160,6 +176,17 @@ impl ConformanceReader for ReferenceReader {
                 })
                 .collect::<Result<_, _>>()?,
         };
+        if rows {
+            let rows = lance_reference::scan::scan(s, Some(&fields))
+                .map_err(|e| Refusal::Error(read_error(&e)))?;
+            return Ok(ScanResult {
+                columns: expected::columns(schema, &fields),
+                rows: rows
+                    .iter()
+                    .map(|r| expected::row(schema, &fields, r))
+                    .collect(),
+            });
+        }
         // Record batches, converted to the protocol's rows by the Arrow seam, as any Rust
         // reader's would be; `expected/` comes from the row scan, so every case checks one
         // against the other.
