@@ -102,10 +102,25 @@ writer_only=(
   # Text of error messages only: the runner judges a refusal by its class and code, never by
   # its message, so no case can tell these apart (the unit tests of flags.rs pin the texts).
   'FlagWord::as_str' '<impl std::fmt::Display for FlagWord>::fmt' bit_list lowest_bit
+  # The kind a misfit value is named by, and the lineage file an error names; Debug output.
+  'Column::kind' 'Fragment::lineage_file_path' '<impl std::fmt::Debug for Column>::fmt'
+  '<impl std::fmt::Debug for StructLayer>::fmt'
   '<impl std::fmt::Display for FileFormatVersion>::fmt'
   'Value::kind' '<impl std::fmt::Display for Value>::fmt'
   # The index details this kit writes for a vector index.
   vector_details_value
+  # Columns built from `Value`s: overlay writing, compaction, merge, the generator and unit
+  # tests build them (`Column::of` and what it calls); a read builds every column from the
+  # Arrow array the decoder gave (`Column::new`). Also `Fragment::lineage_values`, the lineage
+  # the stamping and the writer read back (a read goes through `scan::RowLineage`), and the
+  # `is_empty` beside `Column::len` (only reference-io's writer calls it).
+  'Column::of' 'Column::infer' 'Column::for_field' 'Column::with_values' 'Column::replaced'
+  'Column::truncated' build 'Column::is_empty' 'Fragment::lineage_values'
+  # validate's judgement of a version at manifest level, when a file cannot be decoded by this
+  # kit (`Dataset::read_manifest_level`), and its per-fragment check (reference-io
+  # version_check.rs): the tests of validate cover them; no read calls them.
+  check_readable_manifest 'Snapshot::validate_manifest' 'Fragment::validate_manifest'
+  check_readable_with
   # The rows tied with the k-th beyond place k: `expected/` lists them as the other rows a
   # reader may return at the last places; the reference reader's answer does not carry them,
   # and `generate --check` pins them.
