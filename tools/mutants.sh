@@ -116,6 +116,10 @@ writer_only=(
   # `is_empty` beside `Column::len` (only reference-io's writer calls it).
   'Column::of' 'Column::infer' 'Column::for_field' 'Column::with_values' 'Column::replaced'
   'Column::truncated' build 'Column::is_empty' 'Fragment::lineage_values'
+  # The winners of a plan expanded offset by offset: only the property test of
+  # reference/tests/resolve_runs.rs calls it, to compare the runs with the rule applied one
+  # offset at a time; reads copy runs.
+  "ColumnPlan<'_>::winners" 'Run::winner_at'
   # validate's judgement of a version at manifest level, when a file cannot be decoded by this
   # kit (`Dataset::read_manifest_level`), and its per-fragment check (reference-io
   # version_check.rs): the tests of validate cover them; no read calls them.
