@@ -20,6 +20,9 @@
 #               The mutants are applied in that copy (cargo mutants --in-place), never here.
 #   --out DIR   where cargo-mutants writes mutants.out/ (default target/mutants-out)
 #   --list      list the mutants that would be tested, and stop
+#   --resume    skip the mutants tools/mutants-outcomes/ records as caught or unviable (the
+#               committed outcomes of earlier runs; cargo-mutants --iterate): a mutant whose
+#               line moved or changed has another name there, so it is tested again
 #   anything else is passed to cargo mutants (e.g. --shard 1/4, -F REGEX, --iterate, -j 2).
 #
 # Needs cargo-mutants (cargo install cargo-mutants --locked). Not run by CI: a full run builds
@@ -31,12 +34,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tree="$root/target/mutants-tree"
 out="$root/target/mutants-out"
 list=false
+resume=false
 pass=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --tree) tree=$(realpath -m "$2"); shift 2 ;;
     --out) out=$(realpath -m "$2"); shift 2 ;;
     --list) list=true; shift ;;
+    --resume) resume=true; shift ;;
     *) pass+=("$1"); shift ;;
   esac
 done
@@ -170,6 +175,13 @@ for f in "${files[@]}"; do args+=(-f "$f"); done
 test_args=(-- --test main -- corpus::the_)
 
 mkdir -p "$tree" "$out"
+if $resume; then
+  mkdir -p "$out/mutants.out"
+  for kind in caught unviable; do
+    sort -u "$root/tools/mutants-outcomes/$kind.txt" > "$out/mutants.out/$kind.txt"
+  done
+  pass+=(--iterate)
+fi
 # Refresh the copy: remove its sources (keep its target/), then copy the working tree, every
 # file dated now (-m), so cargo rebuilds whatever changed since the last run (build scripts too).
 find "$tree" -mindepth 1 -maxdepth 1 ! -name target -exec rm -rf {} +
