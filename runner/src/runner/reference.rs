@@ -4,13 +4,14 @@
 //! the reference's dataset reader ([`Dataset::read_version`], which checks flags, framing,
 //! paths, files and the snapshot) and the same functions that computed `expected/`
 //! ([`crate::expected`]); nothing is read from `expected/`. Scans are answered as Arrow
-//! record batches through [`super::arrow_reader::scan_result`], the conversion every Rust
-//! reader's batches go through. The last version read is cached,
+//! record batches ([`ConformanceReader::scan_batches`]), judged as every Rust reader's batches
+//! are, or converted by [`super::arrow_reader::scan_result`]. The last version read is cached,
 //! keyed by directory and version, so a case's checks read each version once.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use arrow_array::RecordBatch;
 use lance_reference::error::CodedError;
 use lance_reference::model::{FieldId, Snapshot};
 use lance_reference::query::Predicate as ModelPredicate;
@@ -91,6 +92,28 @@ impl ReferenceReader {
 }
 
 impl ReferenceReader {
+    /// The record batches of a scan: the requested top-level columns (all when none are
+    /// named), read by [`lance_reference::scan::scan_batches`].
+    fn batches(&mut self, request: &ScanRequest) -> Answer<Vec<RecordBatch>> {
+        let s = self.snapshot(&request.at)?;
+        let schema = &s.schema;
+        let fields: Vec<FieldId> = match &request.columns {
+            None => schema.top_level().map(|f| f.id).collect(),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    schema
+                        .top_level()
+                        .find(|f| f.name == *n)
+                        .map(|f| f.id)
+                        .ok_or_else(|| Refusal::Broken(format!("no top-level column {n:?}")))
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        lance_reference::scan::scan_batches(s, Some(&fields))
+            .map_err(|e| Refusal::Error(read_error(&e)))
+    }
+
     /// The data capabilities version `at` needs that this reader was not given.
     fn lacking(&self, at: &VersionRef) -> Option<String> {
         let needs = super::needs::of_version(Path::new(&at.dataset), at.version).ok()?;
@@ -166,6 +189,10 @@ impl ConformanceReader for ReferenceReader {
         let batches = lance_reference::scan::scan_batches(s, Some(&fields))
             .map_err(|e| Refusal::Error(read_error(&e)))?;
         super::arrow_reader::scan_result(request, &batches)
+    }
+
+    fn scan_batches(&mut self, request: &ScanRequest) -> Option<Answer<Vec<RecordBatch>>> {
+        Some(self.batches(request))
     }
 
     fn lineage(&mut self, at: &VersionRef, fragment: u64) -> Answer<FragmentLineage> {
