@@ -209,8 +209,9 @@ fn read_run(args: &RunArgs, mut options: Options) -> Result<super::Report, Runne
                 options.extra.push(walk::as_case());
             }
             // The reference on every core: one reader a core, the cases shared out among them.
-            let mut readers: Vec<ReferenceReader> =
-                (0..cores()).map(|_| ReferenceReader::new()).collect();
+            let mut readers: Vec<ReferenceReader> = (0..cores())
+                .map(|_| ReferenceReader::of_stored_corpus())
+                .collect();
             super::run_suite_shared(&mut readers, options)
         }
         Some(cmd) => {

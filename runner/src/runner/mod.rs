@@ -21,6 +21,7 @@
 //! | [`mod@reference`] | the built-in reference reader |
 //! | [`process`] | a reader in another process (timeouts, restarts, process groups) |
 //! | [`serve`] | serving a reader over the protocol (`lance-conformance testee`) |
+//! | [`unchanging`] | a stored corpus's files, what was decoded from them remembered during a run |
 //! | [`check`] | the names of the checks, one spelling each |
 //! | [`execute`] | one case's checks |
 //! | [`writer`] | one case's checks of a writer: its steps replayed, each version judged |
@@ -50,13 +51,14 @@ pub mod protocol;
 internal_api! { mod reference; }
 pub mod report;
 internal_api! { mod serve; }
+internal_api! { mod unchanging; }
 internal_api! { mod write_step; }
 internal_api! { mod writer; }
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, mpsc};
 
 pub use check::Check;
 // Why the corpus could not be verified against `SHA256SUMS` ([`RunnerError::Verify`]): public here
@@ -359,19 +361,15 @@ fn judged(
         &BTreeSet<String>,
     ) -> CaseResult,
     c: &CaseDir,
-    expected: Result<execute::Expected, KitFault>,
+    expected: Result<&execute::Expected, &KitFault>,
     index: &RequirementIndex,
     declared: &BTreeSet<String>,
 ) -> CaseResult {
     match expected {
-        Ok(expected) => judge(c, &expected, index, declared),
+        Ok(expected) => judge(c, expected, index, declared),
         Err(fault) => CaseResult::of_case(
             c,
-            vec![CheckResult::kit_fault(
-                Check::Expected,
-                c.case.level,
-                &fault,
-            )],
+            vec![CheckResult::kit_fault(Check::Expected, c.case.level, fault)],
         ),
     }
 }
@@ -403,7 +401,8 @@ fn judge_selected(
             if let Some(progress) = progress.as_mut() {
                 progress(i, selected.len(), &c.case.id);
             }
-            let result = judged(judge, c, expected.next(c), index, &description.capabilities);
+            let loaded = expected.next(c);
+            let result = judged(judge, c, loaded.as_ref(), index, &description.capabilities);
             cases.push(result);
         }
     });
@@ -411,7 +410,7 @@ fn judge_selected(
 }
 
 /// [`judge_selected`] with the cases shared out: each judge takes the next case not yet taken,
-/// loads its `expected/` ([`execute::load_expected`]) and judges it, the first judge on the
+/// gets its `expected/` ([`SharedExpected`]) and judges it, the first judge on the
 /// calling thread and each other one on a thread of its own (one that cannot be started is
 /// left out, its share taken by the others). Every verdict is put in its case's place, so the
 /// results are in case order whichever judge judged which case; the progress callback is told
@@ -447,6 +446,7 @@ where
         (i < count).then_some(i)
     };
     let declared = &description.capabilities;
+    let shared = SharedExpected::new(&selected);
     let mut places: Vec<Option<CaseResult>> = (0..count).map(|_| None).collect();
     let mut told = 0;
     let progress = &mut options.progress;
@@ -461,15 +461,16 @@ where
     std::thread::scope(|scope| {
         let (send, receive) = mpsc::channel::<(usize, CaseResult)>();
         for mut judge in judges {
-            let (send, take, selected) = (send.clone(), &take, &selected);
+            let (send, take, selected, shared) = (send.clone(), &take, &selected, &shared);
             // A thread that does not start leaves its share to the others.
             let _ = std::thread::Builder::new()
                 .name("judge".into())
                 .spawn_scoped(scope, move || {
                     while let Some(i) = take() {
                         let c = selected[i];
-                        let expected = execute::load_expected(c.expected_dir());
-                        let result = judged(&mut judge, c, expected, index, declared);
+                        let result = shared.with(c.expected_dir(), |expected| {
+                            judged(&mut judge, c, expected, index, declared)
+                        });
                         // The receiver is gone only when the run is over.
                         if send.send((i, result)).is_err() {
                             break;
@@ -485,8 +486,9 @@ where
             }
             let Some(i) = take() else { break };
             let c = selected[i];
-            let expected = execute::load_expected(c.expected_dir());
-            places[i] = Some(judged(&mut own, c, expected, index, declared));
+            places[i] = Some(shared.with(c.expected_dir(), |expected| {
+                judged(&mut own, c, expected, index, declared)
+            }));
             for (i, result) in receive.try_iter() {
                 places[i] = Some(result);
             }
@@ -500,6 +502,54 @@ where
     });
     cases.extend(places.into_iter().flatten());
     Ok((description, cases))
+}
+
+/// The selected cases' `expected/` for judges sharing the cases out: each directory loaded
+/// once ([`execute::load_expected`]), by the first judge that asks for it, for every selected
+/// case that reads it (a twin reads the other case's), and let go when the last of them has
+/// asked. Each case gets exactly what [`execute::load_expected`] answers for its directory.
+struct SharedExpected<'a> {
+    /// By directory: its load, once made, and how many selected cases have yet to ask for it.
+    loads: Mutex<HashMap<&'a Path, (Arc<Loaded>, usize)>>,
+}
+
+/// One directory's `expected/`, loaded when first asked for.
+type Loaded = OnceLock<Result<execute::Expected, KitFault>>;
+
+impl<'a> SharedExpected<'a> {
+    fn new(selected: &[&'a CaseDir]) -> SharedExpected<'a> {
+        let mut loads: HashMap<&'a Path, (Arc<Loaded>, usize)> = HashMap::new();
+        for c in selected {
+            loads.entry(c.expected_dir()).or_default().1 += 1;
+        }
+        SharedExpected {
+            loads: Mutex::new(loads),
+        }
+    }
+
+    /// `use_it` given the `expected/` of the directory `dir`, loaded here if no judge has
+    /// loaded it yet.
+    fn with<T>(
+        &self,
+        dir: &'a Path,
+        use_it: impl FnOnce(Result<&execute::Expected, &KitFault>) -> T,
+    ) -> T {
+        let load = {
+            let mut loads = self.loads.lock().unwrap_or_else(PoisonError::into_inner);
+            match loads.get_mut(dir) {
+                Some((load, waiting)) => {
+                    let load = Arc::clone(load);
+                    *waiting = waiting.saturating_sub(1);
+                    if *waiting == 0 {
+                        loads.remove(dir);
+                    }
+                    load
+                }
+                None => Arc::default(),
+            }
+        };
+        use_it(load.get_or_init(|| execute::load_expected(dir)).as_ref())
+    }
 }
 
 /// The selected cases' `expected/` ([`execute::load_expected`]), loaded on a second thread one

@@ -10,20 +10,22 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use lance_reference::error::CodedError;
 use lance_reference::model::{FieldId, Snapshot};
 use lance_reference::query::Predicate as ModelPredicate;
-use lance_reference_io::Dataset;
+use lance_reference_io::{Dataset, ReadOptions};
 
 use super::capability;
+use super::unchanging::UnchangingStorage;
 use super::conformance_reader::{Answer, ConformanceReader, Description, Refusal};
 use super::protocol::{
     ExclusionResult, Implementation, Literal, OpenResult, Predicate, QueryAnswer, QueryRequest,
     ReadError, Reconciliation, ScanRequest, ScanResult, VersionRef,
 };
-use crate::case::Op;
+use crate::case::{Capability, Op};
 use crate::case::names::field_id;
 use crate::expected::tagged::{Tagged, untag, untag_field};
 use crate::expected::{self, ExpectedFailure, FragmentLineage, QueryResult};
@@ -33,6 +35,10 @@ use crate::expected::{self, ExpectedFailure, FragmentLineage, QueryResult};
 pub struct ReferenceReader {
     cached: Option<(VersionRef, Result<Snapshot, ReadError>)>,
     capabilities: BTreeSet<String>,
+    /// Whether it reads a stored corpus ([`ReferenceReader::of_stored_corpus`]).
+    stored: bool,
+    /// For a reader of a stored corpus: the dataset directory it read last, kept open.
+    opened: Option<(String, Dataset)>,
 }
 
 impl Default for ReferenceReader {
@@ -55,6 +61,20 @@ impl ReferenceReader {
         ReferenceReader {
             cached: None,
             capabilities,
+            stored: false,
+            opened: None,
+        }
+    }
+
+    /// A reader declaring every capability, for a run of the stored corpus, whose files
+    /// nothing writes while it reads them: the dataset directory it reads is kept open, over a
+    /// storage that remembers what the reference decoded from it ([`super::unchanging`]), until
+    /// it reads another one, so the versions of one dataset decode the files they share once.
+    /// Every version is still read and checked whole, as [`read_checked`] reads it.
+    pub fn of_stored_corpus() -> ReferenceReader {
+        ReferenceReader {
+            stored: true,
+            ..ReferenceReader::new()
         }
     }
 
@@ -79,7 +99,7 @@ impl ReferenceReader {
                         at.version
                     ),
                 }),
-                None => read_checked(Path::new(&at.dataset), at.version),
+                None => self.read(at),
             };
             self.cached = Some((at.clone(), read));
         }
@@ -92,6 +112,27 @@ impl ReferenceReader {
 }
 
 impl ReferenceReader {
+    /// Reads `at` as [`read_checked`] does; a reader of a stored corpus reads it from the
+    /// dataset it keeps open (opened first when `at` names another directory).
+    fn read(&mut self, at: &VersionRef) -> Result<Snapshot, ReadError> {
+        if !self.stored {
+            return read_checked(Path::new(&at.dataset), at.version);
+        }
+        let dataset = match self.opened.take() {
+            Some((dir, dataset)) if dir == at.dataset => dataset,
+            _ => {
+                let storage = Arc::new(UnchangingStorage::new(Path::new(&at.dataset)));
+                Dataset::open_in(storage, ReadOptions::default()).map_err(|e| read_error(&e))?
+            }
+        };
+        let read = dataset
+            .read_version(at.version)
+            .map(|(snapshot, _)| snapshot)
+            .map_err(|e| read_error(&e));
+        self.opened = Some((at.dataset.clone(), dataset));
+        read
+    }
+
     /// The record batches of a scan: the requested top-level columns (all when none are
     /// named), read by [`lance_reference::scan::scan_batches`].
     fn batches(&mut self, request: &ScanRequest) -> Answer<Vec<RecordBatch>> {
@@ -116,6 +157,11 @@ impl ReferenceReader {
 
     /// The data capabilities version `at` needs that this reader was not given.
     fn lacking(&self, at: &VersionRef) -> Option<String> {
+        // A reader declaring every data capability lacks none, whatever the version needs.
+        let declared = |c: &Capability| self.capabilities.contains(capability::word(*c));
+        if super::needs::DATA_CAPABILITIES.iter().all(declared) {
+            return None;
+        }
         let needs = super::needs::of_version(Path::new(&at.dataset), at.version).ok()?;
         let missing = super::needs::missing(&needs, &self.capabilities);
         (!missing.is_empty()).then(|| super::needs::words(&missing))
