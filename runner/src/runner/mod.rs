@@ -77,7 +77,8 @@ use crate::checksums;
 use crate::corpus::{self, CaseDir};
 use kit_fault::KitFault;
 
-/// A progress callback: (index, count, case id), called before each case.
+/// A progress callback: (index, count, case id), called before each case (see
+/// [`Options::progress`]).
 pub type Progress = Box<dyn FnMut(usize, usize, &str)>;
 
 /// What to run and how.
@@ -91,7 +92,8 @@ pub struct Options {
     pub filters: Filters,
     /// The known-failure file, if any.
     pub known_failures: Option<KnownFailures>,
-    /// Called before each case with (index, count, case id): a progress indicator.
+    /// Called before each case with (index, count, case id): a progress indicator. With
+    /// [`run_suite_shared`], called for each case in case order once its verdict is in.
     pub progress: Option<Progress>,
     /// Extra case results to include (e.g. the reference's worked-example walk).
     pub extra: Vec<CaseResult>,
