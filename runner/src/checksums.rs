@@ -68,14 +68,26 @@ fn walk(
     if !dir.is_dir() {
         return Ok(());
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+    // Whether each entry is a directory, from the listing itself where it says so (a symbolic
+    // link is followed, as `Path::is_dir` follows it).
+    let mut entries: Vec<(PathBuf, bool)> = std::fs::read_dir(dir)
         .map_err(io("listing", dir))?
-        .map(|e| e.map(|e| e.path()))
+        .map(|e| {
+            let e = e?;
+            let kind = e.file_type()?;
+            let path = e.path();
+            let is_dir = if kind.is_symlink() {
+                path.is_dir()
+            } else {
+                kind.is_dir()
+            };
+            Ok((path, is_dir))
+        })
         .collect::<std::io::Result<_>>()
         .map_err(io("listing", dir))?;
     entries.sort();
-    for path in entries {
-        if path.is_dir() {
+    for (path, is_dir) in entries {
+        if is_dir {
             walk(&path, base, each)?;
         } else {
             let rel = path.strip_prefix(base).unwrap_or(&path);

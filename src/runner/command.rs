@@ -16,7 +16,8 @@ use clap::{Args, ValueEnum};
 
 use super::output::{self, Detail};
 use super::process::{ProcessOptions, ProcessReader};
-use super::{ConformanceReader, KnownFailures, Options, ReferenceReader, RunnerError, walk};
+use super::{KnownFailures, Options, ReferenceReader, RunnerError, walk};
+use lance_reference_io::read::cores;
 
 /// The renderings a report is printed in (`--format`): `run` offers all three, `validate`
 /// human and JSON.
@@ -201,26 +202,26 @@ fn run_inner(args: &RunArgs) -> Result<u8, RunnerError> {
 
 /// The reader run: the built-in reference, or a testee process.
 fn read_run(args: &RunArgs, mut options: Options) -> Result<super::Report, RunnerError> {
-    let mut reference;
-    let mut process;
-    let reader: &mut dyn ConformanceReader = match &args.reader_cmd {
+    match &args.reader_cmd {
         None => {
             let no_filter = options.filters == super::Filters::default();
             if no_filter {
                 options.extra.push(walk::as_case());
             }
-            reference = ReferenceReader::new();
-            &mut reference
+            // The reference on every core: one reader a core, the cases shared out among them.
+            let mut readers: Vec<ReferenceReader> = (0..cores())
+                .map(|_| ReferenceReader::of_stored_corpus())
+                .collect();
+            super::run_suite_shared(&mut readers, options)
         }
         Some(cmd) => {
-            process = ProcessReader::new(ProcessOptions {
+            let mut process = ProcessReader::new(ProcessOptions {
                 command: cmd.clone(),
                 timeout: Duration::from_secs_f64(args.timeout),
             });
-            &mut process
+            super::run_suite(&mut process, options)
         }
-    };
-    super::run_suite(reader, options)
+    }
 }
 
 /// Writes the report where asked, updates the known-failure file, prints; the run's exit

@@ -289,3 +289,253 @@ fn batches_that_break_the_contract_are_the_readers_breakage() {
     assert_eq!(scan.rows[0].row_id.value, serde_json::json!("0"));
     let _: &dyn ConformanceReader = &Arrow(ReferenceInArrow(ReferenceReader::new()));
 }
+
+/// A scan batch: the five fixed columns for `rows` rows (row ids 0.., versions 1), then
+/// `values`.
+fn scan_batch(rows: usize, row_ids: &[Option<u64>], values: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    let mut columns: Vec<(&str, ArrayRef)> = vec![
+        ("fragment", Arc::new(UInt64Array::from(vec![0u64; rows]))),
+        (
+            "offset",
+            Arc::new(UInt32Array::from((0..rows as u32).collect::<Vec<_>>())),
+        ),
+        ("_rowid", Arc::new(UInt64Array::from(row_ids.to_vec()))),
+        (
+            "_row_created_at_version",
+            Arc::new(UInt64Array::from(vec![1u64; rows])),
+        ),
+        (
+            "_row_last_updated_at_version",
+            Arc::new(UInt64Array::from(vec![1u64; rows])),
+        ),
+    ];
+    columns.extend(values);
+    RecordBatch::try_from_iter(columns).unwrap()
+}
+
+#[test]
+fn batches_compared_in_place_get_the_verdict_of_their_conversion() {
+    use lance_conformance::expected::column_form;
+    use lance_conformance::expected::{Column, Rows};
+    use lance_conformance::runner::arrow_reader::CheckedScan;
+    use lance_conformance::runner::compare;
+
+    let request = ScanRequest {
+        at: VersionRef {
+            dataset: "/d".into(),
+            version: 1,
+        },
+        columns: None,
+    };
+    // What is expected: three rows of an int64, a utf8, a float32 and an int32 column.
+    let good = || -> Vec<(&'static str, ArrayRef)> {
+        vec![
+            (
+                "id",
+                Arc::new(Int64Array::from(vec![Some(-3), None, Some(1 << 40)])),
+            ),
+            (
+                "name",
+                Arc::new(StringArray::from(vec![Some("a"), Some(""), None])),
+            ),
+            (
+                "x",
+                Arc::new(Float32Array::from(vec![Some(0.1), Some(-0.0), None])),
+            ),
+            (
+                "n",
+                Arc::new(Int32Array::from(vec![Some(7), Some(i32::MIN), None])),
+            ),
+        ]
+    };
+    let ids = [Some(0), Some(1), Some(2)];
+    let want = scan_result(&request, &[scan_batch(3, &ids, good())]).unwrap();
+    let columns: Vec<Column> = want.columns.clone();
+    let form = column_form::encode(&columns, &want.rows).unwrap();
+    let expected = [
+        Rows::Listed(want.rows.clone()),
+        Rows::Columns(column_form::decode(&columns, &form).unwrap()),
+    ];
+    // One change at a time; every answer is compared both ways, with every projection.
+    let with = |k: usize, a: ArrayRef| {
+        let mut v = good();
+        v[k].1 = a;
+        v
+    };
+    let answers: Vec<(&str, Vec<RecordBatch>)> = vec![
+        ("the same", vec![scan_batch(3, &ids, good())]),
+        (
+            "in two batches",
+            vec![
+                scan_batch(3, &ids, good()).slice(0, 1),
+                scan_batch(3, &ids, good()).slice(1, 2),
+            ],
+        ),
+        (
+            "an integer differs",
+            vec![scan_batch(
+                3,
+                &ids,
+                with(0, Arc::new(Int64Array::from(vec![Some(-3), None, Some(1)]))),
+            )],
+        ),
+        (
+            "a NULL for a value",
+            vec![scan_batch(
+                3,
+                &ids,
+                with(
+                    0,
+                    Arc::new(Int64Array::from(vec![None, None, Some(1 << 40)])),
+                ),
+            )],
+        ),
+        (
+            "a value for a NULL",
+            vec![scan_batch(
+                3,
+                &ids,
+                with(
+                    3,
+                    Arc::new(Int32Array::from(vec![Some(7), Some(i32::MIN), Some(0)])),
+                ),
+            )],
+        ),
+        (
+            "a row id differs",
+            vec![scan_batch(3, &[Some(0), Some(5), Some(2)], good())],
+        ),
+        (
+            "a row id is NULL",
+            vec![scan_batch(3, &[Some(0), None, Some(2)], good())],
+        ),
+        (
+            "a string differs",
+            vec![scan_batch(
+                3,
+                &ids,
+                with(1, Arc::new(StringArray::from(vec![Some("a"), None, None]))),
+            )],
+        ),
+        (
+            "-0.0 for 0.0",
+            vec![scan_batch(
+                3,
+                &ids,
+                with(
+                    2,
+                    Arc::new(Float32Array::from(vec![Some(0.1), Some(0.0), None])),
+                ),
+            )],
+        ),
+        (
+            "an int32 column for an int64 one",
+            vec![scan_batch(
+                3,
+                &ids,
+                with(0, Arc::new(Int32Array::from(vec![Some(-3), None, Some(1)]))),
+            )],
+        ),
+        ("a row short", vec![scan_batch(3, &ids, good()).slice(0, 2)]),
+    ];
+    let projections: [&[usize]; 3] = [&[0, 1, 2, 3], &[3, 2, 1, 0], &[1]];
+    for (what, batches) in &answers {
+        let converted = scan_result(&request, batches).unwrap();
+        let checked = CheckedScan::check(&request, batches).unwrap();
+        for rows in &expected {
+            for projection in projections {
+                // The answer's columns in projection order, as a reader asked for them answers.
+                let project = |b: &RecordBatch| {
+                    let keep: Vec<usize> = (0..5).chain(projection.iter().map(|p| 5 + p)).collect();
+                    b.project(&keep).unwrap()
+                };
+                let projected: Vec<RecordBatch> = batches.iter().map(project).collect();
+                let converted = scan_result(&request, &projected).unwrap();
+                let checked = CheckedScan::check(&request, &projected).unwrap();
+                let in_place = compare::scan(&columns, rows, projection, &checked);
+                let by_conversion = compare::scan(&columns, rows, projection, &converted);
+                assert_eq!(in_place, by_conversion, "{what}, projection {projection:?}");
+                if *what == "the same" || *what == "in two batches" {
+                    assert!(in_place.is_ok(), "{what}: {in_place:?}");
+                }
+            }
+        }
+        assert_eq!(checked.to_result().unwrap(), converted, "{what}");
+    }
+    // A batch the conversion refuses is refused by the check, with the same words.
+    let unsigned = scan_batch(
+        1,
+        &[Some(0)],
+        vec![("x", Arc::new(UInt32Array::from(vec![1u32])))],
+    );
+    let null_offset = RecordBatch::try_from_iter([
+        (
+            "fragment",
+            Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef,
+        ),
+        (
+            "offset",
+            Arc::new(UInt64Array::from(vec![None::<u64>])) as ArrayRef,
+        ),
+        (
+            "_rowid",
+            Arc::new(UInt64Array::from(vec![0u64])) as ArrayRef,
+        ),
+        (
+            "_row_created_at_version",
+            Arc::new(UInt64Array::from(vec![1u64])) as ArrayRef,
+        ),
+        (
+            "_row_last_updated_at_version",
+            Arc::new(Int64Array::from(vec![1i64])) as ArrayRef,
+        ),
+    ])
+    .unwrap();
+    for batch in [unsigned, null_offset] {
+        let refused = CheckedScan::check(&request, std::slice::from_ref(&batch)).unwrap_err();
+        assert_eq!(Err(refused), scan_result(&request, &[batch]));
+    }
+}
+
+#[test]
+fn an_arrow_reader_answering_no_rows_fails() {
+    // The reference in Arrow, its scans answered with the fixed columns and no row.
+    struct Empty(ReferenceInArrow);
+    impl ArrowReader for Empty {
+        fn describe(&mut self) -> Answer<Description> {
+            self.0.describe()
+        }
+        fn open(&mut self, at: &VersionRef) -> Answer<OpenResult> {
+            self.0.open(at)
+        }
+        fn scan(&mut self, request: &ScanRequest) -> Answer<Vec<RecordBatch>> {
+            let batches = self.0.scan(request)?;
+            Ok(batches.iter().map(|b| b.slice(0, 0)).collect())
+        }
+        fn lineage(&mut self, at: &VersionRef, fragment: u64) -> Answer<FragmentLineage> {
+            self.0.lineage(at, fragment)
+        }
+        fn exclusion(&mut self, at: &VersionRef) -> Answer<ExclusionResult> {
+            self.0.exclusion(at)
+        }
+        fn query(&mut self, at: &VersionRef, query: &QueryRequest) -> Answer<ArrowQueryAnswer> {
+            self.0.query(at, query)
+        }
+    }
+    let mut reader = Arrow(Empty(ReferenceInArrow(ReferenceReader::new())));
+    let mut options = Options::new(corpus());
+    options.filters.cases = vec![
+        "overlays/worked-example".into(),
+        "dataset/offsets-past-65536".into(),
+    ];
+    let report = run_suite(&mut reader, options).unwrap();
+    assert_eq!(report.summary.failed, 2, "{:?}", report.summary);
+    for case in &report.cases {
+        let problem = case.first_problem().unwrap_or_default();
+        assert!(
+            problem.contains("rows expected, 0 returned"),
+            "{}: {problem}",
+            case.id
+        );
+    }
+}

@@ -716,3 +716,43 @@ fn filters_select_by_id_area_requirement_and_tag() {
     );
     assert!(typo.unwrap_err().to_string().contains("--area overlay"));
 }
+
+#[test]
+fn cases_shared_among_readers_are_reported_as_one_reader_reports_them() {
+    use lance_conformance::runner::output::{Detail, human, json, junit};
+    use lance_conformance::runner::run_suite_shared;
+    let same = |one: &Report, shared: &Report, what: &str| {
+        assert_eq!(json(one), json(shared), "{what}: JSON");
+        assert_eq!(junit(one), junit(shared), "{what}: JUnit");
+        for detail in [Detail::Quiet, Detail::Normal, Detail::Verbose] {
+            assert_eq!(
+                human(one, detail),
+                human(shared, detail),
+                "{what}: {detail:?}"
+            );
+        }
+    };
+    // The reference, passing: one reader, against two readers of the stored corpus.
+    let one = run(&mut ReferenceReader::new());
+    let mut two = [
+        ReferenceReader::of_stored_corpus(),
+        ReferenceReader::of_stored_corpus(),
+    ];
+    let shared = run_suite_shared(&mut two, Options::new(corpus())).unwrap();
+    assert!(shared.passed());
+    same(&one, &shared, "the reference");
+    // A broken reader fails the same cases with the same words, in the same order.
+    let broken_one = broken(How::WrongValue);
+    let mut three: Vec<Broken> = (0..3)
+        .map(|_| Broken {
+            inner: ReferenceReader::new(),
+            how: How::WrongValue,
+        })
+        .collect();
+    let broken_shared = run_suite_shared(&mut three, Options::new(corpus())).unwrap();
+    assert!(!broken_shared.passed());
+    same(&broken_one, &broken_shared, "a wrong value");
+    // No reader is an error of the inputs, not an empty pass.
+    let none: &mut [ReferenceReader] = &mut [];
+    assert!(run_suite_shared(none, Options::new(corpus())).is_err());
+}

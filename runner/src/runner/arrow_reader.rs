@@ -6,7 +6,9 @@
 //! with an Arrow type that means exactly one case type ([`case_type`]); anything else is the
 //! reader's breakage ([`Refusal::Broken`]), never a silently different value. So a Rust reader
 //! that produces record batches implements [`ArrowReader`], wraps itself in [`Arrow`], and is
-//! run by [`super::run_suite`] with no conversion of its own.
+//! run by [`super::run_suite`] with no conversion of its own. The checks and the conversion are
+//! two steps ([`CheckedScan::check`], then [`CheckedScan::to_result`]): the runner compares a
+//! checked scan with `expected/` in place, each cell meaning what its conversion would spell.
 //!
 //! A scan's batches hold, in this order, `fragment` and `offset` (`UInt64` or `UInt32`),
 //! `_rowid`, `_row_created_at_version` and `_row_last_updated_at_version` (`UInt64`, nullable
@@ -178,86 +180,216 @@ fn position(array: &dyn Array, name: &str, row: usize) -> Result<u64, Refusal> {
     }
 }
 
-/// A lineage column (`_rowid`, ...) at `row`, tagged `uint64`.
-fn lineage_value(array: &dyn Array, name: &str, row: usize) -> Result<Tagged, Refusal> {
+/// Checks that a lineage column (`_rowid`, ...) is `UInt64`.
+fn lineage_column(array: &dyn Array, name: &str) -> Result<(), Refusal> {
     if array.data_type() != &DataType::UInt64 {
         return Err(broken(format!(
             "{name} is {}, not UInt64",
             array.data_type()
         )));
     }
-    tagged(array, row)
+    Ok(())
 }
 
-/// The protocol form of a scan answered in batches.
+/// The case type of the lineage columns.
+const LINEAGE_TYPE: &str = "uint64";
+
+/// The protocol form of a scan answered in batches: [`CheckedScan::check`], then every cell
+/// converted ([`CheckedScan::to_result`]).
 pub fn scan_result(request: &ScanRequest, batches: &[RecordBatch]) -> Answer<ScanResult> {
-    const FIXED: [&str; 5] = lance_reference::scan::BATCH_PREFIX;
-    let mut columns: Option<Vec<Column>> = None;
-    let mut rows = Vec::new();
-    for batch in batches {
-        let schema = batch.schema();
-        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-        if names.len() < FIXED.len() || names[..FIXED.len()] != FIXED {
-            return Err(broken(format!(
-                "a scan batch starts with {FIXED:?}, not {:?}",
-                &names[..names.len().min(FIXED.len())]
-            )));
-        }
-        let mut these = Vec::new();
-        for f in schema.fields().iter().skip(FIXED.len()) {
-            let data_type = case_type(f.data_type()).ok_or_else(|| {
-                broken(format!(
-                    "column {:?} is {}, which has no case type",
-                    f.name(),
-                    f.data_type()
-                ))
-            })?;
-            these.push(Column {
-                name: f.name().clone(),
-                data_type,
-            });
-        }
-        if let Some(requested) = &request.columns {
-            let got: Vec<&String> = these.iter().map(|c| &c.name).collect();
-            if got.iter().copied().ne(requested.iter()) {
+    CheckedScan::check(request, batches)?.to_result()
+}
+
+/// A scan's batches that convert: every check of the conversion made, in the conversion's
+/// order (so the first problem is the one [`scan_result`] reports), and no cell converted
+/// yet. The runner compares such a scan with `expected/` cell by cell ([`ArrowCell`]), and
+/// [`CheckedScan::to_result`] converts it whole; what is checked here is all the conversion
+/// could refuse, so a checked scan always converts.
+#[derive(Debug)]
+pub struct CheckedScan<'a> {
+    /// The projected columns with their case types.
+    columns: Vec<Column>,
+    batches: &'a [RecordBatch],
+    /// Each row in answer order: its batch, its row there, its fragment and offset.
+    rows: Vec<(usize, usize, u64, u64)>,
+}
+
+/// One cell of a [`CheckedScan`]: a value of a checked column, with its case type.
+#[derive(Debug, Clone, Copy)]
+pub struct ArrowCell<'a> {
+    array: &'a dyn Array,
+    row: usize,
+    data_type: &'a str,
+}
+
+impl ArrowCell<'_> {
+    /// The cell's case type.
+    pub fn data_type(&self) -> &str {
+        self.data_type
+    }
+
+    /// The integer the cell holds (`Some(None)`: NULL) when its column is `Int32`, `Int64` or
+    /// `UInt64`; `None` for any other column. The tagged value ([`ArrowCell::to_tagged`]) spells
+    /// the same integer.
+    pub fn integer(&self) -> Option<Option<i128>> {
+        let value = match self.array.data_type() {
+            DataType::Int32 | DataType::Int64 | DataType::UInt64
+                if self.array.is_null(self.row) =>
+            {
+                return Some(None);
+            }
+            DataType::Int32 => i128::from(self.array.as_primitive::<Int32Type>().value(self.row)),
+            DataType::Int64 => i128::from(self.array.as_primitive::<Int64Type>().value(self.row)),
+            DataType::UInt64 => i128::from(self.array.as_primitive::<UInt64Type>().value(self.row)),
+            _ => return None,
+        };
+        Some(Some(value))
+    }
+
+    /// The cell as the tagged value the conversion gives it.
+    pub fn to_tagged(&self) -> Answer<Tagged> {
+        tagged_as(self.array, self.row, self.data_type.to_string())
+    }
+}
+
+impl<'a> CheckedScan<'a> {
+    /// Checks `batches` as the answer to `request`: each batch starts with the five fixed
+    /// columns (see the module docs), every other column has a case type, the columns are the
+    /// ones asked for and the same in every batch, and every row has a fragment and an offset
+    /// (`UInt64` or `UInt32`, not NULL) and `UInt64` lineage columns. Anything else is the
+    /// reader's breakage.
+    pub fn check(request: &ScanRequest, batches: &'a [RecordBatch]) -> Answer<CheckedScan<'a>> {
+        const FIXED: [&str; 5] = lance_reference::scan::BATCH_PREFIX;
+        let mut columns: Option<Vec<Column>> = None;
+        let mut rows = Vec::new();
+        for (b, batch) in batches.iter().enumerate() {
+            let schema = batch.schema();
+            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            if names.len() < FIXED.len() || names[..FIXED.len()] != FIXED {
                 return Err(broken(format!(
-                    "columns {got:?}, but {requested:?} were asked for"
+                    "a scan batch starts with {FIXED:?}, not {:?}",
+                    &names[..names.len().min(FIXED.len())]
                 )));
             }
-        }
-        match &columns {
-            Some(c) if *c != these => {
-                return Err(broken("batches of one scan have different columns".into()));
+            let mut these = Vec::new();
+            for f in schema.fields().iter().skip(FIXED.len()) {
+                let data_type = case_type(f.data_type()).ok_or_else(|| {
+                    broken(format!(
+                        "column {:?} is {}, which has no case type",
+                        f.name(),
+                        f.data_type()
+                    ))
+                })?;
+                these.push(Column {
+                    name: f.name().clone(),
+                    data_type,
+                });
             }
-            Some(_) => {}
-            None => columns = Some(these.clone()),
-        }
-        let fixed: Vec<&ArrayRef> = FIXED
-            .iter()
-            .map(|n| column(batch, n))
-            .collect::<Result<_, _>>()?;
-        for row in 0..batch.num_rows() {
-            let values = batch
-                .columns()
+            if let Some(requested) = &request.columns {
+                let got: Vec<&String> = these.iter().map(|c| &c.name).collect();
+                if got.iter().copied().ne(requested.iter()) {
+                    return Err(broken(format!(
+                        "columns {got:?}, but {requested:?} were asked for"
+                    )));
+                }
+            }
+            match &columns {
+                Some(c) if *c != these => {
+                    return Err(broken("batches of one scan have different columns".into()));
+                }
+                Some(_) => {}
+                None => columns = Some(these),
+            }
+            let fixed: Vec<&ArrayRef> = FIXED
                 .iter()
-                .skip(FIXED.len())
-                .zip(&these)
-                .map(|(a, c)| tagged_as(a.as_ref(), row, c.data_type.clone()))
+                .map(|n| column(batch, n))
+                .collect::<Result<_, _>>()?;
+            rows.reserve(batch.num_rows());
+            for row in 0..batch.num_rows() {
+                let fragment = position(fixed[0].as_ref(), FIXED[0], row)?;
+                let offset = position(fixed[1].as_ref(), FIXED[1], row)?;
+                for (array, name) in fixed[2..].iter().zip(&FIXED[2..]) {
+                    lineage_column(array.as_ref(), name)?;
+                }
+                rows.push((b, row, fragment, offset));
+            }
+        }
+        Ok(CheckedScan {
+            columns: columns.unwrap_or_default(),
+            batches,
+            rows,
+        })
+    }
+
+    /// The projected columns, in projection order.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Row `i`'s fragment and offset.
+    pub fn position(&self, i: usize) -> Option<(u64, u64)> {
+        self.rows.get(i).map(|&(_, _, f, o)| (f, o))
+    }
+
+    /// Row `i`'s `_rowid`, `_row_created_at_version` and `_row_last_updated_at_version`.
+    pub fn lineage(&self, i: usize) -> Option<[ArrowCell<'_>; 3]> {
+        let &(b, row, _, _) = self.rows.get(i)?;
+        let batch = self.batches.get(b)?;
+        let cell = |k: usize| -> Option<ArrowCell<'_>> {
+            Some(ArrowCell {
+                array: batch.columns().get(2 + k)?.as_ref(),
+                row,
+                data_type: LINEAGE_TYPE,
+            })
+        };
+        Some([cell(0)?, cell(1)?, cell(2)?])
+    }
+
+    /// Row `i`'s value in projected column `p`.
+    pub fn value(&self, i: usize, p: usize) -> Option<ArrowCell<'_>> {
+        let &(b, row, _, _) = self.rows.get(i)?;
+        let array = self.batches.get(b)?.columns().get(5 + p)?.as_ref();
+        Some(ArrowCell {
+            array,
+            row,
+            data_type: &self.columns.get(p)?.data_type,
+        })
+    }
+
+    /// Every row converted to the protocol's form.
+    pub fn to_result(&self) -> Answer<ScanResult> {
+        let mut rows = Vec::with_capacity(self.rows.len());
+        let lost = || broken("a checked row is gone".into());
+        for i in 0..self.rows.len() {
+            let (fragment, offset) = self.position(i).ok_or_else(lost)?;
+            let [row_id, created_at, last_updated_at] = self.lineage(i).ok_or_else(lost)?;
+            let values = (0..self.columns.len())
+                .map(|p| self.value(i, p).ok_or_else(lost)?.to_tagged())
                 .collect::<Result<_, _>>()?;
             rows.push(Row {
-                fragment: position(fixed[0].as_ref(), FIXED[0], row)?,
-                offset: position(fixed[1].as_ref(), FIXED[1], row)?,
-                row_id: lineage_value(fixed[2].as_ref(), FIXED[2], row)?,
-                created_at: lineage_value(fixed[3].as_ref(), FIXED[3], row)?,
-                last_updated_at: lineage_value(fixed[4].as_ref(), FIXED[4], row)?,
+                fragment,
+                offset,
+                row_id: row_id.to_tagged()?,
+                created_at: created_at.to_tagged()?,
+                last_updated_at: last_updated_at.to_tagged()?,
                 values,
             });
         }
+        Ok(ScanResult {
+            columns: self.columns.clone(),
+            rows,
+        })
     }
-    Ok(ScanResult {
-        columns: columns.unwrap_or_default(),
-        rows,
-    })
 }
 
 /// The hits of a batch: `fragment`, `offset`, and `distance` (`Float32`) where there is one
@@ -298,6 +430,10 @@ impl<R: ArrowReader> ConformanceReader for Arrow<R> {
     fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
         let batches = self.0.scan(request)?;
         scan_result(request, &batches)
+    }
+
+    fn scan_batches(&mut self, request: &ScanRequest) -> Option<Answer<Vec<RecordBatch>>> {
+        Some(self.0.scan(request))
     }
 
     fn lineage(&mut self, at: &VersionRef, fragment: u64) -> Answer<FragmentLineage> {

@@ -8,14 +8,18 @@
 //! the spec fixes (rows, scalar answers, reconciliation lists) are compared in order. A vector
 //! top k is compared by its groups of tied rows, which the spec lets a reader order as it likes
 //! and cut at place k anywhere in the last one ([OVL-QRY-5]). Vector distances are the one
-//! tolerance: a relative 1e-5, because the order of a float sum is not normative.
+//! tolerance: a relative 1e-5, because the order of a float sum is not normative. A scan is
+//! the same answer whether it comes as the protocol's rows or as Arrow batches checked for
+//! conversion ([`ScanRows`]): a cell of the batches compares as its tagged value would, an
+//! integer as an integer without spelling it.
 
 use serde_json::Value as Json;
 
+use super::arrow_reader::{ArrowCell, CheckedScan};
 use super::protocol::{QueryAnswer, ScanResult};
 use crate::expected::tagged::{Tagged, untag};
 use crate::expected::{
-    ExclusionSet, ExpectedCell, FragmentLineage, Hit, QueryKind, QueryResult, Rows,
+    Column, ExclusionSet, ExpectedCell, FragmentLineage, Hit, QueryKind, QueryResult, Rows,
 };
 
 /// The first difference between what `expected/` holds and what a reader answered, in words:
@@ -123,19 +127,136 @@ fn show_cell(c: &ExpectedCell) -> String {
     show(&c.to_tagged())
 }
 
+/// A cell of a reader's scan as it is compared: a tagged value of the protocol's rows, or a
+/// cell of Arrow batches checked for conversion ([`CheckedScan`]).
+#[derive(Debug, Clone, Copy)]
+pub enum GotCell<'a> {
+    /// A tagged value, as answered.
+    Tagged(&'a Tagged),
+    /// An Arrow cell, not converted.
+    Arrow(ArrowCell<'a>),
+}
+
+impl GotCell<'_> {
+    /// Whether `expected` and this cell mean the same value: [`same_cell`] with the cell's
+    /// tagged value. An integer is compared as an integer, without converting it.
+    fn matches(&self, expected: &ExpectedCell) -> bool {
+        match self {
+            GotCell::Tagged(t) => same_cell(expected, t),
+            GotCell::Arrow(cell) => match (expected, cell.integer()) {
+                // As `same_cell` compares an integer cell with the cell's tagged spelling.
+                (ExpectedCell::Integer { data_type, value }, Some(got)) => {
+                    same_type_spelling(data_type, cell.data_type()) && got == *value
+                }
+                _ => cell.to_tagged().is_ok_and(|t| same_cell(expected, &t)),
+            },
+        }
+    }
+
+    /// The cell as a difference shows it.
+    fn shown(&self) -> String {
+        match self {
+            GotCell::Tagged(t) => show(t),
+            GotCell::Arrow(cell) => match cell.to_tagged() {
+                Ok(t) => show(&t),
+                Err(r) => format!("{} (not converted: {r:?})", cell.data_type()),
+            },
+        }
+    }
+}
+
+/// A reader's scan as [`scan`] reads it, row by row: the protocol's rows, or checked Arrow
+/// batches read in place.
+pub trait ScanRows {
+    /// The columns answered, in answer order.
+    fn columns(&self) -> &[Column];
+    /// Number of rows.
+    fn len(&self) -> usize;
+    /// Whether there are no rows.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Row `i`'s fragment and offset.
+    fn position(&self, i: usize) -> Option<(u64, u64)>;
+    /// Row `i`'s `_rowid`, `_row_created_at_version` and `_row_last_updated_at_version`.
+    fn lineage(&self, i: usize) -> Option<[GotCell<'_>; 3]>;
+    /// How many values row `i` has.
+    fn width(&self, i: usize) -> usize;
+    /// Row `i`'s `k`-th value.
+    fn value(&self, i: usize, k: usize) -> Option<GotCell<'_>>;
+}
+
+impl ScanRows for ScanResult {
+    fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn position(&self, i: usize) -> Option<(u64, u64)> {
+        self.rows.get(i).map(|r| (r.fragment, r.offset))
+    }
+
+    fn lineage(&self, i: usize) -> Option<[GotCell<'_>; 3]> {
+        self.rows.get(i).map(|r| {
+            [&r.row_id, &r.created_at, &r.last_updated_at].map(GotCell::Tagged)
+        })
+    }
+
+    fn width(&self, i: usize) -> usize {
+        self.rows.get(i).map_or(0, |r| r.values.len())
+    }
+
+    fn value(&self, i: usize, k: usize) -> Option<GotCell<'_>> {
+        self.rows.get(i)?.values.get(k).map(GotCell::Tagged)
+    }
+}
+
+impl ScanRows for CheckedScan<'_> {
+    fn columns(&self) -> &[Column] {
+        CheckedScan::columns(self)
+    }
+
+    fn len(&self) -> usize {
+        CheckedScan::len(self)
+    }
+
+    fn position(&self, i: usize) -> Option<(u64, u64)> {
+        CheckedScan::position(self, i)
+    }
+
+    fn lineage(&self, i: usize) -> Option<[GotCell<'_>; 3]> {
+        CheckedScan::lineage(self, i).map(|cells| cells.map(GotCell::Arrow))
+    }
+
+    fn width(&self, i: usize) -> usize {
+        if i < CheckedScan::len(self) {
+            CheckedScan::columns(self).len()
+        } else {
+            0
+        }
+    }
+
+    fn value(&self, i: usize, k: usize) -> Option<GotCell<'_>> {
+        CheckedScan::value(self, i, k).map(GotCell::Arrow)
+    }
+}
+
 /// The first difference between the expected rows (values projected to `projection`, indices
 /// into the expected columns) and a scan.
 pub fn scan(
-    expected_columns: &[crate::expected::Column],
+    expected_columns: &[Column],
     expected_rows: &Rows,
     projection: &[usize],
-    got: &ScanResult,
+    got: &dyn ScanRows,
 ) -> Result<(), Difference> {
     let want_columns: Vec<_> = projection
         .iter()
         .filter_map(|i| expected_columns.get(*i))
         .collect();
-    let got_columns: Vec<_> = got.columns.iter().collect();
+    let got_columns: Vec<_> = got.columns().iter().collect();
     if want_columns != got_columns {
         return Err(difference!(
             "columns: expected {}, got {}",
@@ -143,38 +264,40 @@ pub fn scan(
             columns_text(&got_columns)
         ));
     }
-    if expected_rows.len() != got.rows.len() {
+    if expected_rows.len() != got.len() {
         let want: Vec<String> = (0..expected_rows.len())
             .filter_map(|i| expected_rows.position(i))
             .map(|(f, o)| format!("{f}:{o}"))
             .collect();
-        let have: Vec<String> = got
-            .rows
-            .iter()
-            .map(|r| format!("{}:{}", r.fragment, r.offset))
+        let have: Vec<String> = (0..got.len())
+            .filter_map(|i| got.position(i))
+            .map(|(f, o)| format!("{f}:{o}"))
             .collect();
         return Err(difference!(
             "{} rows expected, {} returned (fragment:offset expected [{}], got [{}])",
             expected_rows.len(),
-            got.rows.len(),
+            got.len(),
             want.join(", "),
             have.join(", ")
         ));
     }
-    for (i, row) in got.rows.iter().enumerate() {
+    for i in 0..got.len() {
         let (Some((fragment, offset)), Some(lineage)) =
             (expected_rows.position(i), expected_rows.lineage(i))
         else {
             return Err(difference!("row {i}: the expected rows end early"));
         };
+        let (Some(position), Some(got_lineage)) = (got.position(i), got.lineage(i)) else {
+            return Err(difference!("row {i}: the answer's rows end early"));
+        };
         // The row's label is spelled only for a difference.
         let at = || format!("row {i} (fragment {fragment}, offset {offset})");
-        if (fragment, offset) != (row.fragment, row.offset) {
+        if (fragment, offset) != position {
             return Err(difference!(
                 "{}: got fragment {}, offset {}",
                 at(),
-                row.fragment,
-                row.offset
+                position.0,
+                position.1
             ));
         }
         for ((name, w), g) in [
@@ -184,36 +307,40 @@ pub fn scan(
         ]
         .into_iter()
         .zip(&lineage)
-        .zip([&row.row_id, &row.created_at, &row.last_updated_at])
+        .zip(got_lineage)
         {
-            if !same_cell(w, g) {
+            if !g.matches(w) {
                 return Err(difference!(
                     "{}: {name}: expected {}, got {}",
                     at(),
                     show_cell(w),
-                    show(g)
+                    g.shown()
                 ));
             }
         }
-        if row.values.len() != projection.len() {
+        let width = got.width(i);
+        if width != projection.len() {
             return Err(difference!(
                 "{}: {} values for {} columns",
                 at(),
-                row.values.len(),
+                width,
                 projection.len()
             ));
         }
-        for (p, g) in projection.iter().zip(&row.values) {
+        for (k, p) in projection.iter().enumerate() {
             let Some(w) = expected_rows.value(i, *p) else {
                 return Err(difference!("{}: the expected row has no column {p}", at()));
             };
-            if !same_cell(&w, g) {
+            let Some(g) = got.value(i, k) else {
+                return Err(difference!("{}: the answer's row has no value {k}", at()));
+            };
+            if !g.matches(&w) {
                 let name = expected_columns.get(*p).map_or("?", |c| c.name.as_str());
                 return Err(difference!(
                     "{}: {name}: expected {}, got {}",
                     at(),
                     show_cell(&w),
-                    show(g)
+                    g.shown()
                 ));
             }
         }
@@ -221,7 +348,7 @@ pub fn scan(
     Ok(())
 }
 
-fn columns_text(columns: &[&crate::expected::Column]) -> String {
+fn columns_text(columns: &[&Column]) -> String {
     let parts: Vec<String> = columns
         .iter()
         .map(|c| format!("{} {}", c.name, c.data_type))

@@ -9,6 +9,8 @@
 
 use std::collections::BTreeSet;
 
+use arrow_array::RecordBatch;
+
 use super::protocol::{
     ExclusionResult, Implementation, OpenResult, QueryAnswer, QueryRequest, ReadError, ScanRequest,
     ScanResult, VersionRef,
@@ -145,6 +147,17 @@ pub trait ConformanceReader {
     fn open(&mut self, at: &VersionRef) -> Answer<OpenResult>;
     /// Scans `request.at`.
     fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult>;
+    /// The same scan as Arrow record batches (laid out as [`super::arrow_reader`] says), for
+    /// a reader whose scans are batches; `None`, the default, for a reader that answers only
+    /// with [`ConformanceReader::scan`]. A reader that answers here must answer what `scan`
+    /// answers, converted: the runner judges a version's scans by these batches, checked as
+    /// [`super::arrow_reader::scan_result`] checks them (a batch it would not convert is the
+    /// reader's breakage) and compared with `expected/` cell by cell in place, and sends
+    /// `scan` where it needs the protocol's rows.
+    fn scan_batches(&mut self, request: &ScanRequest) -> Option<Answer<Vec<RecordBatch>>> {
+        let _ = request;
+        None
+    }
     /// The lineage placement of `fragment` at `at`.
     fn lineage(&mut self, at: &VersionRef, fragment: u64) -> Answer<FragmentLineage>;
     /// Every exclusion set at `at`.

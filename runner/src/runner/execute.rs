@@ -26,6 +26,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use super::arrow_reader::CheckedScan;
 use super::capability::{self, ERROR_CODES, EXCLUSION, LINEAGE_PLACEMENT, SCALAR_QUERY};
 use super::check::Check;
 use super::compare;
@@ -1022,16 +1023,25 @@ fn scan(
         at: at.clone(),
         columns,
     };
-    match checks.reader.scan(&request) {
-        Ok(got) => match compare::scan(&v.columns, &v.rows, projection, &got) {
-            Ok(()) => checks.push(name, Verdict::Pass, None, None),
-            Err(m) => checks.push(
-                name,
-                Verdict::Fail,
-                Some(FailureKind::WrongValue),
-                Some(m.to_string()),
-            ),
-        },
+    // Batches, when the reader answers with them, are compared in place.
+    let compared = match checks.reader.scan_batches(&request) {
+        Some(batches) => batches.and_then(|batches| {
+            let got = CheckedScan::check(&request, &batches)?;
+            Ok(compare::scan(&v.columns, &v.rows, projection, &got))
+        }),
+        None => checks
+            .reader
+            .scan(&request)
+            .map(|got| compare::scan(&v.columns, &v.rows, projection, &got)),
+    };
+    match compared {
+        Ok(Ok(())) => checks.push(name, Verdict::Pass, None, None),
+        Ok(Err(m)) => checks.push(
+            name,
+            Verdict::Fail,
+            Some(FailureKind::WrongValue),
+            Some(m.to_string()),
+        ),
         Err(r) => checks.refused_readable(name, r, level),
     }
 }

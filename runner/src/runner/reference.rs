@@ -4,28 +4,31 @@
 //! the reference's dataset reader ([`Dataset::read_version`], which checks flags, framing,
 //! paths, files and the snapshot) and the same functions that computed `expected/`
 //! ([`crate::expected`]); nothing is read from `expected/`. Scans are answered as Arrow
-//! record batches through [`super::arrow_reader::scan_result`], the conversion every Rust
-//! reader's batches go through; a reader made by [`ReferenceReader::row_scans`] answers them
-//! from the row scan instead ([`lance_reference::scan::scan`], the scan `expected/` was
-//! computed with), so that the corpus judges both of the reference's scans. The last version
-//! read is cached,
+//! record batches ([`ConformanceReader::scan_batches`]), judged as every Rust reader's batches
+//! are, or converted by [`super::arrow_reader::scan_result`]; a reader made by
+//! [`ReferenceReader::row_scans`] answers them from the row scan instead
+//! ([`lance_reference::scan::scan`], the scan `expected/` was computed with), so that the
+//! corpus judges both of the reference's scans. The last version read is cached,
 //! keyed by directory and version, so a case's checks read each version once.
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
+use arrow_array::RecordBatch;
 use lance_reference::error::CodedError;
 use lance_reference::model::{FieldId, Snapshot};
 use lance_reference::query::Predicate as ModelPredicate;
-use lance_reference_io::Dataset;
+use lance_reference_io::{Dataset, ReadOptions};
 
 use super::capability;
+use super::unchanging::UnchangingStorage;
 use super::conformance_reader::{Answer, ConformanceReader, Description, Refusal};
 use super::protocol::{
     ExclusionResult, Implementation, Literal, OpenResult, Predicate, QueryAnswer, QueryRequest,
     ReadError, Reconciliation, ScanRequest, ScanResult, VersionRef,
 };
-use crate::case::Op;
+use crate::case::{Capability, Op};
 use crate::case::names::field_id;
 use crate::expected::tagged::{Tagged, untag, untag_field};
 use crate::expected::{self, ExpectedFailure, FragmentLineage, QueryResult};
@@ -35,7 +38,12 @@ use crate::expected::{self, ExpectedFailure, FragmentLineage, QueryResult};
 pub struct ReferenceReader {
     cached: Option<(VersionRef, Result<Snapshot, ReadError>)>,
     capabilities: BTreeSet<String>,
+    /// Whether scans are answered by the row scan ([`ReferenceReader::row_scans`]).
     rows: bool,
+    /// Whether it reads a stored corpus ([`ReferenceReader::of_stored_corpus`]).
+    stored: bool,
+    /// For a reader of a stored corpus: the dataset directory it read last, kept open.
+    opened: Option<(String, Dataset)>,
 }
 
 impl Default for ReferenceReader {
@@ -59,6 +67,8 @@ impl ReferenceReader {
             cached: None,
             capabilities,
             rows: false,
+            stored: false,
+            opened: None,
         }
     }
 
@@ -68,6 +78,18 @@ impl ReferenceReader {
     pub fn row_scans() -> ReferenceReader {
         ReferenceReader {
             rows: true,
+            ..ReferenceReader::new()
+        }
+    }
+
+    /// A reader declaring every capability, for a run of the stored corpus, whose files
+    /// nothing writes while it reads them: the dataset directory it reads is kept open, over a
+    /// storage that remembers what the reference decoded from it ([`super::unchanging`]), until
+    /// it reads another one, so the versions of one dataset decode the files they share once.
+    /// Every version is still read and checked whole, as [`read_checked`] reads it.
+    pub fn of_stored_corpus() -> ReferenceReader {
+        ReferenceReader {
+            stored: true,
             ..ReferenceReader::new()
         }
     }
@@ -93,7 +115,7 @@ impl ReferenceReader {
                         at.version
                     ),
                 }),
-                None => read_checked(Path::new(&at.dataset), at.version),
+                None => self.read(at),
             };
             self.cached = Some((at.clone(), read));
         }
@@ -106,11 +128,68 @@ impl ReferenceReader {
 }
 
 impl ReferenceReader {
+    /// Reads `at` as [`read_checked`] does; a reader of a stored corpus reads it from the
+    /// dataset it keeps open (opened first when `at` names another directory).
+    fn read(&mut self, at: &VersionRef) -> Result<Snapshot, ReadError> {
+        if !self.stored {
+            return read_checked(Path::new(&at.dataset), at.version);
+        }
+        let dataset = match self.opened.take() {
+            Some((dir, dataset)) if dir == at.dataset => dataset,
+            _ => {
+                let storage = Arc::new(UnchangingStorage::new(Path::new(&at.dataset)));
+                Dataset::open_in(storage, ReadOptions::default()).map_err(|e| read_error(&e))?
+            }
+        };
+        let read = dataset
+            .read_version(at.version)
+            .map(|(snapshot, _)| snapshot)
+            .map_err(|e| read_error(&e));
+        self.opened = Some((at.dataset.clone(), dataset));
+        read
+    }
+
+    /// The record batches of a scan: the requested top-level columns (all when none are
+    /// named), read by [`lance_reference::scan::scan_batches`].
+    fn batches(&mut self, request: &ScanRequest) -> Answer<Vec<RecordBatch>> {
+        let s = self.snapshot(&request.at)?;
+        let schema = &s.schema;
+        let fields = projected(schema, request)?;
+        lance_reference::scan::scan_batches(s, Some(&fields))
+            .map_err(|e| Refusal::Error(read_error(&e)))
+    }
+
     /// The data capabilities version `at` needs that this reader was not given.
     fn lacking(&self, at: &VersionRef) -> Option<String> {
+        // A reader declaring every data capability lacks none, whatever the version needs.
+        let declared = |c: &Capability| self.capabilities.contains(capability::word(*c));
+        if super::needs::DATA_CAPABILITIES.iter().all(declared) {
+            return None;
+        }
         let needs = super::needs::of_version(Path::new(&at.dataset), at.version).ok()?;
         let missing = super::needs::missing(&needs, &self.capabilities);
         (!missing.is_empty()).then(|| super::needs::words(&missing))
+    }
+}
+
+/// The top-level fields `request` projects, in its order (every top-level field without a
+/// projection).
+fn projected(
+    schema: &lance_reference::model::Schema,
+    request: &ScanRequest,
+) -> Result<Vec<FieldId>, Refusal> {
+    match &request.columns {
+        None => Ok(schema.top_level().map(|f| f.id).collect()),
+        Some(names) => names
+            .iter()
+            .map(|n| {
+                schema
+                    .top_level()
+                    .find(|f| f.name == *n)
+                    .map(|f| f.id)
+                    .ok_or_else(|| Refusal::Broken(format!("no top-level column {n:?}")))
+            })
+            .collect(),
     }
 }
 
@@ -160,23 +239,10 @@ impl ConformanceReader for ReferenceReader {
     }
 
     fn scan(&mut self, request: &ScanRequest) -> Answer<ScanResult> {
-        let rows = self.rows;
-        let s = self.snapshot(&request.at)?;
-        let schema = &s.schema;
-        let fields: Vec<FieldId> = match &request.columns {
-            None => schema.top_level().map(|f| f.id).collect(),
-            Some(names) => names
-                .iter()
-                .map(|n| {
-                    schema
-                        .top_level()
-                        .find(|f| f.name == *n)
-                        .map(|f| f.id)
-                        .ok_or_else(|| Refusal::Broken(format!("no top-level column {n:?}")))
-                })
-                .collect::<Result<_, _>>()?,
-        };
-        if rows {
+        if self.rows {
+            let s = self.snapshot(&request.at)?;
+            let schema = &s.schema;
+            let fields = projected(schema, request)?;
             let rows = lance_reference::scan::scan(s, Some(&fields))
                 .map_err(|e| Refusal::Error(read_error(&e)))?;
             return Ok(ScanResult {
@@ -190,9 +256,13 @@ impl ConformanceReader for ReferenceReader {
         // Record batches, converted to the protocol's rows by the Arrow seam, as any Rust
         // reader's would be; `expected/` comes from the row scan, so every case checks one
         // against the other.
-        let batches = lance_reference::scan::scan_batches(s, Some(&fields))
-            .map_err(|e| Refusal::Error(read_error(&e)))?;
+        let batches = self.batches(request)?;
         super::arrow_reader::scan_result(request, &batches)
+    }
+
+    fn scan_batches(&mut self, request: &ScanRequest) -> Option<Answer<Vec<RecordBatch>>> {
+        // The row scan has no batches: its scans are judged through `scan`.
+        (!self.rows).then(|| self.batches(request))
     }
 
     fn lineage(&mut self, at: &VersionRef, fragment: u64) -> Answer<FragmentLineage> {
