@@ -56,10 +56,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use prost::Message;
 
+use std::borrow::Cow;
+
+use crate::data_file::container::{Extent, Region};
 use crate::data_file::{
-    ColumnData, DataFileContents, DataFileError, FileExtras, read_data_file, write_data_file_with,
+    ColumnData, DataFileContents, DataFileError, FileExtras, metadata_start, read_data_file,
+    read_data_file_in, write_data_file_with,
 };
-use lance_reference::model::{DataType, Field, Value};
+use lance_reference::model::{Column as StoredColumn, DataType, Field, Value};
 use lance_reference::proto::lance::index::pb as ipb;
 
 /// The directory holding every index's files.
@@ -193,6 +197,19 @@ pub enum IndexFileError {
         /// Whether the fragment is remapped ([IDX-READ-9]; else [IDX-READ-3]).
         remapped: bool,
     },
+    /// A part of an index file could not be read (the storage failed, or the file is shorter
+    /// than it was when its size was taken).
+    #[error("{file}: reading bytes {start}..{end}: {problem}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The first byte asked for.
+        start: u64,
+        /// The byte after the last one asked for.
+        end: u64,
+        /// What the storage said.
+        problem: String,
+    },
     /// An index this reader does not read (`index_version`, a layout option, a key type).
     #[error("{file}: unsupported: {feature}")]
     Unsupported {
@@ -214,6 +231,7 @@ lance_reference::error_codes! {IndexFileError {
     IndexFileError::MissingEntry { .. } => code("index_entry_missing", Invalid, "A row of a fragment in `fragment_bitmap` has no entry in the index files"),
     IndexFileError::CoverageWithoutEntries { .. } => code("index_coverage_without_entries", Invalid, "`fragment_bitmap` names a fragment of the table that did not exist at the index's `dataset_version`"),
     IndexFileError::StaleEntry { .. } => code("index_entry_mismatch", Invalid, "An index entry's value differs from the row's value at the index's `dataset_version`"),
+    IndexFileError::Io { .. } => code("index_file_io", Malformed, "A part of an index file could not be read from the storage"),
     IndexFileError::Unsupported { .. } => code("index_unsupported", UnsupportedFeature, "An index version, layout option or key type this reader does not read"),
 }}
 
@@ -560,17 +578,11 @@ fn uint32s(
     contents: &DataFileContents<'_>,
     index: usize,
 ) -> Result<Vec<u32>, IndexFileError> {
-    column(name, contents, index, &DataType::Int32)?
-        .into_iter()
-        .enumerate()
-        .map(|(row, v)| match v {
-            Value::Int32(x) => Ok(u32::from_ne_bytes(x.to_ne_bytes())),
-            other => Err(layout_error(
-                name,
-                format!("column {index} row {row}: {other}"),
-            )),
-        })
-        .collect()
+    as_uint32s(
+        name,
+        index,
+        column(name, contents, index, &DataType::Int32)?,
+    )
 }
 
 fn metadata<'a>(
@@ -619,12 +631,335 @@ pub fn read_btree(
         }
     }
     let lookup = parse(BTREE_LOOKUP, file(files, BTREE_LOOKUP)?)?;
+    let batch_size = lookup_header(&lookup, &key)?;
+    let mins = column(BTREE_LOOKUP, &lookup, 0, key_type)?;
+    let maxs = column(BTREE_LOOKUP, &lookup, 1, key_type)?;
+    let nulls = uint32s(BTREE_LOOKUP, &lookup, 2)?;
+    let page_idx = uint32s(BTREE_LOOKUP, &lookup, 3)?;
+    let chunk = usize::try_from(batch_size).unwrap_or(usize::MAX);
+    let pages: Vec<&[Value]> = values.chunks(chunk).collect();
+    check_lookup(
+        &LookupRows {
+            mins: &mins,
+            maxs: &maxs,
+            nulls: &nulls,
+            page_idx: &page_idx,
+            batch_size,
+        },
+        values.len(),
+        pages.len(),
+        |p| {
+            let page = pages[p];
+            let first = page.first().cloned().unwrap_or(Value::Null);
+            let last = page.last().cloned().unwrap_or(Value::Null);
+            (
+                first,
+                last,
+                page.iter().filter(|v| v.is_null()).count() as u64,
+            )
+        },
+    )?;
+    Ok(stored_ids.into_iter().zip(values).collect())
+}
+
+impl From<DataFileError> for IndexFileError {
+    fn from(error: DataFileError) -> IndexFileError {
+        IndexFileError::DataFile { error }
+    }
+}
+
+/// An index's files as a by-parts reader sees them: each file's length, and ranged reads of
+/// its bytes (through the dataset's storage, or from bytes already held).
+pub trait IndexFileParts {
+    /// The length of file `name`; `None` when the reader was not given it.
+    fn size(&self, name: &str) -> Option<u64>;
+    /// The bytes `range` of file `name` (within its length); a failure is
+    /// [`IndexFileError::Io`].
+    fn read(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, IndexFileError>;
+}
+
+/// Whole files held by name, read by parts (what [`read_btree`] is given).
+impl IndexFileParts for BTreeMap<String, Vec<u8>> {
+    fn size(&self, name: &str) -> Option<u64> {
+        self.get(name).map(|b| b.len() as u64)
+    }
+
+    fn read(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, IndexFileError> {
+        let bytes = self.get(name).map(Vec::as_slice).unwrap_or_default();
+        let (start, end) = (range.start, range.end);
+        usize::try_from(start)
+            .ok()
+            .zip(usize::try_from(end).ok())
+            .and_then(|(s, e)| bytes.get(s..e))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| IndexFileError::Io {
+                file: name.to_string(),
+                start,
+                end,
+                problem: format!("past the end of its {} bytes", bytes.len()),
+            })
+    }
+}
+
+/// The metadata region of file `name` (of `size` bytes) and where it starts: the last 64 KiB,
+/// extended back as far as [`metadata_start`] asks, as the data-file reader reads a data file
+/// by parts.
+fn metadata_region(
+    files: &dyn IndexFileParts,
+    name: &str,
+    size: u64,
+) -> Result<(u64, Vec<u8>), IndexFileError> {
+    let mut start = size.saturating_sub(METADATA_TAIL);
+    let mut bytes = files.read(name, start..size)?;
+    loop {
+        let from = metadata_start(
+            Region {
+                start,
+                bytes: &bytes,
+            },
+            size,
+            name,
+        );
+        if from >= start {
+            return Ok((start, bytes));
+        }
+        let mut joined = files.read(name, from..start)?;
+        joined.extend_from_slice(&bytes);
+        bytes = joined;
+        start = from;
+    }
+}
+
+/// How many bytes at a file's end [`metadata_region`] reads first.
+const METADATA_TAIL: u64 = 64 * 1024;
+
+/// A BTree's stored entries as [`read_btree_by_parts`] holds them: the ids in data-file order,
+/// and the keys in the pages they were decoded in (Arrow arrays, a few bytes per entry rather
+/// than a [`Value`] each).
+#[derive(Debug, Clone)]
+pub struct StoredKeys {
+    ids: Vec<u64>,
+    /// Each page of keys with the row it starts at.
+    pages: Vec<(usize, StoredColumn)>,
+}
+
+impl StoredKeys {
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The ids, in data-file order.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
+    /// The key of entry `row` (NULL past the end).
+    pub fn value(&self, row: usize) -> Value {
+        let p = self.pages.partition_point(|(start, _)| *start <= row);
+        p.checked_sub(1)
+            .and_then(|p| self.pages.get(p))
+            .and_then(|(start, column)| column.value(row - start))
+            .unwrap_or(Value::Null)
+    }
+
+    /// The keys alone: the ids are dropped (once every entry is placed on its row, an entry is
+    /// named by its position).
+    pub fn without_ids(mut self) -> StoredKeys {
+        self.ids = Vec::new();
+        self
+    }
+
+    /// Each entry as [`read_btree`] returns it.
+    pub fn into_pairs(self) -> Vec<(u64, Value)> {
+        let values: Vec<Value> = (0..self.ids.len()).map(|r| self.value(r)).collect();
+        self.ids.into_iter().zip(values).collect()
+    }
+}
+
+/// [`read_btree`] by parts: each file's metadata region first, then each page of a column
+/// alone, so that no read holds a whole column ([`DataFileContents::page_array_with`]: the
+/// value limit bounds a page). The same checks in the same order, and so the same first error,
+/// as [`read_btree`] of the same bytes; what it returns holds the keys as Arrow arrays
+/// ([`StoredKeys`]).
+pub fn read_btree_by_parts(
+    files: &dyn IndexFileParts,
+    key_type: &DataType,
+) -> Result<StoredKeys, IndexFileError> {
+    let key = key_type.logical_type();
+    let size = files
+        .size(BTREE_DATA)
+        .ok_or_else(|| layout_error(BTREE_DATA, "not given to the reader"))?;
+    let (start, metadata) = metadata_region(files, BTREE_DATA, size)?;
+    let held = Region {
+        start,
+        bytes: &metadata,
+    };
+    let data = read_data_file_in(held, size, BTREE_DATA)?;
+    check_columns(
+        BTREE_DATA,
+        &data,
+        &[("values", key.clone()), ("ids", "uint64".into())],
+    )?;
+    let fetch = |span: Extent| {
+        files
+            .read(
+                BTREE_DATA,
+                span.position..span.position.saturating_add(span.size),
+            )
+            .map(Cow::Owned)
+    };
+    // The keys, page by page; the first row out of order and every NULL noted as they come
+    // (reported in `read_btree`'s order, after the ids).
+    let mut pages = Vec::new();
+    let mut rows = 0usize;
+    let mut unsorted: Option<usize> = None;
+    let mut nulls = roaring::RoaringTreemap::new();
+    let mut previous: Option<Value> = None;
+    for p in 0..data.column_pages(0).unwrap_or(0) {
+        let page = StoredColumn::new(data.page_array_with(0, p, key_type, fetch)?);
+        for r in 0..page.len() {
+            let value = page.value(r).unwrap_or(Value::Null);
+            if unsorted.is_none()
+                && previous
+                    .as_ref()
+                    .is_some_and(|prev| key_order(prev, &value) == Ordering::Greater)
+            {
+                unsorted = Some(rows + r);
+            }
+            if value.is_null() {
+                nulls.insert((rows + r) as u64);
+            }
+            previous = Some(value);
+        }
+        let len = page.len();
+        pages.push((rows, page));
+        rows += len;
+    }
+    held_rows(BTREE_DATA, &data, 0, rows as u64)?;
+    // The ids, page by page: a decode error of any page comes before a problem of an id.
+    let mut ids = Vec::with_capacity(rows);
+    let mut seen = roaring::RoaringTreemap::new();
+    let mut bad_id: Option<IndexFileError> = None;
+    let mut id_rows = 0u64;
+    for p in 0..data.column_pages(1).unwrap_or(0) {
+        let page = StoredColumn::new(data.page_array_with(1, p, &DataType::UInt64, fetch)?);
+        for r in 0..page.len() {
+            if bad_id.is_some() {
+                break;
+            }
+            match page.value(r).unwrap_or(Value::Null) {
+                Value::UInt64(id) if seen.insert(id) => ids.push(id),
+                Value::UInt64(id) => {
+                    bad_id = Some(IndexFileError::DuplicateId {
+                        file: BTREE_DATA.to_string(),
+                        id,
+                    });
+                }
+                other => {
+                    let row = id_rows + r as u64;
+                    bad_id = Some(layout_error(BTREE_DATA, format!("row {row}: id {other}")));
+                }
+            }
+        }
+        id_rows += page.len() as u64;
+    }
+    held_rows(BTREE_DATA, &data, 1, id_rows)?;
+    if let Some(e) = bad_id {
+        return Err(e);
+    }
+    if let Some(row) = unsorted {
+        return Err(IndexFileError::Unsorted {
+            file: BTREE_DATA.into(),
+            row: row as u64,
+            previous: row as u64 - 1,
+        });
+    }
+    drop(seen);
+    let stored = StoredKeys { ids, pages };
+    let lookup_size = files
+        .size(BTREE_LOOKUP)
+        .ok_or_else(|| layout_error(BTREE_LOOKUP, "not given to the reader"))?;
+    let (start, metadata) = metadata_region(files, BTREE_LOOKUP, lookup_size)?;
+    let held = Region {
+        start,
+        bytes: &metadata,
+    };
+    let lookup = read_data_file_in(held, lookup_size, BTREE_LOOKUP)?;
+    let lookup_fetch = |span: Extent| {
+        files
+            .read(
+                BTREE_LOOKUP,
+                span.position..span.position.saturating_add(span.size),
+            )
+            .map(Cow::Owned)
+    };
+    let batch_size = lookup_header(&lookup, &key)?;
+    let column = |index: usize, data_type: &DataType| {
+        let array = lookup.column_array_with(index, data_type, lookup_fetch)?;
+        let values = StoredColumn::new(array).values();
+        held_rows(BTREE_LOOKUP, &lookup, index, values.len() as u64)?;
+        Ok::<_, IndexFileError>(values)
+    };
+    let mins = column(0, key_type)?;
+    let maxs = column(1, key_type)?;
+    let nulls_stated = as_uint32s(BTREE_LOOKUP, 2, column(2, &DataType::Int32)?)?;
+    let page_idx = as_uint32s(BTREE_LOOKUP, 3, column(3, &DataType::Int32)?)?;
+    let chunk = usize::try_from(batch_size).unwrap_or(usize::MAX);
+    let page_count = rows.div_ceil(chunk);
+    check_lookup(
+        &LookupRows {
+            mins: &mins,
+            maxs: &maxs,
+            nulls: &nulls_stated,
+            page_idx: &page_idx,
+            batch_size,
+        },
+        rows,
+        page_count,
+        |p| {
+            let first = p * chunk;
+            let end = first.saturating_add(chunk).min(rows);
+            let null_count = nulls.range_cardinality(first as u64..end as u64);
+            (stored.value(first), stored.value(end - 1), null_count)
+        },
+    )?;
+    Ok(stored)
+}
+
+/// Checks that column `index` of `contents` held one value per row of the file.
+fn held_rows(
+    name: &str,
+    contents: &DataFileContents<'_>,
+    index: usize,
+    held: u64,
+) -> Result<(), IndexFileError> {
+    if held != contents.num_rows() {
+        return Err(layout_error(
+            name,
+            format!(
+                "column {index} holds {held} rows, the file {}",
+                contents.num_rows()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A lookup file's columns, the `batch_size` its metadata states (or the default) and whether
+/// it is range-partitioned (refused), checked in [`read_btree`]'s order; the page size.
+fn lookup_header(lookup: &DataFileContents<'_>, key: &str) -> Result<u64, IndexFileError> {
     check_columns(
         BTREE_LOOKUP,
-        &lookup,
+        lookup,
         &[
-            ("min", key.clone()),
-            ("max", key),
+            ("min", key.to_string()),
+            ("max", key.to_string()),
             ("null_count", "uint32".into()),
             ("page_idx", "uint32".into()),
         ],
@@ -653,54 +988,79 @@ pub fn read_btree(
             });
         }
     }
-    let mins = column(BTREE_LOOKUP, &lookup, 0, key_type)?;
-    let maxs = column(BTREE_LOOKUP, &lookup, 1, key_type)?;
-    let nulls = uint32s(BTREE_LOOKUP, &lookup, 2)?;
-    let page_idx = uint32s(BTREE_LOOKUP, &lookup, 3)?;
-    let chunk = usize::try_from(batch_size).unwrap_or(usize::MAX);
-    let pages: Vec<&[Value]> = values.chunks(chunk).collect();
-    if pages.len() != mins.len() {
+    Ok(batch_size)
+}
+
+/// The `uint32` column `index` of `name`, decoded as `int32` values, as unsigned numbers.
+fn as_uint32s(name: &str, index: usize, values: Vec<Value>) -> Result<Vec<u32>, IndexFileError> {
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(row, v)| match v {
+            Value::Int32(x) => Ok(u32::from_ne_bytes(x.to_ne_bytes())),
+            other => Err(layout_error(
+                name,
+                format!("column {index} row {row}: {other}"),
+            )),
+        })
+        .collect()
+}
+
+/// The rows of a BTree's lookup file.
+struct LookupRows<'a> {
+    mins: &'a [Value],
+    maxs: &'a [Value],
+    nulls: &'a [u32],
+    page_idx: &'a [u32],
+    batch_size: u64,
+}
+
+/// Checks every lookup row against its page of data rows (`rows` rows in `page_count` pages
+/// of `batch_size`); `page(p)` gives page `p`'s first value, last value and NULL count.
+fn check_lookup(
+    lookup: &LookupRows<'_>,
+    rows: usize,
+    page_count: usize,
+    page: impl Fn(usize) -> (Value, Value, u64),
+) -> Result<(), IndexFileError> {
+    if page_count != lookup.mins.len() {
         return Err(layout_error(
             BTREE_LOOKUP,
             format!(
-                "{} lookup rows for {} data rows in pages of {batch_size}",
-                mins.len(),
-                values.len()
+                "{} lookup rows for {rows} data rows in pages of {}",
+                lookup.mins.len(),
+                lookup.batch_size
             ),
         ));
     }
-    for (p, page) in pages.iter().enumerate() {
+    for p in 0..page_count {
         let mismatch = |problem: String| IndexFileError::LookupMismatch {
             file: BTREE_LOOKUP.into(),
             page: p as u64,
             problem,
         };
-        let first = page.first().unwrap_or(&Value::Null);
-        let last = page.last().unwrap_or(&Value::Null);
-        if !mins[p].identical(first) {
+        let (first, last, null_count) = page(p);
+        let (min, max) = (&lookup.mins[p], &lookup.maxs[p]);
+        if !min.identical(&first) {
             return Err(mismatch(format!(
-                "min {} but the page starts with {first}",
-                mins[p]
+                "min {min} but the page starts with {first}"
             )));
         }
-        if !maxs[p].identical(last) {
+        if !max.identical(&last) {
+            return Err(mismatch(format!("max {max} but the page ends with {last}")));
+        }
+        let stated = lookup.nulls.get(p).copied().unwrap_or_default();
+        if u64::from(stated) != null_count {
             return Err(mismatch(format!(
-                "max {} but the page ends with {last}",
-                maxs[p]
+                "null_count {stated} but the page holds {null_count} NULLs"
             )));
         }
-        let null_count = page.iter().filter(|v| v.is_null()).count() as u64;
-        if u64::from(nulls[p]) != null_count {
-            return Err(mismatch(format!(
-                "null_count {} but the page holds {null_count} NULLs",
-                nulls[p]
-            )));
-        }
-        if page_idx[p] as usize != p {
-            return Err(mismatch(format!("page_idx {}", page_idx[p])));
+        let idx = lookup.page_idx.get(p).copied().unwrap_or_default();
+        if idx as usize != p {
+            return Err(mismatch(format!("page_idx {idx}")));
         }
     }
-    Ok(stored_ids.into_iter().zip(values).collect())
+    Ok(())
 }
 
 fn ivf_buffer(name: &str, contents: &DataFileContents<'_>) -> Result<ipb::Ivf, IndexFileError> {
@@ -1142,6 +1502,7 @@ pub fn read_ivf_pq(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn a_btree_reads_back_its_entries_in_key_order() {
@@ -1230,6 +1591,90 @@ mod tests {
         let two = ivf_partitioned_files(2, &[&a, &c]).unwrap();
         lying.insert(IVF_STORAGE.into(), two[0].1.clone());
         assert_eq!(read_ivf(&lying, 2).unwrap_err().code(), "index_file_layout");
+    }
+
+    /// [`read_btree_by_parts`] of `files` answers as [`read_btree`] does: the same entries, or
+    /// the same first error.
+    fn assert_by_parts_as_whole(files: &BTreeMap<String, Vec<u8>>, key_type: &DataType) {
+        let whole = read_btree(files, key_type);
+        let parts = read_btree_by_parts(files, key_type).map(StoredKeys::into_pairs);
+        assert_eq!(parts, whole, "{key_type:?}");
+    }
+
+    fn key_strategy() -> impl Strategy<Value = (DataType, Vec<Value>)> {
+        prop_oneof![
+            proptest::collection::vec(proptest::option::of(-5i32..5), 0..300).prop_map(|v| (
+                DataType::Int32,
+                v.into_iter()
+                    .map(|x| x.map_or(Value::Null, Value::Int32))
+                    .collect()
+            )),
+            proptest::collection::vec(proptest::option::of("[a-c]{0,3}"), 0..300).prop_map(|v| (
+                DataType::Utf8,
+                v.into_iter()
+                    .map(|x| x.map_or(Value::Null, Value::Utf8))
+                    .collect()
+            )),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_btree_read_by_parts_answers_as_a_whole_read(
+            (key_type, keys) in key_strategy(),
+            batch_size in 1u64..70,
+            stated in 1u64..70,
+            damaged in 0usize..2,
+            flips in proptest::collection::vec((any::<proptest::sample::Index>(), any::<u8>()), 0..4),
+            cut in any::<proptest::sample::Index>(),
+            swap in any::<proptest::sample::Index>(),
+        ) {
+            let entries: Vec<(u64, Value)> = keys
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (((i as u64 % 3) << 32) | i as u64, v))
+                .collect();
+            let files: BTreeMap<String, Vec<u8>> =
+                btree_files_stating(&key_type, &entries, batch_size, stated)
+                    .unwrap()
+                    .into_iter()
+                    .collect();
+            assert_by_parts_as_whole(&files, &key_type);
+            let name = [BTREE_DATA, BTREE_LOOKUP][damaged];
+            let bytes = &files[name];
+            // Bytes flipped anywhere.
+            let mut flipped = files.clone();
+            let f = flipped.get_mut(name).unwrap();
+            for (at, x) in &flips {
+                let i = at.index(f.len());
+                f[i] ^= x | 1;
+            }
+            assert_by_parts_as_whole(&flipped, &key_type);
+            // The file cut short.
+            let mut cut_files = files.clone();
+            cut_files.insert(name.to_string(), bytes[..cut.index(bytes.len() + 1)].to_vec());
+            assert_by_parts_as_whole(&cut_files, &key_type);
+            // Another BTree's lookup (or data) file: pages that do not match, rows out of
+            // order, ids twice.
+            let mut other = entries.clone();
+            if !other.is_empty() {
+                let i = swap.index(other.len());
+                other[i].1 = other[0].1.clone();
+                let id = other[0].0;
+                other[i].0 = id;
+            }
+            let mixed: Vec<(String, Vec<u8>)> = btree_files(&key_type, &other, batch_size)
+                .map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            let mut mixed_files = files.clone();
+            mixed_files.insert(name.to_string(), mixed[damaged].1.clone());
+            assert_by_parts_as_whole(&mixed_files, &key_type);
+            // A file missing.
+            let mut missing = files.clone();
+            missing.remove(name);
+            assert_by_parts_as_whole(&missing, &key_type);
+        }
     }
 
     #[test]

@@ -146,7 +146,7 @@ fn storage_error(rel: &str, field: &str, operation: &'static str, e: StorageErro
 }
 
 /// The size of `rel`, refused when it is over `limit` ([`read_bounded`]'s first step).
-fn bounded_size(
+pub(crate) fn bounded_size(
     storage: &dyn Storage,
     rel: &str,
     limit: u64,
@@ -1003,7 +1003,7 @@ pub fn read_index_files(
 
 /// The names of the files an index's read opens: those its kind needs and those its layout
 /// lists, in name order.
-fn index_names(index: &Index, layout: &IndexLayout) -> BTreeSet<String> {
+pub(crate) fn index_names(index: &Index, layout: &IndexLayout) -> BTreeSet<String> {
     let mut names: BTreeSet<String> = index_file_names(index.kind)
         .iter()
         .map(|n| (*n).to_string())
@@ -1069,7 +1069,7 @@ fn decode_index_files(
     Ok((stored, sizes))
 }
 
-fn in_dir(dir: &str, e: IndexFileError) -> IndexFileError {
+pub(crate) fn in_dir(dir: &str, e: IndexFileError) -> IndexFileError {
     let at = |file: String| format!("{dir}/{file}");
     match e {
         IndexFileError::Layout { file, problem } => IndexFileError::Layout {
@@ -1228,7 +1228,7 @@ fn rows_by_row_id<'a>(
 }
 
 /// A stored value as an error names it (a quantized entry has none).
-fn stored_text(value: Option<&Value>) -> String {
+pub(crate) fn stored_text(value: Option<&Value>) -> String {
     value.map_or_else(|| "a quantized code".into(), Value::to_string)
 }
 
@@ -1255,7 +1255,10 @@ impl Checked {
 }
 
 /// Whether a BTree of `index_version` stores row addresses (1) or row ids (0, absent).
-fn stores_addresses(index: &Index, layout: &IndexLayout) -> Result<bool, IndexFileError> {
+pub(crate) fn stores_addresses(
+    index: &Index,
+    layout: &IndexLayout,
+) -> Result<bool, IndexFileError> {
     let version = layout.index_version.unwrap_or(0);
     let (max, kind) = match index.kind {
         IndexKind::BTree => (1, "BTree"),

@@ -19,8 +19,10 @@
 //! must pass this same check (its verdict is kept, so each version is checked at most once per
 //! [`VersionCheck`]), and the index's stored entries are compared with a read of that version
 //! holding only the columns the index's key needs (its key field and the fields below it, and
-//! the hidden lineage columns). So an index check holds the key column of the covered
-//! fragments and the index's entries, besides the bound above.
+//! the hidden lineage columns). A BTree is checked by parts ([`crate::index_check`]): its
+//! files a page at a time, its entries held compactly (a few bytes each, never a `Value`),
+//! the table one fragment at a time; any other index holds the key column of the covered
+//! fragments and its entries, besides the bound above.
 //!
 //! [`Fragment::validate`]: lance_reference::model::Fragment::validate
 
@@ -36,6 +38,7 @@ use lance_reference::readable::check_readable_with;
 
 use super::codec::{decode_fragment_at, schema_from_proto};
 use super::error::DatasetError;
+use super::index_check::check_btree;
 use super::index_file::index_dir;
 use super::layout::Layout;
 use super::manifest_file::{ManifestFile, decode_manifest_file};
@@ -315,6 +318,11 @@ impl<'d> VersionCheck<'d> {
             file,
             |older| self.verdict(older),
             |index, il, _, field| {
+                // A BTree by parts (its files a page at a time, the table a fragment at a time);
+                // any other index the whole way, below.
+                if let Some(checked) = check_btree(self, version, index, il, field) {
+                    return checked.map(|()| Vec::new());
+                }
                 let dataset_version = index.dataset_version;
                 // The index files first (their key type is the claimed version's), then that
                 // version's key columns: a file the kit cannot decode costs no data read.
@@ -392,7 +400,7 @@ impl<'d> VersionCheck<'d> {
 
 /// The fields whose columns an index keyed on `fields` is checked with: the key fields, every
 /// field below them, and the hidden lineage columns (row ids name rows).
-fn key_fields(snapshot: &Snapshot, fields: &[FieldId]) -> Vec<FieldId> {
+pub(crate) fn key_fields(snapshot: &Snapshot, fields: &[FieldId]) -> Vec<FieldId> {
     let mut keep = vec![
         ROW_ID_FIELD_ID,
         CREATED_AT_FIELD_ID,

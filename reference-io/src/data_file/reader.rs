@@ -352,37 +352,8 @@ impl<'a> DataFileContents<'a> {
         }
         let kind = Kind::of(data_type);
         let mut pages = Gathered::new(kind, column.pages.len(), column.rows);
-        for (p, page) in column.pages.iter().enumerate() {
-            let path = format!("ColumnMetadata[{index}].pages[{p}].encoding");
-            let (start, bytes) = page_bytes(page, &mut fetch)?;
-            let held = Region {
-                start,
-                bytes: &bytes,
-            };
-            let values = match &page.encoding {
-                PageEncoding::V2_0(encoding) => {
-                    let data = PageData {
-                        file: &self.path,
-                        bytes: held,
-                        buffers: &page.buffers,
-                    };
-                    data.decode(encoding, kind, page.rows, &path)?
-                }
-                PageEncoding::Structural(layout) => {
-                    let site = Site::new(&self.path, format!("ColumnMetadata[{index}].pages[{p}]"));
-                    let (decoded, rows) = self.structural_page(layout, page, held, &site)?;
-                    assemble::page_array(decoded, kind, rows, &site.at("encoding"))?
-                }
-            };
-            drop(bytes);
-            if values.len() as u64 != page.rows {
-                return Err(E::from(DataFileError::InvalidPageData {
-                    file: self.path.clone(),
-                    structure: path,
-                    problem: format!("decoded {} values for {} rows", values.len(), page.rows),
-                }));
-            }
-            pages.push(values);
+        for p in 0..column.pages.len() {
+            pages.push(self.decode_page(index, p, kind, &mut fetch)?);
         }
         pages.finish(kind).map_err(|e| {
             E::from(DataFileError::InvalidPageData {
@@ -391,6 +362,83 @@ impl<'a> DataFileContents<'a> {
                 problem: format!("pages do not concatenate: {e}"),
             })
         })
+    }
+
+    /// The number of pages of column `index`.
+    pub fn column_pages(&self, index: usize) -> Option<usize> {
+        self.columns.get(index).map(|c| c.pages.len())
+    }
+
+    /// Page `p` of column `index` alone, decoded as [`Self::column_array_with`] decodes it
+    /// (its buffers fetched by `fetch`): a reader going through a column page by page holds
+    /// one page's values at a time, and the value limit ([`MAX_DECODED_VALUES`]) bounds each
+    /// page instead of the column.
+    pub fn page_array_with<'b, E: From<DataFileError>>(
+        &self,
+        index: usize,
+        p: usize,
+        data_type: &DataType,
+        mut fetch: impl FnMut(Extent) -> Result<Cow<'b, [u8]>, E>,
+    ) -> Result<ArrayRef, E> {
+        let column = self.column_meta(index)?;
+        let rows = column.pages.get(p).map_or(0, |page| page.rows);
+        if rows > MAX_DECODED_VALUES {
+            return Err(E::from(DataFileError::RowLimitExceeded {
+                file: self.path.clone(),
+                structure: format!("ColumnMetadata[{index}].pages[{p}]"),
+                rows,
+                limit: MAX_DECODED_VALUES,
+            }));
+        }
+        self.decode_page(index, p, Kind::of(data_type), &mut fetch)
+    }
+
+    /// Decodes page `p` of column `index` (which exists) as values of `kind`.
+    fn decode_page<'b, E: From<DataFileError>>(
+        &self,
+        index: usize,
+        p: usize,
+        kind: Kind,
+        fetch: &mut impl FnMut(Extent) -> Result<Cow<'b, [u8]>, E>,
+    ) -> Result<ArrayRef, E> {
+        let column = self.column_meta(index)?;
+        let page = column.pages.get(p).ok_or_else(|| {
+            E::from(DataFileError::InvalidPageData {
+                file: self.path.clone(),
+                structure: format!("ColumnMetadata[{index}].pages"),
+                problem: format!("no page {p} among {}", column.pages.len()),
+            })
+        })?;
+        let path = format!("ColumnMetadata[{index}].pages[{p}].encoding");
+        let (start, bytes) = page_bytes(page, fetch)?;
+        let held = Region {
+            start,
+            bytes: &bytes,
+        };
+        let values = match &page.encoding {
+            PageEncoding::V2_0(encoding) => {
+                let data = PageData {
+                    file: &self.path,
+                    bytes: held,
+                    buffers: &page.buffers,
+                };
+                data.decode(encoding, kind, page.rows, &path)?
+            }
+            PageEncoding::Structural(layout) => {
+                let site = Site::new(&self.path, format!("ColumnMetadata[{index}].pages[{p}]"));
+                let (decoded, rows) = self.structural_page(layout, page, held, &site)?;
+                assemble::page_array(decoded, kind, rows, &site.at("encoding"))?
+            }
+        };
+        drop(bytes);
+        if values.len() as u64 != page.rows {
+            return Err(E::from(DataFileError::InvalidPageData {
+                file: self.path.clone(),
+                structure: path,
+                problem: format!("decoded {} values for {} rows", values.len(), page.rows),
+            }));
+        }
+        Ok(values)
     }
 }
 
