@@ -49,4 +49,6 @@ pub use io_error::{BitmapProblem, DatasetIoError};
 pub use layout::Layout;
 pub use read::{Dataset, ReadOptions};
 pub use storage::{LocalStorage, MemoryStorage, Storage, StorageError, StorageWrite};
-pub use write::{WriteOptions, content_name, write_version, write_version_in};
+pub use write::{
+    WriteOptions, content_name, write_version, write_version_files_in, write_version_in,
+};

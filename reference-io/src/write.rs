@@ -704,6 +704,34 @@ pub fn write_version_in(
     snapshot: &Snapshot,
     options: &WriteOptions,
 ) -> Result<Layout, DatasetError> {
+    let (manifest_path, bytes) = write_files_in(storage, snapshot, options)?;
+    // Fill in what the decoder reports, so the returned layout equals a read's.
+    let (_, read_layout) = super::codec::decode_manifest(
+        &super::manifest_file::decode_manifest_file(&bytes, &manifest_path)?,
+        &manifest_path,
+        u64::MAX,
+    )?;
+    Ok(read_layout)
+}
+
+/// [`write_version_in`] without the layout: the same files written or checked, the same
+/// errors, but the manifest written is not decoded again to report what a read finds. For a
+/// caller that reads the version back itself (the `history` fuzz target reads every version it
+/// wrote through [`crate::Dataset`]), that decode would be a second one of the same bytes.
+pub fn write_version_files_in(
+    storage: &dyn StorageWrite,
+    snapshot: &Snapshot,
+    options: &WriteOptions,
+) -> Result<(), DatasetError> {
+    write_files_in(storage, snapshot, options).map(|_| ())
+}
+
+/// Everything [`write_version_in`] writes; returns the manifest's path and bytes.
+fn write_files_in(
+    storage: &dyn StorageWrite,
+    snapshot: &Snapshot,
+    options: &WriteOptions,
+) -> Result<(String, Vec<u8>), DatasetError> {
     let version = snapshot.version;
     if version == 0 || version & DETACHED_VERSION_MASK != 0 {
         return Err(DatasetError::Unwritable {
@@ -807,11 +835,5 @@ pub fn write_version_in(
             .write(&rel, hint.as_bytes())
             .map_err(|e| io_error(&rel, "write", e))?;
     }
-    // Fill in what the decoder reports, so the returned layout equals a read's.
-    let (_, read_layout) = super::codec::decode_manifest(
-        &super::manifest_file::decode_manifest_file(&bytes, &manifest_path)?,
-        &manifest_path,
-        u64::MAX,
-    )?;
-    Ok(read_layout)
+    Ok((manifest_path, bytes))
 }

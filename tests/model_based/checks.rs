@@ -8,12 +8,13 @@ use super::*;
 
 /// Executes `steps`, writes every version with the reference's writer into a fresh in-memory
 /// store (the storage seam a directory is written through: the same bytes, no file system),
-/// and reads all of them back with its reader.
+/// and reads all of them back with its reader (which decodes each manifest, so the writer is
+/// not asked to decode it again for a layout).
 pub(crate) fn run_on_disk(steps: &[Step]) -> Result<OnDisk, String> {
     let execution = scenario::execute(steps).map_err(|e| format!("execute: {e}"))?;
     let store = MemoryStorage::new();
     for snapshot in &execution.versions {
-        write_version_in(&store, snapshot, &WriteOptions::default())
+        write_version_files_in(&store, snapshot, &WriteOptions::default())
             .map_err(|e| format!("write version {}: {e}", snapshot.version))?;
     }
     let dataset = Dataset::open_in(Arc::new(store.clone()), ReadOptions::default())

@@ -88,7 +88,7 @@ use lance_reference::scan::{ScanRow, row_address, scan};
 use lance_reference_io::codec::encode_manifest;
 use lance_reference_io::manifest_file::{decode_manifest_file, encode_manifest_file};
 use lance_reference_io::{
-    Dataset, Layout, MemoryStorage, ReadOptions, Storage, WriteOptions, write_version_in,
+    Dataset, Layout, MemoryStorage, ReadOptions, Storage, WriteOptions, write_version_files_in,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;

@@ -30,7 +30,9 @@ use lance_reference::model::{
 use lance_reference::overlay_write::{Shape, build_overlay};
 use lance_reference::query::{Predicate, flat_filter, reconcile};
 use lance_reference::scan::{ScanRow, row_address, scan};
-use lance_reference_io::{Dataset, MemoryStorage, ReadOptions, WriteOptions, write_version_in};
+use lance_reference_io::{
+    Dataset, MemoryStorage, ReadOptions, WriteOptions, write_version_files_in,
+};
 use roaring::RoaringBitmap;
 
 use super::structured;
@@ -585,10 +587,12 @@ fn check_on_disk(versions: &[Snapshot], scans: &BTreeMap<u64, Vec<ScanRow>>) {
     // In memory: the same writer and reader through the storage seam, so the bytes are those a
     // directory would hold, without a file system's cost; the store also remembers what the
     // reader decoded from each file for the rest of this execution (`lance_reference_io::decoded`).
+    // The writer does not decode each manifest it wrote to report a layout: every version is
+    // read back below, which decodes each manifest once.
     let store = MemoryStorage::new();
     let mut written = Vec::new();
     for snapshot in versions.iter().filter(|s| s.version > 0) {
-        match write_version_in(&store, snapshot, &WriteOptions::default()) {
+        match write_version_files_in(&store, snapshot, &WriteOptions::default()) {
             Ok(_) => written.push(snapshot),
             Err(e) => panic!("version {} does not write: {e}", snapshot.version),
         }
