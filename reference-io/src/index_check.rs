@@ -24,7 +24,8 @@ use std::collections::BTreeMap;
 use lance_reference::exclusion::exclusion_set;
 use lance_reference::index_build::entries as index_entries;
 use lance_reference::model::{
-    Column, FieldId, Fragment, Index, IndexEntry, LineageSequence, ROW_ID_FIELD_ID, Snapshot, Value,
+    CREATED_AT_FIELD_ID, Column, FieldId, Fragment, Index, IndexEntry, LAST_UPDATED_AT_FIELD_ID,
+    LineageSequence, ROW_ID_FIELD_ID, Snapshot, Value,
 };
 
 use crate::codec::decode_fragment_at;
@@ -38,7 +39,6 @@ use crate::read::{
     Checked, Dataset, bounded_size, in_dir, index_names, stored_text, stores_addresses,
 };
 use crate::storage::{Storage, StorageError};
-use crate::version_check::{VersionCheck, key_fields};
 
 /// An index's files in the dataset's storage, read by parts; their sizes taken (and checked
 /// against the manifest's `files` list) before any byte is read.
@@ -162,11 +162,10 @@ impl VersionAtHand {
     /// column empty). Without `columns`, a lineage sequence held in a column is not read.
     fn fragment(
         &self,
-        check: &VersionCheck<'_>,
+        dataset: &Dataset,
         i: usize,
         columns: bool,
     ) -> Result<Fragment, DatasetError> {
-        let dataset = check.dataset();
         let max_rows = dataset.options().max_fragment_rows;
         let missing = || DatasetError::MissingField {
             file: self.file.clone(),
@@ -202,13 +201,13 @@ impl VersionAtHand {
     /// Fragment `i` with what its row ids need: its files read only when they hold them.
     fn fragment_with_row_ids(
         &self,
-        check: &VersionCheck<'_>,
+        dataset: &Dataset,
         i: usize,
         columns: bool,
     ) -> Result<Fragment, DatasetError> {
-        let shell = self.fragment(check, i, false)?;
+        let shell = self.fragment(dataset, i, false)?;
         if columns && matches!(shell.lineage.row_ids, LineageSequence::Column) {
-            return self.fragment(check, i, true);
+            return self.fragment(dataset, i, true);
         }
         Ok(shell)
     }
@@ -324,13 +323,12 @@ fn sort_placed(placed: &mut Placed) {
 /// storage that remembers decodings, more entries than a `u32` counts), for the caller to
 /// check it the whole way.
 pub(crate) fn check_btree(
-    check: &VersionCheck<'_>,
+    dataset: &Dataset,
     now_version: u64,
     index: &Index,
     il: &IndexLayout,
     field: &str,
 ) -> Option<Result<(), DatasetError>> {
-    let dataset = check.dataset();
     if index.kind != lance_reference::model::IndexKind::BTree
         || dataset.storage().decoded().is_some()
     {
@@ -356,7 +354,7 @@ pub(crate) fn check_btree(
             Some(VersionAtHand::read(dataset, now_version, &index.fields)?)
         };
         let now = now.as_ref().unwrap_or(&at);
-        compare(check, &at, now, index, il, stored, field).map(Some)
+        compare(dataset, &at, now, index, il, stored, field).map(Some)
     };
     match run() {
         Ok(None) => None,
@@ -368,7 +366,7 @@ pub(crate) fn check_btree(
 /// `checked_entries` of the stored entries against `at` (the claimed version) and `now`,
 /// fragment by fragment (the module docs).
 fn compare(
-    check: &VersionCheck<'_>,
+    dataset: &Dataset,
     at: &VersionAtHand,
     now: &VersionAtHand,
     index: &Index,
@@ -407,13 +405,13 @@ fn compare(
     if by_ids {
         let mut runs = RowIdRuns::default();
         for i in 0..at_build.fragments.len() {
-            runs.add(&at.fragment_with_row_ids(check, i, true)?)
+            runs.add(&at.fragment_with_row_ids(dataset, i, true)?)
                 .map_err(model)?;
         }
         then = runs.finish();
         let mut runs = RowIdRuns::default();
         for &i in &remapped {
-            runs.add(&now.fragment_with_row_ids(check, i, true)?)
+            runs.add(&now.fragment_with_row_ids(dataset, i, true)?)
                 .map_err(model)?;
         }
         later = runs.finish();
@@ -423,7 +421,7 @@ fn compare(
     if by_ids && now_level.next_row_id > at_build.next_row_id {
         let mut runs = RowIdRuns::default();
         for i in 0..now_level.fragments.len() {
-            let f = now.fragment_with_row_ids(check, i, now_columns(i))?;
+            let f = now.fragment_with_row_ids(dataset, i, now_columns(i))?;
             runs.add(&f).map_err(model)?;
         }
         held_now = runs.finish();
@@ -532,7 +530,7 @@ fn compare(
         if !index.covers(f.id) {
             continue;
         }
-        let fragment = at.fragment(check, i, true)?;
+        let fragment = at.fragment(dataset, i, true)?;
         let placed = rows.remove(&f.id).unwrap_or_default();
         let mut matcher = Matcher::new(&placed, index, false);
         let stale = |e: &IndexEntry, value: &Value| IndexFileError::StaleEntry {
@@ -570,7 +568,15 @@ fn compare(
     if let Some(e) = first_mismatch {
         return Err(refused(e));
     }
-    remapped_check(check, now, &remapped, index, remapped_rows, &stored, field)?;
+    remapped_check(
+        dataset,
+        now,
+        &remapped,
+        index,
+        remapped_rows,
+        &stored,
+        field,
+    )?;
     if let Some(((fragment, offset), entry)) = leftover {
         return Err(refused(IndexFileError::StaleEntry {
             index: index.name.clone(),
@@ -688,7 +694,7 @@ impl<'p> Matcher<'p> {
 /// rows in a fragment's exclusion set are taken as they are; every other live row needs an
 /// entry holding its base value; a stored entry left over names a deleted row or is refused.
 fn remapped_check(
-    check: &VersionCheck<'_>,
+    dataset: &Dataset,
     now: &VersionAtHand,
     remapped: &[usize],
     index: &Index,
@@ -703,7 +709,7 @@ fn remapped_check(
     let mut first_mismatch: Option<IndexFileError> = None;
     let mut leftover: Option<((u64, u32), u32)> = None;
     for &i in remapped {
-        let fragment = now.fragment(check, i, true)?;
+        let fragment = now.fragment(dataset, i, true)?;
         let set = exclusion_set(&now.level.schema, index, &fragment);
         let mut rows = placed.remove(&fragment.id).unwrap_or_default();
         rows.retain(|(offset, _)| !set.contains(*offset));
@@ -765,4 +771,26 @@ fn remapped_check(
         }));
     }
     Ok(())
+}
+
+/// The fields whose columns an index keyed on `fields` is checked with: the key fields, every
+/// field below them, and the hidden lineage columns (row ids name rows).
+pub(crate) fn key_fields(snapshot: &Snapshot, fields: &[FieldId]) -> Vec<FieldId> {
+    let mut keep = vec![
+        ROW_ID_FIELD_ID,
+        CREATED_AT_FIELD_ID,
+        LAST_UPDATED_AT_FIELD_ID,
+    ];
+    for f in snapshot.schema.fields() {
+        if snapshot
+            .schema
+            .ancestry(f.id)
+            .iter()
+            .any(|a| fields.contains(a))
+        {
+            keep.push(f.id);
+        }
+    }
+    keep.extend_from_slice(fields);
+    keep
 }

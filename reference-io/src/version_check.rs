@@ -30,15 +30,12 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lance_reference::model::{
-    CREATED_AT_FIELD_ID, Column, FieldId, Fragment, LAST_UPDATED_AT_FIELD_ID, ROW_ID_FIELD_ID,
-    Schema, Snapshot,
-};
+use lance_reference::model::{Column, FieldId, Fragment, Schema, Snapshot};
 use lance_reference::readable::check_readable_with;
 
 use super::codec::{decode_fragment_at, schema_from_proto};
 use super::error::DatasetError;
-use super::index_check::check_btree;
+use super::index_check::{check_btree, key_fields};
 use super::index_file::index_dir;
 use super::layout::Layout;
 use super::manifest_file::{ManifestFile, decode_manifest_file};
@@ -320,7 +317,7 @@ impl<'d> VersionCheck<'d> {
             |index, il, _, field| {
                 // A BTree by parts (its files a page at a time, the table a fragment at a time);
                 // any other index the whole way, below.
-                if let Some(checked) = check_btree(self, version, index, il, field) {
+                if let Some(checked) = check_btree(self.dataset(), version, index, il, field) {
                     return checked.map(|()| Vec::new());
                 }
                 let dataset_version = index.dataset_version;
@@ -396,28 +393,6 @@ impl<'d> VersionCheck<'d> {
         }
         Ok(snapshot)
     }
-}
-
-/// The fields whose columns an index keyed on `fields` is checked with: the key fields, every
-/// field below them, and the hidden lineage columns (row ids name rows).
-pub(crate) fn key_fields(snapshot: &Snapshot, fields: &[FieldId]) -> Vec<FieldId> {
-    let mut keep = vec![
-        ROW_ID_FIELD_ID,
-        CREATED_AT_FIELD_ID,
-        LAST_UPDATED_AT_FIELD_ID,
-    ];
-    for f in snapshot.schema.fields() {
-        if snapshot
-            .schema
-            .ancestry(f.id)
-            .iter()
-            .any(|a| fields.contains(a))
-        {
-            keep.push(f.id);
-        }
-    }
-    keep.extend_from_slice(fields);
-    keep
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
