@@ -19,7 +19,7 @@
 //! must pass this same check (its verdict is kept, so each version is checked at most once per
 //! [`VersionCheck`]), and the index's stored entries are compared with a read of that version
 //! holding only the columns the index's key needs (its key field and the fields below it, and
-//! the hidden lineage columns). A BTree is checked by parts ([`crate::index_check`]): its
+//! the hidden lineage columns). A BTree is checked by parts (`index_check.rs`): its
 //! files a page at a time, its entries held compactly (a few bytes each, never a `Value`),
 //! the table one fragment at a time; any other index holds the key column of the covered
 //! fragments and its entries, besides the bound above.
