@@ -36,7 +36,7 @@ use crate::index_file::{
 use crate::layout::{IndexLayout, Layout};
 use crate::manifest_file::ManifestFile;
 use crate::read::{
-    Checked, Dataset, bounded_size, in_dir, index_names, stored_text, stores_addresses,
+    Checked, Dataset, bounded_size, in_dir, index_names, stored_text, stores_addresses, unplaced,
 };
 use crate::storage::{Storage, StorageError};
 
@@ -483,32 +483,8 @@ fn compare(
                 .push((offset, entry));
             continue;
         }
-        let Some(f) = at_build.fragments.iter().find(|f| f.id == fragment) else {
-            return Err(unknown(
-                id,
-                format!(
-                    "fragment {fragment} does not exist at dataset_version {}",
-                    at_build.version
-                ),
-            ));
-        };
-        if u64::from(offset) >= f.physical_rows {
-            return Err(unknown(
-                id,
-                format!(
-                    "offset {offset} is past fragment {fragment}'s {} rows",
-                    f.physical_rows
-                ),
-            ));
-        }
-        if f.deletions.contains(offset) {
-            return Err(unknown(
-                id,
-                format!(
-                    "fragment {fragment} offset {offset} was deleted at dataset_version {}",
-                    at_build.version
-                ),
-            ));
+        if let Some(problem) = unplaced(at_build, fragment, offset) {
+            return Err(unknown(id, problem));
         }
         rows.entry(fragment).or_default().push((offset, entry));
     }

@@ -1273,6 +1273,30 @@ pub(crate) fn stores_addresses(
     Ok(index.kind == IndexKind::BTree && version >= 1)
 }
 
+/// Why an index entry at `fragment`, `offset` of a covered (not remapped) fragment names no
+/// live row of `at_build`, the version the index was built at: the fragment does not exist
+/// there, the offset is past its rows, or the row was deleted by then. `None` when it names one.
+pub(crate) fn unplaced(at_build: &Snapshot, fragment: u64, offset: u32) -> Option<String> {
+    let Some(f) = at_build.fragments.iter().find(|f| f.id == fragment) else {
+        return Some(format!(
+            "fragment {fragment} does not exist at dataset_version {}",
+            at_build.version
+        ));
+    };
+    if u64::from(offset) >= f.physical_rows {
+        return Some(format!(
+            "offset {offset} is past fragment {fragment}'s {} rows",
+            f.physical_rows
+        ));
+    }
+    f.deletions.contains(offset).then(|| {
+        format!(
+            "fragment {fragment} offset {offset} was deleted at dataset_version {}",
+            at_build.version
+        )
+    })
+}
+
 /// The entries of `index` from its stored pairs, checked against `at_build` (the version the
 /// index claims) and, for remapped fragments, against `now` (the version read): see the module
 /// docs.
@@ -1365,32 +1389,8 @@ pub(crate) fn checked_entries(
             remapped_rows.insert((fragment, offset), value);
             continue;
         }
-        let Some(f) = at_build.fragments.iter().find(|f| f.id == fragment) else {
-            return Err(unknown(
-                id,
-                format!(
-                    "fragment {fragment} does not exist at dataset_version {}",
-                    at_build.version
-                ),
-            ));
-        };
-        if u64::from(offset) >= f.physical_rows {
-            return Err(unknown(
-                id,
-                format!(
-                    "offset {offset} is past fragment {fragment}'s {} rows",
-                    f.physical_rows
-                ),
-            ));
-        }
-        if f.deletions.contains(offset) {
-            return Err(unknown(
-                id,
-                format!(
-                    "fragment {fragment} offset {offset} was deleted at dataset_version {}",
-                    at_build.version
-                ),
-            ));
+        if let Some(problem) = unplaced(at_build, fragment, offset) {
+            return Err(unknown(id, problem));
         }
         rows.insert((fragment, offset), value);
     }
