@@ -351,6 +351,7 @@ impl<'a> DataFileContents<'a> {
             }));
         }
         let kind = Kind::of(data_type);
+        self.check_leaf_kind(index, kind)?;
         let mut pages = Gathered::new(kind, column.pages.len(), column.rows);
         for p in 0..column.pages.len() {
             pages.push(self.decode_page(index, p, kind, &mut fetch)?);
@@ -390,7 +391,23 @@ impl<'a> DataFileContents<'a> {
                 limit: MAX_DECODED_VALUES,
             }));
         }
-        self.decode_page(index, p, Kind::of(data_type), &mut fetch)
+        let kind = Kind::of(data_type);
+        self.check_leaf_kind(index, kind)?;
+        self.decode_page(index, p, kind, &mut fetch)
+    }
+
+    /// Refuses reading a v2.1+ file's column as a struct before any page is looked at, so that
+    /// a column without pages is refused as one with pages is (each page's decoder refuses it
+    /// too).
+    fn check_leaf_kind(&self, index: usize, kind: Kind) -> Result<(), DataFileError> {
+        if self.is_structural() && kind == Kind::Struct {
+            let site = Site::new(&self.path, format!("ColumnMetadata[{index}]"));
+            return Err(site.mismatch(
+                "a struct column",
+                super::structural::assemble::LEAF_COLUMNS_ONLY,
+            ));
+        }
+        Ok(())
     }
 
     /// Decodes page `p` of column `index` (which exists) as values of `kind`.

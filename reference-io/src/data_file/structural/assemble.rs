@@ -24,6 +24,10 @@ use super::mini_block::PageValues;
 use crate::data_file::DataFileError;
 use crate::data_file::page_decode::Kind;
 
+/// What a v2.1+ file's column holds, named when one is asked for as a struct: the file stores
+/// leaf columns only (a struct's validity rides in its leaves' repetition and definition).
+pub(crate) const LEAF_COLUMNS_ONLY: &str = "a leaf column (v2.1+ files store no struct columns)";
+
 /// The Arrow array of `kind` for a page of `rows` rows. The page's decoded bytes move into the
 /// array; they are copied only when they are not aligned for the Arrow type.
 pub fn page_array(
@@ -38,10 +42,7 @@ pub fn page_array(
         }
     }
     if matches!(kind, Kind::Struct | Kind::Code) {
-        return Err(site.mismatch(
-            kind_name(kind),
-            "a leaf column (v2.1+ files store no struct columns)",
-        ));
+        return Err(site.mismatch(kind_name(kind), LEAF_COLUMNS_ONLY));
     }
     let nulls = page.layers.validity(0, page.def.as_deref());
     let Some(mut values) = page.values else {
