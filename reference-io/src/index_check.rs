@@ -36,7 +36,8 @@ use crate::index_file::{
 use crate::layout::{IndexLayout, Layout};
 use crate::manifest_file::ManifestFile;
 use crate::read::{
-    Checked, Dataset, bounded_size, in_dir, index_names, stored_text, stores_addresses, unplaced,
+    Checked, Dataset, bounded_size, entry_row, in_dir, index_names, stored_text, stores_addresses,
+    unplaced,
 };
 use crate::storage::{Storage, StorageError};
 
@@ -434,30 +435,18 @@ fn compare(
     let mut rows: Placed = BTreeMap::new();
     let mut remapped_rows: Placed = BTreeMap::new();
     for (entry, &id) in stored.ids().iter().enumerate() {
-        let (fragment, offset) = if !by_ids {
-            (id >> 32, (id & 0xffff_ffff) as u32)
-        } else {
-            let covered_then = then.get(id).filter(|r| index.covers(r.0));
-            match covered_then
-                .or_else(|| later.get(id))
-                .or_else(|| then.get(id))
-            {
-                Some(row) => row,
-                None if (at_build.next_row_id..now_level.next_row_id).contains(&id)
-                    && !held_now.contains(id) =>
-                {
-                    continue;
-                }
-                None => {
-                    return Err(unknown(
-                        id,
-                        format!(
-                            "no row has this row id at dataset_version {} or in a remapped fragment",
-                            at_build.version
-                        ),
-                    ));
-                }
-            }
+        let placed = entry_row(
+            id,
+            by_ids,
+            index,
+            |id| then.get(id),
+            |id| later.get(id),
+            |id| held_now.contains(id),
+            at_build,
+            now_level.next_row_id,
+        );
+        let Some((fragment, offset)) = placed.map_err(|problem| unknown(id, problem))? else {
+            continue;
         };
         if !index.covers(fragment) {
             continue;

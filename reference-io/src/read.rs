@@ -1273,6 +1273,38 @@ pub(crate) fn stores_addresses(
     Ok(index.kind == IndexKind::BTree && version >= 1)
 }
 
+/// The row a stored entry's `id` names, `(fragment, offset)`: its address, or with `by_ids` the
+/// row holding that row id in a covered fragment at `dataset_version` (`then`), else in a
+/// remapped fragment now (`later`), else at `dataset_version` in a fragment the index does not
+/// cover. `Ok(None)` for an entry to ignore: a row id assigned after the build that no fragment
+/// holds now (`held_now`), a row deleted since (row ids are never reused; [IDX-READ-9]; Lance
+/// keeps such entries when a compaction drops the deleted rows of a fragment an incremental
+/// update had covered). The error is the problem of an id no row has.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn entry_row(
+    id: u64,
+    by_ids: bool,
+    index: &Index,
+    then: impl Fn(u64) -> Option<(u64, u32)>,
+    later: impl Fn(u64) -> Option<(u64, u32)>,
+    held_now: impl Fn(u64) -> bool,
+    at_build: &Snapshot,
+    now_next_row_id: u64,
+) -> Result<Option<(u64, u32)>, String> {
+    if !by_ids {
+        return Ok(Some((id >> 32, (id & 0xffff_ffff) as u32)));
+    }
+    let covered_then = then(id).filter(|r| index.covers(r.0));
+    match covered_then.or_else(|| later(id)).or_else(|| then(id)) {
+        Some(row) => Ok(Some(row)),
+        None if (at_build.next_row_id..now_next_row_id).contains(&id) && !held_now(id) => Ok(None),
+        None => Err(format!(
+            "no row has this row id at dataset_version {} or in a remapped fragment",
+            at_build.version
+        )),
+    }
+}
+
 /// Why an index entry at `fragment`, `offset` of a covered (not remapped) fragment names no
 /// live row of `at_build`, the version the index was built at: the fragment does not exist
 /// there, the offset is past its rows, or the row was deleted by then. `None` when it names one.
@@ -1342,36 +1374,18 @@ pub(crate) fn checked_entries(
     let mut rows: BTreeMap<(u64, u32), Option<Value>> = BTreeMap::new();
     let mut remapped_rows: BTreeMap<(u64, u32), Option<Value>> = BTreeMap::new();
     for (id, value) in stored {
-        let (fragment, offset) = if !by_ids {
-            (id >> 32, (id & 0xffff_ffff) as u32)
-        } else {
-            // A row id names the row of a covered fragment at `dataset_version`, else its row
-            // in a remapped fragment now.
-            let covered_then = then.get(&id).copied().filter(|r| index.covers(r.0));
-            match covered_then
-                .or_else(|| later.get(&id).copied())
-                .or_else(|| then.get(&id).copied())
-            {
-                Some(row) => row,
-                // Assigned after the build and held by no fragment now: a row deleted since
-                // (row ids are never reused), whose entry is ignored ([IDX-READ-9]). Lance
-                // keeps such entries when a compaction drops the deleted rows of a fragment
-                // an incremental update had covered.
-                None if (at_build.next_row_id..now.next_row_id).contains(&id)
-                    && !held_now.contains_key(&id) =>
-                {
-                    continue;
-                }
-                None => {
-                    return Err(unknown(
-                        id,
-                        format!(
-                            "no row has this row id at dataset_version {} or in a remapped fragment",
-                            at_build.version
-                        ),
-                    ));
-                }
-            }
+        let placed = entry_row(
+            id,
+            by_ids,
+            index,
+            |id| then.get(&id).copied(),
+            |id| later.get(&id).copied(),
+            |id| held_now.contains_key(&id),
+            at_build,
+            now.next_row_id,
+        );
+        let Some((fragment, offset)) = placed.map_err(|problem| unknown(id, problem))? else {
+            continue;
         };
         if !index.covers(fragment) {
             continue;
