@@ -36,8 +36,8 @@ use crate::index_file::{
 use crate::layout::{IndexLayout, Layout};
 use crate::manifest_file::ManifestFile;
 use crate::read::{
-    Checked, Dataset, bounded_size, entry_row, in_dir, index_names, stored_text, stores_addresses,
-    unplaced,
+    Checked, Dataset, bounded_size, entry_row, in_dir, index_key_type, index_names, stored_text,
+    stores_addresses, unplaced,
 };
 use crate::storage::{Storage, StorageError};
 
@@ -103,17 +103,7 @@ fn stored_keys(
         }
         sizes.insert(name, size);
     }
-    let key_type = index
-        .fields
-        .first()
-        .and_then(|k| schema.field(*k))
-        .map(|f| f.data_type.clone())
-        .ok_or_else(|| {
-            index_error(IndexFileError::Unsupported {
-                file: dir.clone(),
-                feature: "an index whose key field is not in the schema".into(),
-            })
-        })?;
+    let key_type = index_key_type(index, schema, &dir).map_err(index_error)?;
     let parts = StorageParts {
         storage,
         dir: dir.clone(),

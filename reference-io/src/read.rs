@@ -1043,17 +1043,7 @@ fn decode_index_files(
         sizes.push((name.clone(), bytes.len() as u64));
         files.insert(name, bytes);
     }
-    let key_type = index
-        .fields
-        .first()
-        .and_then(|k| schema.field(*k))
-        .map(|f| f.data_type.clone())
-        .ok_or_else(|| {
-            index_error(IndexFileError::Unsupported {
-                file: dir.to_string(),
-                feature: "an index whose key field is not in the schema".into(),
-            })
-        })?;
+    let key_type = index_key_type(index, schema, dir).map_err(index_error)?;
     let stored = match (index.kind, &key_type) {
         (IndexKind::BTree, t) => read_btree(&files, t).map(StoredEntries::Values),
         (IndexKind::Vector, DataType::FixedSizeList { dimension }) => {
@@ -1271,6 +1261,24 @@ pub(crate) fn stores_addresses(
         });
     }
     Ok(index.kind == IndexKind::BTree && version >= 1)
+}
+
+/// The data type of `index`'s key (its first field) in `schema`; an index in `dir` whose key
+/// field the schema does not hold is one this reader cannot check.
+pub(crate) fn index_key_type(
+    index: &Index,
+    schema: &Schema,
+    dir: &str,
+) -> Result<DataType, IndexFileError> {
+    index
+        .fields
+        .first()
+        .and_then(|k| schema.field(*k))
+        .map(|f| f.data_type.clone())
+        .ok_or_else(|| IndexFileError::Unsupported {
+            file: dir.to_string(),
+            feature: "an index whose key field is not in the schema".into(),
+        })
 }
 
 /// The row a stored entry's `id` names, `(fragment, offset)`: its address, or with `by_ids` the
