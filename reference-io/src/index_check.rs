@@ -10,7 +10,8 @@
 //! placed, the stored keys as the Arrow pages they were decoded in, the place of each stored
 //! entry (8 bytes an entry, grouped by fragment), the row ids of the versions it compares as runs
 //! of consecutive ids, and one fragment of the table at a time (its key column and lineage, and
-//! the index entries rebuilt from it). Never a [`Value`] per entry of the whole index.
+//! the index entries rebuilt from it, a window at a time). Never a [`Value`] per entry of the
+//! whole index.
 //!
 //! The order of the checks is `checked_entries`' (in `crate::read`): where an entry's id names
 //! no row, in storage order; a remapped fragment with no entry; then the rebuilt entries of the
@@ -21,11 +22,12 @@
 
 use std::collections::BTreeMap;
 
+use lance_reference::columnar::resolve_array;
 use lance_reference::exclusion::exclusion_set;
-use lance_reference::index_build::entries as index_entries;
+use lance_reference::index_build::entry;
 use lance_reference::model::{
     CREATED_AT_FIELD_ID, Column, FieldId, Fragment, Index, IndexEntry, LAST_UPDATED_AT_FIELD_ID,
-    LineageSequence, ROW_ID_FIELD_ID, Snapshot, Value,
+    LineageSequence, ROW_ID_FIELD_ID, Snapshot, Value, value_at,
 };
 
 use crate::codec::decode_fragment_at;
@@ -547,16 +549,17 @@ fn compare(
     Ok(())
 }
 
-/// The most rows of a fragment whose index entries are rebuilt at once: a larger fragment is
-/// rebuilt a window of rows at a time ([`each_window`]).
-const WINDOW: u32 = 1 << 20;
+/// The most entries of a fragment handed over at once ([`each_window`]).
+const WINDOW: usize = 1 << 20;
 
 /// The entries an index holds for `fragment` (the index's own rule,
-/// [`lance_reference::index_build::entries`], of the snapshot `alone` makes of it), handed to
-/// `each` a window of [`WINDOW`] rows at a time in offset order: each window is the fragment
-/// with every row outside the window deleted, whose entries are the window's live rows' (no
-/// row's resolved value depends on which other rows are deleted). The fragment's inline
-/// lineage values are dropped first: no entry needs them.
+/// [`lance_reference::index_build::entry`] for each live row, as
+/// [`lance_reference::index_build::entries`] applies it to the snapshot `alone` makes of the
+/// fragment), handed to `each` at most [`WINDOW`] at a time in offset order, at least once. The
+/// key column is resolved once, as Arrow ([`resolve_array`]: the live rows' values, in offset
+/// order), and only a window of entries is held as values: time and memory grow with the
+/// fragment's rows, not with their square. The fragment's inline lineage values are dropped
+/// first: no entry needs them.
 fn each_window(
     mut fragment: Fragment,
     alone: impl Fn(Fragment) -> Snapshot,
@@ -564,23 +567,27 @@ fn each_window(
     mut each: impl FnMut(Vec<IndexEntry>),
 ) -> lance_reference::Result<()> {
     crate::codec::drop_lineage_values(&mut fragment);
-    let rows = u32::try_from(fragment.physical_rows).unwrap_or(u32::MAX);
-    if rows <= WINDOW {
-        each(index_entries(&alone(fragment), index)?);
+    let Some(&key) = index.fields.first() else {
+        each(Vec::new());
         return Ok(());
+    };
+    let snapshot = alone(fragment);
+    let Some(fragment) = snapshot.fragments.first() else {
+        each(Vec::new());
+        return Ok(());
+    };
+    let keys = resolve_array(&snapshot.schema, fragment, key)?;
+    let mut window = Vec::new();
+    for (position, offset) in fragment.live_offsets()?.enumerate() {
+        // The resolved array holds one value per live row; a shorter one leaves the rest NULL,
+        // as the row resolution reads a value it has not got.
+        let value = value_at(keys.as_ref(), position).unwrap_or(Value::Null);
+        window.extend(entry(index.kind, fragment.id, offset, value));
+        if window.len() == WINDOW {
+            each(std::mem::take(&mut window));
+        }
     }
-    let deletions = fragment.deletions.clone();
-    let mut start = 0u32;
-    while start < rows {
-        let end = start.saturating_add(WINDOW).min(rows);
-        let mut window = fragment.clone();
-        let mut outside = roaring::RoaringBitmap::new();
-        outside.insert_range(0..start);
-        outside.insert_range(end..rows);
-        window.deletions = &deletions | &outside;
-        each(index_entries(&alone(window), index)?);
-        start = end;
-    }
+    each(window);
     Ok(())
 }
 

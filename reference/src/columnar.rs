@@ -27,9 +27,7 @@ use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields};
 
 use crate::error::{Error, Result};
 use crate::model::{Column, DataType, FieldId, Fragment, Schema, stored_type};
-use crate::resolve::{
-    ColumnPlan, Winner, base_everywhere, check_base_length, plan_column, struct_presence,
-};
+use crate::resolve::{ColumnPlan, Winner, base_everywhere, plan_column, struct_presence};
 
 /// The Arrow type of schema field `field`: a struct's children are its schema children, in
 /// schema order, named and nullable as there; any other type is its stored type
@@ -78,7 +76,7 @@ pub fn resolve_array(schema: &Schema, fragment: &Fragment, field: FieldId) -> Re
     let arrow = arrow_type(schema, field)?;
     let at = |column, file: &str| source(column, data_type, &arrow, fragment, file, field);
     if let Some((file, base)) = base_everywhere(fragment, field) {
-        check_base_length(fragment, file, field, base)?;
+        fragment.check_base_length(file, field, base)?;
         return at(base, &fragment.files[file].path);
     }
     let plan = plan_column(fragment, field)?;

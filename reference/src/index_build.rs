@@ -34,22 +34,29 @@ pub fn entries(snapshot: &Snapshot, index: &Index) -> Result<Vec<IndexEntry>> {
         let column = resolve_column(&snapshot.schema, fragment, key)?;
         for (offset, value) in (0..rows).zip(column) {
             let Some(value) = value else { continue };
-            let rankless = match &value {
-                Value::Null => true,
-                Value::Vector(items) => items.iter().any(|x| x.is_none_or(f32::is_nan)),
-                _ => false,
-            };
-            if index.kind == IndexKind::Vector && rankless {
-                continue;
-            }
-            entries.push(IndexEntry {
-                fragment: fragment.id,
-                offset,
-                value,
-            });
+            entries.extend(entry(index.kind, fragment.id, offset, value));
         }
     }
     Ok(entries)
+}
+
+/// The entry an index of `kind` holds for the live row at `offset` of fragment `fragment`,
+/// whose key resolved to `value` ([`entries`]): none for a vector index's NULL vector or
+/// vector with a NULL or NaN item.
+pub fn entry(kind: IndexKind, fragment: u64, offset: u32, value: Value) -> Option<IndexEntry> {
+    let rankless = match &value {
+        Value::Null => true,
+        Value::Vector(items) => items.iter().any(|x| x.is_none_or(f32::is_nan)),
+        _ => false,
+    };
+    if kind == IndexKind::Vector && rankless {
+        return None;
+    }
+    Some(IndexEntry {
+        fragment,
+        offset,
+        value,
+    })
 }
 
 /// Builds index `name` on `fields` from the version `read`, and commits it onto `onto` (the

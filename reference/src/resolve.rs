@@ -546,7 +546,7 @@ pub fn plan_column<'a>(fragment: &'a Fragment, field: FieldId) -> Result<ColumnP
         claims.push((position32, bitmap));
     }
     if let Some((file, column)) = base {
-        check_base_length(fragment, file, field, column)?;
+        fragment.check_base_length(file, field, column)?;
     }
     Ok(ColumnPlan {
         rows,
@@ -691,13 +691,13 @@ fn resolve_struct(
 /// [OVL-NULL-6]. A column of NULLs only holds no present struct.
 pub fn struct_presence(fragment: &Fragment, field: FieldId) -> Result<Option<NullBuffer>> {
     if let Some((file, column)) = base_column(fragment, field) {
-        check_base_length(fragment, file, field, column)?;
+        fragment.check_base_length(file, field, column)?;
         return Ok(column.array().logical_nulls());
     }
     let Some((file, leaf, column, layer)) = base_struct_layers(fragment, field).next() else {
         return Ok(None);
     };
-    check_base_length(fragment, file, leaf, column)?;
+    fragment.check_base_length(file, leaf, column)?;
     Ok(layer.validity.clone())
 }
 
@@ -761,26 +761,6 @@ pub(crate) fn base_value(
             values: column.len() as u64,
             physical_rows: fragment.physical_rows,
         })
-}
-
-/// The base column `column` of `field` (in base file `file`) holds one value per physical row,
-/// or this is the [`Error::BaseLengthMismatch`] that leaves offsets without a value.
-pub fn check_base_length(
-    fragment: &Fragment,
-    file: usize,
-    field: FieldId,
-    column: &Column,
-) -> Result<()> {
-    if column.len() as u64 == fragment.physical_rows {
-        return Ok(());
-    }
-    Err(Error::BaseLengthMismatch {
-        fragment: fragment.id,
-        file: fragment.files[file].path.clone(),
-        field,
-        values: column.len() as u64,
-        physical_rows: fragment.physical_rows,
-    })
 }
 
 fn row_offset(fragment: &Fragment, offset: u64) -> Result<u32> {

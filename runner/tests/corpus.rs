@@ -19,6 +19,15 @@ fn the_reference_passes_every_case_in_process() {
     passes_every_case(ReferenceReader::new());
 }
 
+/// The reader `cargo run -- run` judges the stored corpus with: the same reference, over a
+/// storage that keeps what it decoded of one dataset for that dataset's next version, so a
+/// version read from kept decodings must still be refused where the manifest's claims about a
+/// file (its size, its columns) are wrong.
+#[test]
+fn the_stored_corpus_reader_passes_every_case_in_process() {
+    passes_every_case(ReferenceReader::of_stored_corpus());
+}
+
 /// The row scan (`lance_reference::scan::scan`, which computed `expected/`) is a reader of its
 /// own: `generate --check` finds it changed only where a case's datasets are regenerated, and
 /// this runs it over every stored version, damaged ones included.

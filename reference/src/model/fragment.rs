@@ -263,6 +263,23 @@ impl Fragment {
         self.check(schema, version, false)
     }
 
+    /// The column `column` of `field` in base file `file` holds one value per physical row, or
+    /// this is the [`Error::BaseLengthMismatch`] that leaves offsets without a value. The one
+    /// statement of the rule: [`Fragment::validate`] applies it to every base column, and the
+    /// resolution to the column it reads (a fragment may be resolved without being validated).
+    pub fn check_base_length(&self, file: usize, field: FieldId, column: &Column) -> Result<()> {
+        if column.len() as u64 == self.physical_rows {
+            return Ok(());
+        }
+        Err(Error::BaseLengthMismatch {
+            fragment: self.id,
+            file: self.files[file].path.clone(),
+            field,
+            values: column.len() as u64,
+            physical_rows: self.physical_rows,
+        })
+    }
+
     /// [`Fragment::validate`] (`data`) or [`Fragment::validate_manifest`].
     fn check(&self, schema: &Schema, version: u64, data: bool) -> Result<()> {
         let frag = self.id;
@@ -278,7 +295,7 @@ impl Fragment {
             }
         }
         let mut live_base: Vec<FieldId> = Vec::new();
-        for file in &self.files {
+        for (f, file) in self.files.iter().enumerate() {
             if data {
                 check_file_shape(frag, file)?;
             }
@@ -299,15 +316,7 @@ impl Fragment {
                     continue;
                 }
                 let col = &file.columns[pos];
-                if col.len() as u64 != self.physical_rows {
-                    return Err(Error::BaseLengthMismatch {
-                        fragment: frag,
-                        file: file.path.clone(),
-                        field,
-                        values: col.len() as u64,
-                        physical_rows: self.physical_rows,
-                    });
-                }
+                self.check_base_length(f, field, col)?;
                 let data_type = match field {
                     ROW_ID_FIELD_ID | CREATED_AT_FIELD_ID | LAST_UPDATED_AT_FIELD_ID => {
                         DataType::UInt64
