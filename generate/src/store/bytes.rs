@@ -194,6 +194,16 @@ pub(super) fn edit_manifest(
                 column_indices.clone();
             Ok(())
         }),
+        ManifestBytesCorruption::SetFileSizeBytes {
+            fragment,
+            file,
+            add,
+        } => rewrite_manifest(root, &rel, &bytes, |mf| {
+            let m = &mut mf.manifest;
+            let df = data_file(m, fragment_position(m, *fragment)?, *file, &missing)?;
+            df.file_size_bytes = df.file_size_bytes.saturating_add(*add);
+            Ok(())
+        }),
         ManifestBytesCorruption::SetDataFilePath {
             fragment,
             file,

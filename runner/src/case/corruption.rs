@@ -285,6 +285,17 @@ pub enum ManifestBytesCorruption {
         /// The stored list.
         column_indices: Vec<i32>,
     },
+    /// Add `add` to `fragments[..].files[file].file_size_bytes`: the manifest states a size
+    /// the file does not have (the file itself is untouched, and earlier versions keep stating
+    /// its true size).
+    SetFileSizeBytes {
+        /// Fragment id.
+        fragment: u64,
+        /// Position in the fragment's files.
+        file: usize,
+        /// Bytes added to the stated size.
+        add: u64,
+    },
     /// Overwrite `Manifest.version` (the file name keeps the real version).
     SetManifestVersion {
         /// The inner version to store.
