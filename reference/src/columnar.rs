@@ -27,6 +27,8 @@ use arrow_schema::{DataType as ArrowType, Field as ArrowField, Fields};
 
 use crate::error::{Error, Result};
 use crate::model::{Column, DataType, FieldId, Fragment, Schema, stored_type};
+// A base column's length is checked by the fragment's own rule (`Fragment::check_base_length`),
+// the one validation applies too.
 use crate::resolve::{ColumnPlan, Winner, base_everywhere, plan_column, struct_presence};
 
 /// The Arrow type of schema field `field`: a struct's children are its schema children, in
