@@ -140,6 +140,17 @@ writer_only=(
   # still pass). The resolution reads a layer's validity buffer itself.
   '<impl PartialEq for Column>::eq' 'Column::only_nulls' 'StructLayer::is_present'
   'Column::struct_layers'
+  # Reached by validate, the generator or unit tests, never by a read of the corpus (checked on
+  # 2026-12-06 the same way: each made to panic, the three corpus tests pass): validate's
+  # fragment rows (`FragmentScan`), its walk over a dataset's versions and files (`Dataset::
+  # versions`, `entries`, `read_all`, `read_file`, `options`), its manifest-level holding of a
+  # version (`drop_lineage_values`, `decode_fragment_at`), the question validate asks of a
+  # column position (`reads_position`), and the lineage encoder's width and base.
+  "FragmentScan<'f>::[a-z_]+" 'Dataset::versions' 'Dataset::entries' 'Dataset::read_all'
+  'Dataset::read_file' 'Dataset::options' drop_lineage_values decode_fragment_at reads_position
+  'ArrayWidth::bytes' 'EncodedU64Array::base'
+  # Which word an error's text uses for a column (a hidden lineage column or a field).
+  is_lineage
   # Called by unit tests only, or only by the writer run (runner/src/runner/writer.rs).
   'ExclusionSets::get' 'Dataset::latest_version'
   # Checks of the query a caller asks, not of stored data: the runner sends only the queries of
