@@ -85,7 +85,7 @@ mod tests {
 
     #[test]
     fn outcomes_come_back_in_job_order_up_to_the_first_failure_on_any_number_of_workers() {
-        for count in [0, 1, 2, 7, 40] {
+        for count in [0usize, 1, 2, 7, 40] {
             for fail_at in [None, Some(0), Some(3), Some(count.saturating_sub(1))] {
                 let job = |i: usize| -> Result<usize, usize> {
                     if Some(i) == fail_at {

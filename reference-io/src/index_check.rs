@@ -295,9 +295,12 @@ impl RowIdRuns {
     }
 }
 
+/// One fragment's stored entries placed on its rows: `(offset, entry)` pairs.
+type PlacedRows = Vec<(u32, u32)>;
+
 /// The stored entries placed on rows, by fragment id: `(offset, entry)` pairs, sorted by
 /// offset, one per offset (the last entry stored for it, as a map's last insert).
-type Placed = BTreeMap<u64, Vec<(u32, u32)>>;
+type Placed = BTreeMap<u64, PlacedRows>;
 
 fn sort_placed(placed: &mut Placed) {
     for rows in placed.values_mut() {
@@ -521,7 +524,7 @@ fn compare(
     sort_placed(&mut remapped_rows);
     // The claimed version's entries, rebuilt one covered fragment at a time on the workers;
     // the outcomes taken in manifest order, so the answer is the loop's on any number of them.
-    let covered: Vec<(usize, u64, Vec<(u32, u32)>)> = at_build
+    let covered: Vec<(usize, u64, PlacedRows)> = at_build
         .fragments
         .iter()
         .enumerate()
@@ -728,7 +731,7 @@ fn remapped_check(
     let refused = |e: IndexFileError| Checked::Index(e).at(field);
     // Each remapped fragment's stored entries, taken in manifest order (a fragment id listed
     // twice finds its entries the first time, as the loop's removal would).
-    let jobs: Vec<(usize, Vec<(u32, u32)>)> = remapped
+    let jobs: Vec<(usize, PlacedRows)> = remapped
         .iter()
         .map(|&i| {
             let id = now.level.fragments.get(i).map(|f| f.id);

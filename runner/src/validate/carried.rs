@@ -174,13 +174,13 @@ impl MovedRows {
 
 /// The old rows read back by place, holding at most [`OLD_FRAGMENTS_HELD`] fragments' scans.
 pub struct OldRows<'a> {
-    scan: Box<dyn FnMut(usize) -> Option<FragmentRows> + 'a>,
+    scan: Box<dyn FnMut(usize) -> Option<FragmentRows> + Send + 'a>,
     held: VecDeque<(usize, Option<FragmentRows>)>,
 }
 
 impl<'a> OldRows<'a> {
     /// Old rows scanned by `scan` (an old fragment's manifest position to its rows).
-    pub fn new(scan: impl FnMut(usize) -> Option<FragmentRows> + 'a) -> Self {
+    pub fn new(scan: impl FnMut(usize) -> Option<FragmentRows> + Send + 'a) -> Self {
         OldRows {
             scan: Box::new(scan),
             held: VecDeque::new(),
@@ -204,6 +204,74 @@ impl<'a> OldRows<'a> {
     pub fn held(&self) -> usize {
         self.held.len()
     }
+}
+
+/// How many rows of a new fragment [`carried_pairs`] hands from one stage to the next at once.
+const PAIRS_CHUNK: usize = 4096;
+
+/// How many chunks a stage of [`carried_pairs`] may be ahead of the next.
+const CHUNKS_AHEAD: usize = 2;
+
+/// Every row of `rows` (a new fragment's scan), in order, paired with the old row it carries:
+/// for a row id under `first_new` (the old version's `next_row_id`), the row `moved` places it
+/// on, read from `old`; `None` for an inserted row or one no old row has. What `each` is given
+/// is the same on any number of `workers`: with one, a loop; with more, a pipeline of three
+/// threads (the new rows read, their old rows read, then `each` on the calling thread), each
+/// stage at most [`CHUNKS_AHEAD`] chunks of [`PAIRS_CHUNK`] rows ahead of the next, so what it
+/// adds is a few chunks of rows, not a fragment.
+pub fn carried_pairs(
+    rows: &FragmentRows,
+    moved: &MovedRows,
+    old: &mut OldRows<'_>,
+    first_new: u64,
+    workers: usize,
+    mut each: impl FnMut(ScanRow, Option<ScanRow>),
+) {
+    let pair = |row: ScanRow, old: &mut OldRows<'_>| {
+        let carried = if row.row_id < first_new {
+            moved
+                .get(row.row_id)
+                .and_then(|(j, offset)| old.row(j, offset))
+        } else {
+            None
+        };
+        (row, carried)
+    };
+    if workers <= 1 {
+        for row in rows.rows() {
+            let (row, carried) = pair(row, old);
+            each(row, carried);
+        }
+        return;
+    }
+    let (new_tx, new_rx) = std::sync::mpsc::sync_channel::<Vec<ScanRow>>(CHUNKS_AHEAD);
+    let (pair_tx, pair_rx) = std::sync::mpsc::sync_channel(CHUNKS_AHEAD);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut k = 0;
+            while k < rows.len() {
+                let chunk = rows.scan.rows(k..k + PAIRS_CHUNK).flatten().collect();
+                k += PAIRS_CHUNK;
+                if new_tx.send(chunk).is_err() {
+                    break;
+                }
+            }
+        });
+        scope.spawn(move || {
+            for chunk in new_rx {
+                let pairs: Vec<(ScanRow, Option<ScanRow>)> =
+                    chunk.into_iter().map(|row| pair(row, old)).collect();
+                if pair_tx.send(pairs).is_err() {
+                    break;
+                }
+            }
+        });
+        for chunk in pair_rx {
+            for (row, carried) in chunk {
+                each(row, carried);
+            }
+        }
+    });
 }
 
 #[cfg(test)]
