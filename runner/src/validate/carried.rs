@@ -303,6 +303,79 @@ mod tests {
         assert_eq!(d.ids().collect::<Vec<_>>(), vec![5, 6]);
     }
 
+    /// A fragment of `rows` rows of the worked example's id and age columns, with row ids
+    /// `ids` and every version sequence at 1.
+    fn fragment(id: u64, ids: Vec<u64>) -> Fragment {
+        use lance_reference::model::{Column, DataType, Lineage, LineageSequence, Value};
+        use lance_reference::worked_example::{AGE, ID};
+        let n = ids.len();
+        let column = |t: &DataType, v: Vec<Value>| Column::of(t, &v).unwrap();
+        let columns = vec![
+            column(
+                &DataType::Int64,
+                ids.iter().map(|i| Value::Int64(*i as i64)).collect(),
+            ),
+            column(
+                &DataType::Int32,
+                (0..n).map(|k| Value::Int32((k % 97) as i32)).collect(),
+            ),
+        ];
+        let mut f = Fragment::new(id, &format!("f{id}.lance"), vec![ID, AGE], columns);
+        f.lineage = Lineage {
+            row_ids: LineageSequence::Inline(ids),
+            created_at: LineageSequence::Inline(vec![1; n]),
+            last_updated_at: LineageSequence::Inline(vec![1; n]),
+        };
+        f
+    }
+
+    #[test]
+    fn carried_pairs_hand_the_same_pairs_in_the_same_order_on_any_number_of_workers() {
+        use lance_reference::worked_example::{self, AGE, ID};
+        let snapshot = worked_example::version_1();
+        let fields = vec![ID, AGE];
+        // Three old fragments of 4,000 rows (row ids 0..12,000), one with a deleted row.
+        let mut old: Vec<Fragment> = (0..3u64)
+            .map(|j| fragment(j, (j * 4000..(j + 1) * 4000).collect()))
+            .collect();
+        old[1].deletions.insert(17);
+        let mut moved = MovedRows::default();
+        for (j, f) in old.iter().enumerate() {
+            let rows = FragmentRows::scan(&snapshot, f.clone(), &fields).unwrap();
+            for (offset, row_id) in rows.places() {
+                moved.add(j, offset, row_id);
+            }
+        }
+        moved.finish();
+        // A new fragment of 10,000 rows over several chunks: carried ids out of order, the
+        // deleted row's id, ids no old row has, and inserted ids (from 12,000 on).
+        let mut ids: Vec<u64> = (500..9000).rev().collect();
+        ids.extend([4017, 20_000, 3]);
+        ids.extend(12_000..13_497);
+        let new = fragment(9, ids);
+        let rows = FragmentRows::scan(&snapshot, new, &fields).unwrap();
+        let pairs = |workers: usize| {
+            let mut old_rows = OldRows::new(|j| FragmentRows::scan(&snapshot, old[j].clone(), &fields));
+            let mut out = Vec::new();
+            carried_pairs(&rows, &moved, &mut old_rows, 12_000, workers, |row, old| {
+                out.push((row, old));
+            });
+            out
+        };
+        let one = pairs(1);
+        assert_eq!(one.len(), 10_000);
+        let carried = one.iter().filter(|(_, o)| o.is_some()).count();
+        assert_eq!(carried, 8500 - 1 + 1, "8,500 carried less the deleted one, plus id 3");
+        for (row, old) in &one {
+            if let Some(old) = old {
+                assert_eq!(old.row_id, row.row_id);
+            }
+        }
+        for workers in [2, 3] {
+            assert!(pairs(workers) == one, "{workers} workers");
+        }
+    }
+
     #[test]
     fn old_rows_hold_at_most_two_fragments() {
         let mut scans = Vec::new();
