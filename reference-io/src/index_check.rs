@@ -163,6 +163,23 @@ impl VersionAtHand {
         i: usize,
         columns: bool,
     ) -> Result<Fragment, DatasetError> {
+        self.fragment_with(dataset, i, columns, true)
+    }
+
+    /// Fragment `i` with the columns its index entries are rebuilt from, as [`Self::fragment`]
+    /// reads it, but its inline lineage values dropped as soon as it is decoded (no entry
+    /// needs them), so that a worker never holds a fragment's lineage and its columns at once.
+    fn to_rebuild(&self, dataset: &Dataset, i: usize) -> Result<Fragment, DatasetError> {
+        self.fragment_with(dataset, i, true, false)
+    }
+
+    fn fragment_with(
+        &self,
+        dataset: &Dataset,
+        i: usize,
+        columns: bool,
+        lineage: bool,
+    ) -> Result<Fragment, DatasetError> {
         let max_rows = dataset.options().max_fragment_rows;
         let missing = || DatasetError::MissingField {
             file: self.file.clone(),
@@ -170,6 +187,9 @@ impl VersionAtHand {
         };
         let (mut fragment, fl) =
             decode_fragment_at(&self.manifest, i, &self.file, max_rows).ok_or_else(missing)??;
+        if !lineage {
+            crate::codec::drop_lineage_values(&mut fragment);
+        }
         if !columns {
             fragment.deletions = self
                 .level
@@ -534,7 +554,7 @@ fn compare(
     drop(rows);
     let matched = in_order(workers, covered.len(), |k| {
         let (i, _, placed) = &covered[k];
-        let fragment = at.fragment(dataset, *i, true)?;
+        let fragment = at.to_rebuild(dataset, *i)?;
         let mut matcher = Matcher::new(placed, index, false);
         let stale = |e: &IndexEntry, value: &Value| IndexFileError::StaleEntry {
             index: index.name.clone(),
@@ -740,7 +760,7 @@ fn remapped_check(
         .collect();
     let matched = in_order(workers, jobs.len(), |k| {
         let (i, placed) = &jobs[k];
-        let fragment = now.fragment(dataset, *i, true)?;
+        let fragment = now.to_rebuild(dataset, *i)?;
         let set = exclusion_set(&now.level.schema, index, &fragment);
         let rows: Vec<(u32, u32)> = placed
             .iter()
