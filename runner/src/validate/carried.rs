@@ -174,13 +174,13 @@ impl MovedRows {
 
 /// The old rows read back by place, holding at most [`OLD_FRAGMENTS_HELD`] fragments' scans.
 pub struct OldRows<'a> {
-    scan: Box<dyn FnMut(usize) -> Option<FragmentRows> + Send + 'a>,
+    scan: Box<dyn FnMut(usize) -> Option<FragmentRows> + 'a>,
     held: VecDeque<(usize, Option<FragmentRows>)>,
 }
 
 impl<'a> OldRows<'a> {
     /// Old rows scanned by `scan` (an old fragment's manifest position to its rows).
-    pub fn new(scan: impl FnMut(usize) -> Option<FragmentRows> + Send + 'a) -> Self {
+    pub fn new(scan: impl FnMut(usize) -> Option<FragmentRows> + 'a) -> Self {
         OldRows {
             scan: Box::new(scan),
             held: VecDeque::new(),
@@ -204,68 +204,6 @@ impl<'a> OldRows<'a> {
     pub fn held(&self) -> usize {
         self.held.len()
     }
-}
-
-/// How many rows of a new fragment [`carried_pairs`] hands from one stage to the next at once.
-const PAIRS_CHUNK: usize = 4096;
-
-/// How many chunks the reading of new rows in [`carried_pairs`] may be ahead of their use.
-const CHUNKS_AHEAD: usize = 2;
-
-/// Every row of `rows` (a new fragment's scan), in order, paired with the old row it carries:
-/// for a row id under `first_new` (the old version's `next_row_id`), the row `moved` places it
-/// on, read from `old`; `None` for an inserted row or one no old row has. What `each` is given
-/// is the same on any number of `workers`: with one, a loop; with more, the new rows are read
-/// on a second thread, at most [`CHUNKS_AHEAD`] chunks of [`PAIRS_CHUNK`] rows ahead of the
-/// calling thread, which reads their old rows and calls `each`: what it adds is a few chunks of
-/// rows, not a fragment. The old fragments are read on the calling thread, so their columns
-/// are allocated and freed where the rest of the judgement's are (an old fragment read on a
-/// thread of its own left its freed pages in that thread's allocator arena: 10M rows, version
-/// 16 alone, peak RSS 512 MiB against a heap peak of 328 MiB).
-pub fn carried_pairs(
-    rows: &FragmentRows,
-    moved: &MovedRows,
-    old: &mut OldRows<'_>,
-    first_new: u64,
-    workers: usize,
-    mut each: impl FnMut(ScanRow, Option<ScanRow>),
-) {
-    let pair = |row: ScanRow, old: &mut OldRows<'_>| {
-        let carried = if row.row_id < first_new {
-            moved
-                .get(row.row_id)
-                .and_then(|(j, offset)| old.row(j, offset))
-        } else {
-            None
-        };
-        (row, carried)
-    };
-    if workers <= 1 {
-        for row in rows.rows() {
-            let (row, carried) = pair(row, old);
-            each(row, carried);
-        }
-        return;
-    }
-    let (new_tx, new_rx) = std::sync::mpsc::sync_channel::<Vec<ScanRow>>(CHUNKS_AHEAD);
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let mut k = 0;
-            while k < rows.len() {
-                let chunk = rows.scan.rows(k..k + PAIRS_CHUNK).flatten().collect();
-                k += PAIRS_CHUNK;
-                if new_tx.send(chunk).is_err() {
-                    break;
-                }
-            }
-        });
-        for chunk in new_rx {
-            for row in chunk {
-                let (row, carried) = pair(row, old);
-                each(row, carried);
-            }
-        }
-    });
 }
 
 #[cfg(test)]
@@ -295,79 +233,6 @@ mod tests {
         assert_eq!(d.get(6), Some((1, 3)));
         assert_eq!(d.get(5), Some((0, 0)));
         assert_eq!(d.ids().collect::<Vec<_>>(), vec![5, 6]);
-    }
-
-    /// A fragment of `rows` rows of the worked example's id and age columns, with row ids
-    /// `ids` and every version sequence at 1.
-    fn fragment(id: u64, ids: Vec<u64>) -> Fragment {
-        use lance_reference::model::{Column, DataType, Lineage, LineageSequence, Value};
-        use lance_reference::worked_example::{AGE, ID};
-        let n = ids.len();
-        let column = |t: &DataType, v: Vec<Value>| Column::of(t, &v).unwrap();
-        let columns = vec![
-            column(
-                &DataType::Int64,
-                ids.iter().map(|i| Value::Int64(*i as i64)).collect(),
-            ),
-            column(
-                &DataType::Int32,
-                (0..n).map(|k| Value::Int32((k % 97) as i32)).collect(),
-            ),
-        ];
-        let mut f = Fragment::new(id, &format!("f{id}.lance"), vec![ID, AGE], columns);
-        f.lineage = Lineage {
-            row_ids: LineageSequence::Inline(ids),
-            created_at: LineageSequence::Inline(vec![1; n]),
-            last_updated_at: LineageSequence::Inline(vec![1; n]),
-        };
-        f
-    }
-
-    #[test]
-    fn carried_pairs_hand_the_same_pairs_in_the_same_order_on_any_number_of_workers() {
-        use lance_reference::worked_example::{self, AGE, ID};
-        let snapshot = worked_example::version_1();
-        let fields = vec![ID, AGE];
-        // Three old fragments of 4,000 rows (row ids 0..12,000), one with a deleted row.
-        let mut old: Vec<Fragment> = (0..3u64)
-            .map(|j| fragment(j, (j * 4000..(j + 1) * 4000).collect()))
-            .collect();
-        old[1].deletions.insert(17);
-        let mut moved = MovedRows::default();
-        for (j, f) in old.iter().enumerate() {
-            let rows = FragmentRows::scan(&snapshot, f.clone(), &fields).unwrap();
-            for (offset, row_id) in rows.places() {
-                moved.add(j, offset, row_id);
-            }
-        }
-        moved.finish();
-        // A new fragment of 10,000 rows over several chunks: carried ids out of order, the
-        // deleted row's id, ids no old row has, and inserted ids (from 12,000 on).
-        let mut ids: Vec<u64> = (500..9000).rev().collect();
-        ids.extend([4017, 20_000, 3]);
-        ids.extend(12_000..13_497);
-        let new = fragment(9, ids);
-        let rows = FragmentRows::scan(&snapshot, new, &fields).unwrap();
-        let pairs = |workers: usize| {
-            let mut old_rows = OldRows::new(|j| FragmentRows::scan(&snapshot, old[j].clone(), &fields));
-            let mut out = Vec::new();
-            carried_pairs(&rows, &moved, &mut old_rows, 12_000, workers, |row, old| {
-                out.push((row, old));
-            });
-            out
-        };
-        let one = pairs(1);
-        assert_eq!(one.len(), 10_000);
-        let carried = one.iter().filter(|(_, o)| o.is_some()).count();
-        assert_eq!(carried, 8500 - 1 + 1, "8,500 carried less the deleted one, plus id 3");
-        for (row, old) in &one {
-            if let Some(old) = old {
-                assert_eq!(old.row_id, row.row_id);
-            }
-        }
-        for workers in [2, 3] {
-            assert!(pairs(workers) == one, "{workers} workers");
-        }
     }
 
     #[test]

@@ -44,7 +44,7 @@ use lance_reference::resolve::resolve_column;
 use lance_reference::scan::{DEFAULT_ROW_VERSION, ScanRow};
 use roaring::RoaringTreemap;
 
-use super::carried::{FragmentRows, MovedRows, OldRows, carried_pairs};
+use super::carried::{FragmentRows, MovedRows, OldRows};
 use super::finding::{Finding, HistoryError};
 use lance_reference_io::version_check::VersionCheck;
 
@@ -177,26 +177,16 @@ pub fn check_commit(prev: &ReadVersion, cur: &ReadVersion, source: &dyn Fragment
 /// Where a commit's judgement reads the fragments it looks into: a [`ReadVersion`] holds
 /// neither columns nor lineage values, so each fragment is decoded and read again when needed
 /// and dropped after.
-pub trait FragmentColumns: Sync {
+pub trait FragmentColumns {
     /// Fragment `i` of `version` as the reader holds it: lineage and deletions, and its
     /// columns when `columns`; `None` when it cannot be read again (which the version's own
     /// check, having passed, rules out).
     fn fragment(&self, version: &ReadVersion, i: usize, columns: bool) -> Option<Fragment>;
-
-    /// How many threads a judgement may read rows on (the judgement is the same on any
-    /// number).
-    fn workers(&self) -> usize {
-        1
-    }
 }
 
 impl FragmentColumns for VersionCheck<'_> {
     fn fragment(&self, version: &ReadVersion, i: usize, columns: bool) -> Option<Fragment> {
         VersionCheck::fragment(self, version.snapshot.version, i, columns).ok()
-    }
-
-    fn workers(&self) -> usize {
-        VersionCheck::workers(self)
     }
 }
 
@@ -636,7 +626,6 @@ impl<'a> Commit<'a> {
             let fp = source.fragment(prev, j, data)?;
             FragmentRows::scan(prev_snapshot, fp, &fields)
         });
-        let workers = source.workers();
         let mut next_id = self.prev.next_row_id;
         let mut carried_unchanged = 0usize;
         let mut carried_stamped = false;
@@ -658,14 +647,16 @@ impl<'a> Commit<'a> {
             let mut inserted_here = false;
             let mut carried_here = false;
             let mut stamped_here = false;
-            let first_new = self.prev.next_row_id;
-            carried_pairs(&rows, &moved, &mut old_rows, first_new, workers, |row, old| {
+            for row in rows.rows() {
                 seen.insert(row.row_id);
-                if row.row_id >= first_new {
+                if row.row_id >= self.prev.next_row_id {
                     inserted_here = true;
                     inserted_any = true;
                     self.inserted_row(&at, &row, &mut next_id);
-                } else if let Some(old) = old {
+                } else if let Some(old) = moved
+                    .get(row.row_id)
+                    .and_then(|(j, offset)| old_rows.row(j, offset))
+                {
                     carried_here = true;
                     match self.carried_row(&at, &row, &old) {
                         Carried::Unchanged => carried_unchanged += 1,
@@ -676,7 +667,7 @@ impl<'a> Commit<'a> {
                         Carried::Wrong => {}
                     }
                 }
-            });
+            }
             for (kind, _, name) in SEQUENCES {
                 // Commit-assigned lineage is inline ([LIN-PLACE-1]): every sequence of inserted
                 // rows, and the last-updated-at a row-moving update stamps. The row ids and
