@@ -9,16 +9,19 @@
 //! [`IndexFileError::Io`]. What it holds: the stored ids (8 bytes an entry) until every id is
 //! placed, the stored keys as the Arrow pages they were decoded in, the place of each stored
 //! entry (8 bytes an entry, grouped by fragment), the row ids of the versions it compares as runs
-//! of consecutive ids, and one fragment of the table at a time (its key column and lineage, and
-//! the index entries rebuilt from it, a window at a time). Never a [`Value`] per entry of the
-//! whole index.
+//! of consecutive ids, and one fragment of the table at a time on each worker (its key column
+//! and lineage, and the index entries rebuilt from it, a window at a time). Never a [`Value`]
+//! per entry of the whole index.
 //!
 //! The order of the checks is `checked_entries`' (in `crate::read`): where an entry's id names
 //! no row, in storage order; a remapped fragment with no entry; then the rebuilt entries of the
 //! claimed version, fragment by fragment in manifest order, each against the stored entry of its
 //! row; then the remapped fragments' entries; then any stored entry no row claimed. A rule
 //! whose refusal the old order reports before a mismatch (a rebuilt entry that cannot be
-//! computed) is still reported first: the fragments after a mismatch are rebuilt too.
+//! computed) is still reported first: the fragments after a mismatch are rebuilt too. The
+//! fragments are rebuilt and matched on several workers, each fragment's match on its own, and
+//! their outcomes taken in manifest order ([`in_order`]): the first error, the first mismatch
+//! and the least leftover entry are the same on any number of workers.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +35,7 @@ use lance_reference::model::{
 
 use crate::codec::decode_fragment_at;
 use crate::error::DatasetError;
+use crate::in_order::in_order;
 use crate::index_file::{
     IndexFileError, IndexFileParts, StoredKeys, index_dir, read_btree_by_parts,
 };
@@ -159,6 +163,23 @@ impl VersionAtHand {
         i: usize,
         columns: bool,
     ) -> Result<Fragment, DatasetError> {
+        self.fragment_with(dataset, i, columns, true)
+    }
+
+    /// Fragment `i` with the columns its index entries are rebuilt from, as [`Self::fragment`]
+    /// reads it, but its inline lineage values dropped as soon as it is decoded (no entry
+    /// needs them), so that a worker never holds a fragment's lineage and its columns at once.
+    fn to_rebuild(&self, dataset: &Dataset, i: usize) -> Result<Fragment, DatasetError> {
+        self.fragment_with(dataset, i, true, false)
+    }
+
+    fn fragment_with(
+        &self,
+        dataset: &Dataset,
+        i: usize,
+        columns: bool,
+        lineage: bool,
+    ) -> Result<Fragment, DatasetError> {
         let max_rows = dataset.options().max_fragment_rows;
         let missing = || DatasetError::MissingField {
             file: self.file.clone(),
@@ -166,6 +187,9 @@ impl VersionAtHand {
         };
         let (mut fragment, fl) =
             decode_fragment_at(&self.manifest, i, &self.file, max_rows).ok_or_else(missing)??;
+        if !lineage {
+            crate::codec::drop_lineage_values(&mut fragment);
+        }
         if !columns {
             fragment.deletions = self
                 .level
@@ -291,9 +315,12 @@ impl RowIdRuns {
     }
 }
 
+/// One fragment's stored entries placed on its rows: `(offset, entry)` pairs.
+type PlacedRows = Vec<(u32, u32)>;
+
 /// The stored entries placed on rows, by fragment id: `(offset, entry)` pairs, sorted by
 /// offset, one per offset (the last entry stored for it, as a map's last insert).
-type Placed = BTreeMap<u64, Vec<(u32, u32)>>;
+type Placed = BTreeMap<u64, PlacedRows>;
 
 fn sort_placed(placed: &mut Placed) {
     for rows in placed.values_mut() {
@@ -310,24 +337,58 @@ fn sort_placed(placed: &mut Placed) {
     }
 }
 
+/// A BTree check that passed, and what of the version read (`now`) its verdict rested on.
+#[derive(Debug, Clone)]
+pub(crate) struct Passed {
+    /// No covered fragment was remapped (every one is a fragment of the claimed version) and
+    /// every stored entry was placed on a row of the claimed version, so the version read
+    /// answered nothing: neither its row ids nor its `next_row_id` decided an entry.
+    claimed_only: bool,
+    /// The ids of the claimed version's fragments.
+    claimed_fragments: std::collections::BTreeSet<u64>,
+}
+
+impl Passed {
+    /// Whether this verdict is also the verdict of the same index (the same manifest entry and
+    /// layout) read at another version `now` whose own check passed ([`check_btree`]'s
+    /// caller asks only then). It is when the verdict rested on the claimed version alone
+    /// (`claimed_only`), `now` remaps no covered fragment either (each covered fragment of
+    /// `now` is one of the claimed version's), and no fragment of `now` holds its row ids in a
+    /// column. Then the check at `now` reads the same files, the same claimed version and
+    /// places every entry on the same row (a row found at the claimed version is its answer,
+    /// whatever `now` holds); what it reads of `now` besides (its manifest and deletions,
+    /// which its own check read, and its fragments' row ids from the manifest) cannot fail;
+    /// and it compares the same entries with the same rebuilt ones: the same answer.
+    pub(crate) fn holds_at(&self, index: &Index, now: &Snapshot) -> bool {
+        self.claimed_only
+            && now.fragments.iter().all(|f| {
+                let covered = index.fragment_bitmap.is_some() && index.covers(f.id);
+                (!covered || self.claimed_fragments.contains(&f.id))
+                    && !matches!(f.lineage.row_ids, LineageSequence::Column)
+            })
+    }
+}
+
 /// Checks a BTree index of the version `check` just accepted (`now`, read as
 /// `now_version`) against the version it claims, as `read_index_files` and `checked_entries`
-/// do (the module docs); `None` when the index is not one this check reads (not a BTree, a
-/// storage that remembers decodings, more entries than a `u32` counts), for the caller to
-/// check it the whole way.
+/// do (the module docs), its covered fragments rebuilt and matched on `workers` threads (each
+/// holding one fragment; the answer is the one-thread answer); `None` when the index is not
+/// one this check reads (not a BTree, a storage that remembers decodings, more entries than a
+/// `u32` counts), for the caller to check it the whole way.
 pub(crate) fn check_btree(
     dataset: &Dataset,
+    workers: usize,
     now_version: u64,
     index: &Index,
     il: &IndexLayout,
     field: &str,
-) -> Option<Result<(), DatasetError>> {
+) -> Option<Result<Passed, DatasetError>> {
     if index.kind != lance_reference::model::IndexKind::BTree
         || dataset.storage().decoded().is_some()
     {
         return None;
     }
-    let run = || -> Result<Option<()>, DatasetError> {
+    let run = || -> Result<Option<Passed>, DatasetError> {
         let dataset_version = index.dataset_version;
         let at = VersionAtHand::read(dataset, dataset_version, &index.fields)?;
         let stored = stored_keys(
@@ -347,26 +408,24 @@ pub(crate) fn check_btree(
             Some(VersionAtHand::read(dataset, now_version, &index.fields)?)
         };
         let now = now.as_ref().unwrap_or(&at);
-        compare(dataset, &at, now, index, il, stored, field).map(Some)
+        compare(dataset, workers, &at, now, index, il, stored, field).map(Some)
     };
-    match run() {
-        Ok(None) => None,
-        Ok(Some(())) => Some(Ok(())),
-        Err(e) => Some(Err(e)),
-    }
+    run().transpose()
 }
 
 /// `checked_entries` of the stored entries against `at` (the claimed version) and `now`,
 /// fragment by fragment (the module docs).
+#[allow(clippy::too_many_arguments)]
 fn compare(
     dataset: &Dataset,
+    workers: usize,
     at: &VersionAtHand,
     now: &VersionAtHand,
     index: &Index,
     il: &IndexLayout,
     stored: StoredKeys,
     field: &str,
-) -> Result<(), DatasetError> {
+) -> Result<Passed, DatasetError> {
     let refused = |e: IndexFileError| Checked::Index(e).at(field);
     let model = |e: lance_reference::Error| Checked::Model(e).at(field);
     let unknown = |id: u64, problem: String| {
@@ -426,6 +485,8 @@ fn compare(
         .collect();
     let mut rows: Placed = BTreeMap::new();
     let mut remapped_rows: Placed = BTreeMap::new();
+    // Whether an entry was left out by what the version read holds (a row id it does not hold).
+    let mut placed_by_now = false;
     for (entry, &id) in stored.ids().iter().enumerate() {
         let placed = entry_row(
             id,
@@ -438,6 +499,7 @@ fn compare(
             now_level.next_row_id,
         );
         let Some((fragment, offset)) = placed.map_err(|problem| unknown(id, problem))? else {
+            placed_by_now = true;
             continue;
         };
         if !index.covers(fragment) {
@@ -480,16 +542,20 @@ fn compare(
     }
     sort_placed(&mut rows);
     sort_placed(&mut remapped_rows);
-    // The claimed version's entries, rebuilt one covered fragment at a time.
-    let mut first_mismatch: Option<IndexFileError> = None;
-    let mut leftover: Option<((u64, u32), u32)> = None;
-    for (i, f) in at_build.fragments.iter().enumerate() {
-        if !index.covers(f.id) {
-            continue;
-        }
-        let fragment = at.fragment(dataset, i, true)?;
-        let placed = rows.remove(&f.id).unwrap_or_default();
-        let mut matcher = Matcher::new(&placed, index, false);
+    // The claimed version's entries, rebuilt one covered fragment at a time on the workers;
+    // the outcomes taken in manifest order, so the answer is the loop's on any number of them.
+    let covered: Vec<(usize, u64, PlacedRows)> = at_build
+        .fragments
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| index.covers(f.id))
+        .map(|(i, f)| (i, f.id, rows.remove(&f.id).unwrap_or_default()))
+        .collect();
+    drop(rows);
+    let matched = in_order(workers, covered.len(), |k| {
+        let (i, _, placed) = &covered[k];
+        let fragment = at.to_rebuild(dataset, *i)?;
+        let mut matcher = Matcher::new(placed, index, false);
         let stale = |e: &IndexEntry, value: &Value| IndexFileError::StaleEntry {
             index: index.name.clone(),
             fragment: e.fragment,
@@ -499,24 +565,26 @@ fn compare(
             dataset_version: at_build.version,
             remapped: false,
         };
-        let go_on = first_mismatch.is_none();
         each_window(
             fragment,
             |f| at.with(vec![f]),
             index,
-            |rebuilt| {
-                if go_on {
-                    matcher.feed(&rebuilt, &stored, stale);
-                }
-            },
+            |rebuilt| matcher.feed(&rebuilt, &stored, stale),
         )
         .map_err(model)?;
-        if !go_on {
+        Ok::<_, DatasetError>(matcher.outcome())
+    });
+    let mut first_mismatch: Option<IndexFileError> = None;
+    let mut leftover: Option<((u64, u32), u32)> = None;
+    for ((_, id, _), outcome) in covered.iter().zip(matched) {
+        let (mismatch, unclaimed) = outcome?;
+        if first_mismatch.is_some() {
+            // Rebuilt only for an error a rebuild may still raise (the module docs).
             continue;
         }
-        first_mismatch = matcher.mismatch.take();
-        if let Some(&(offset, entry)) = matcher.unclaimed().next() {
-            let key = (f.id, offset);
+        first_mismatch = mismatch;
+        if let Some((offset, entry)) = unclaimed {
+            let key = (*id, offset);
             if leftover.is_none_or(|(k, _)| key < k) {
                 leftover = Some((key, entry));
             }
@@ -527,6 +595,7 @@ fn compare(
     }
     remapped_check(
         dataset,
+        workers,
         now,
         &remapped,
         index,
@@ -546,11 +615,14 @@ fn compare(
             remapped: false,
         }));
     }
-    Ok(())
+    Ok(Passed {
+        claimed_only: remapped.is_empty() && !placed_by_now,
+        claimed_fragments: at_ids,
+    })
 }
 
 /// The most entries of a fragment handed over at once ([`each_window`]).
-const WINDOW: usize = 1 << 20;
+const WINDOW: usize = 1 << 16;
 
 /// The entries an index holds for `fragment` (the index's own rule,
 /// [`lance_reference::index_build::entry`] for each live row, as
@@ -642,6 +714,13 @@ impl<'p> Matcher<'p> {
         }
     }
 
+    /// The first missing or differing entry, and the first stored entry (in offset order) no
+    /// rebuilt entry claimed.
+    fn outcome(mut self) -> (Option<IndexFileError>, Option<(u32, u32)>) {
+        let unclaimed = self.unclaimed().next().copied();
+        (self.mismatch.take(), unclaimed)
+    }
+
     /// The stored entries no rebuilt entry claimed, in offset order.
     fn unclaimed(&self) -> impl Iterator<Item = &(u32, u32)> {
         self.placed
@@ -655,8 +734,10 @@ impl<'p> Matcher<'p> {
 /// `remapped_entries` of `checked_entries`, one remapped fragment at a time: the entries of
 /// rows in a fragment's exclusion set are taken as they are; every other live row needs an
 /// entry holding its base value; a stored entry left over names a deleted row or is refused.
+#[allow(clippy::too_many_arguments)]
 fn remapped_check(
     dataset: &Dataset,
+    workers: usize,
     now: &VersionAtHand,
     remapped: &[usize],
     index: &Index,
@@ -668,13 +749,24 @@ fn remapped_check(
         return Ok(());
     }
     let refused = |e: IndexFileError| Checked::Index(e).at(field);
-    let mut first_mismatch: Option<IndexFileError> = None;
-    let mut leftover: Option<((u64, u32), u32)> = None;
-    for &i in remapped {
-        let fragment = now.fragment(dataset, i, true)?;
+    // Each remapped fragment's stored entries, taken in manifest order (a fragment id listed
+    // twice finds its entries the first time, as the loop's removal would).
+    let jobs: Vec<(usize, PlacedRows)> = remapped
+        .iter()
+        .map(|&i| {
+            let id = now.level.fragments.get(i).map(|f| f.id);
+            (i, id.and_then(|id| placed.remove(&id)).unwrap_or_default())
+        })
+        .collect();
+    let matched = in_order(workers, jobs.len(), |k| {
+        let (i, placed) = &jobs[k];
+        let fragment = now.to_rebuild(dataset, *i)?;
         let set = exclusion_set(&now.level.schema, index, &fragment);
-        let mut rows = placed.remove(&fragment.id).unwrap_or_default();
-        rows.retain(|(offset, _)| !set.contains(*offset));
+        let rows: Vec<(u32, u32)> = placed
+            .iter()
+            .filter(|(offset, _)| !set.contains(*offset))
+            .copied()
+            .collect();
         let mut as_stored = fragment;
         as_stored.overlays.clear();
         let deletions = as_stored.deletions.clone();
@@ -692,26 +784,33 @@ fn remapped_check(
             dataset_version: index.dataset_version,
             remapped: true,
         };
-        let go_on = first_mismatch.is_none();
         let alone = |f: Fragment| {
             let mut shell = now.with(vec![f]);
             shell.config = BTreeMap::new();
             shell
         };
         each_window(as_stored, alone, index, |mut rebuilt| {
-            if go_on {
-                rebuilt.retain(|e| !set.contains(e.offset));
-                matcher.feed(&rebuilt, stored, stale);
-            }
+            rebuilt.retain(|e| !set.contains(e.offset));
+            matcher.feed(&rebuilt, stored, stale);
         })
         .map_err(|e| Checked::Model(e).at(field))?;
-        if !go_on {
+        // Unclaimed and not deleted: an entry for a row the index may not hold.
+        let unclaimed = matcher
+            .unclaimed()
+            .find(|(o, _)| !deletions.contains(*o))
+            .map(|&(offset, entry)| ((id, offset), entry));
+        Ok::<_, DatasetError>((matcher.mismatch.take(), unclaimed))
+    });
+    let mut first_mismatch: Option<IndexFileError> = None;
+    let mut leftover: Option<((u64, u32), u32)> = None;
+    for outcome in matched {
+        let (mismatch, unclaimed) = outcome?;
+        if first_mismatch.is_some() {
+            // Rebuilt only for an error a rebuild may still raise (the module docs).
             continue;
         }
-        first_mismatch = matcher.mismatch.take();
-        // Unclaimed and not deleted: an entry for a row the index may not hold.
-        if let Some(&(offset, entry)) = matcher.unclaimed().find(|(o, _)| !deletions.contains(*o)) {
-            let key = (id, offset);
+        first_mismatch = mismatch;
+        if let Some((key, entry)) = unclaimed {
             if leftover.is_none_or(|(k, _)| key < k) {
                 leftover = Some((key, entry));
             }

@@ -31,6 +31,7 @@ pub mod data_file;
 pub mod decoded;
 pub mod deletion;
 mod error;
+mod in_order;
 mod index_check;
 pub mod index_file;
 mod io_error;

@@ -21,8 +21,11 @@
 //! holding only the columns the index's key needs (its key field and the fields below it, and
 //! the hidden lineage columns). A BTree is checked by parts (`index_check.rs`): its
 //! files a page at a time, its entries held compactly (a few bytes each, never a `Value`),
-//! the table one fragment at a time; any other index holds the key column of the covered
-//! fragments and its entries, besides the bound above.
+//! the table one fragment at a time on each worker; any other index holds the key column of
+//! the covered fragments and its entries, besides the bound above. A BTree index that passed
+//! is not checked again at a later version listing it unchanged when nothing its verdict rested
+//! on differs there (`index_check::Passed::holds_at` states when); every other verdict, a
+//! refusal included, is made again at each version.
 //!
 //! [`Fragment::validate`]: lance_reference::model::Fragment::validate
 
@@ -30,14 +33,15 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lance_reference::model::{Column, FieldId, Fragment, Schema, Snapshot};
+use lance_reference::model::{Column, FieldId, Fragment, Index, Schema, Snapshot};
 use lance_reference::readable::check_readable_with;
 
 use super::codec::{decode_fragment_at, schema_from_proto};
 use super::error::DatasetError;
-use super::index_check::{check_btree, key_fields};
+use super::in_order::{in_order, lock};
+use super::index_check::{Passed, check_btree, key_fields};
 use super::index_file::index_dir;
-use super::layout::Layout;
+use super::layout::{IndexLayout, Layout};
 use super::manifest_file::{ManifestFile, decode_manifest_file};
 use super::read::{Dataset, check_indices_in_order, checked_entries, read_index_files};
 
@@ -48,6 +52,11 @@ pub struct VersionCheck<'d> {
     workers: usize,
     /// The outcome of the full check (indices included) of every version checked so far.
     verdicts: Mutex<BTreeMap<u64, Result<(), DatasetError>>>,
+    /// Every BTree index (its manifest entry and layout) whose check passed by parts, with
+    /// what that verdict rested on ([`Passed::holds_at`]).
+    passed: Mutex<Vec<(Index, IndexLayout, Passed)>>,
+    /// How many index checks a kept verdict answered.
+    reused: AtomicUsize,
     /// How many fragments' columns are held right now, and the most ever held at once.
     held: AtomicUsize,
     most_held: AtomicUsize,
@@ -91,6 +100,8 @@ impl<'d> VersionCheck<'d> {
             dataset,
             workers: workers.max(1),
             verdicts: Mutex::new(BTreeMap::new()),
+            passed: Mutex::new(Vec::new()),
+            reused: AtomicUsize::new(0),
             held: AtomicUsize::new(0),
             most_held: AtomicUsize::new(0),
         }
@@ -111,6 +122,12 @@ impl<'d> VersionCheck<'d> {
     /// those it holds).
     pub fn most_held(&self) -> usize {
         self.most_held.load(Ordering::SeqCst)
+    }
+
+    /// How many index checks were answered by the verdict of the same index at another
+    /// version ([`Passed::holds_at`]) instead of being made again.
+    pub fn reused_index_verdicts(&self) -> usize {
+        self.reused.load(Ordering::SeqCst)
     }
 
     /// Checks `version` as [`Dataset::read_version`] (`indices`) or [`Dataset::read_data_level`]
@@ -248,56 +265,7 @@ impl<'d> VersionCheck<'d> {
             let verdict = fragment.validate(&snapshot.schema, snapshot.version);
             Ok((std::mem::take(&mut fragment.deletions), verdict))
         };
-        let workers = self.workers.min(count);
-        let mut outcomes: Vec<FragmentOutcome> = Vec::with_capacity(count);
-        if workers <= 1 {
-            for i in 0..count {
-                let outcome = one(i);
-                let failed = outcome.is_err();
-                outcomes.push(outcome);
-                if failed {
-                    break;
-                }
-            }
-            return outcomes;
-        }
-        let next = AtomicUsize::new(0);
-        let failed = AtomicUsize::new(usize::MAX);
-        let done: Mutex<BTreeMap<usize, FragmentOutcome>> = Mutex::new(BTreeMap::new());
-        let work = || {
-            loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= count || i > failed.load(Ordering::SeqCst) {
-                    break;
-                }
-                let outcome = one(i);
-                if outcome.is_err() {
-                    failed.fetch_min(i, Ordering::SeqCst);
-                }
-                lock(&done).insert(i, outcome);
-            }
-        };
-        // The calling thread is one of the workers: what it frees stays with the allocator's
-        // arena the rest of the run uses (a commit's judgement), instead of one more thread's.
-        std::thread::scope(|scope| {
-            for _ in 1..workers {
-                scope.spawn(work);
-            }
-            work();
-        });
-        let done = match done.into_inner() {
-            Ok(done) => done,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        // Every fragment before the first failure was read; stop at that failure.
-        for (_, outcome) in done {
-            let failed = outcome.is_err();
-            outcomes.push(outcome);
-            if failed {
-                break;
-            }
-        }
-        outcomes
+        in_order(self.workers, count, one)
     }
 
     /// Each index against the version it claims, in the order [`Dataset::read_version`]
@@ -317,8 +285,20 @@ impl<'d> VersionCheck<'d> {
             |index, il, _, field| {
                 // A BTree by parts (its files a page at a time, the table a fragment at a time);
                 // any other index the whole way, below.
-                if let Some(checked) = check_btree(self.dataset(), version, index, il, field) {
-                    return checked.map(|()| Vec::new());
+                // The same index passed at another version, and its verdict holds at this one.
+                let kept = lock(&self.passed)
+                    .iter()
+                    .any(|(i, l, p)| i == index && l == il && p.holds_at(index, snapshot));
+                if kept {
+                    self.reused.fetch_add(1, Ordering::SeqCst);
+                    return Ok(Vec::new());
+                }
+                if let Some(checked) =
+                    check_btree(self.dataset(), self.workers, version, index, il, field)
+                {
+                    let passed = checked?;
+                    lock(&self.passed).push((index.clone(), il.clone(), passed));
+                    return Ok(Vec::new());
                 }
                 let dataset_version = index.dataset_version;
                 // The index files first (their key type is the claimed version's), then that
@@ -392,13 +372,6 @@ impl<'d> VersionCheck<'d> {
             }
         }
         Ok(snapshot)
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
     }
 }
 

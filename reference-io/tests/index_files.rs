@@ -487,3 +487,169 @@ fn a_btree_checked_by_parts_is_refused_with_the_readers_first_error() {
         assert_checked_as_read(dir.path(), v);
     }
 }
+
+/// Version 1 of the worked example with its fragment copied into `fragments` fragments (ids
+/// `first_id..`, row ids running on), the age index covering `covered` and holding every row's
+/// entry, edited by `edit` (which names the k-th fragment `k`).
+fn copied(
+    fragments: u64,
+    first_id: u64,
+    covered: &[u32],
+    edit: impl FnOnce(&mut Vec<lance_reference::model::IndexEntry>),
+) -> Snapshot {
+    let v1 = worked_example::version_1();
+    let mut out = v1.clone();
+    out.fragments = (0..fragments)
+        .map(|k| {
+            let mut f = v1.fragments[0].clone();
+            f.id = first_id + k;
+            f.files[0].path = format!("file{}.lance", f.id);
+            f.lineage.row_ids =
+                lance_reference::model::LineageSequence::Inline((4 * k..4 * k + 4).collect());
+            f
+        })
+        .collect();
+    out.next_row_id = 4 * fragments;
+    let index = &mut out.indices[0];
+    index.fragment_bitmap = Some(covered.iter().copied().collect());
+    let one = std::mem::take(&mut index.entries);
+    // Edited by position (fragment k is the k-th), then named by id.
+    index.entries = (0..fragments)
+        .flat_map(|k| {
+            one.iter().map(move |e| lance_reference::model::IndexEntry {
+                fragment: k,
+                ..e.clone()
+            })
+        })
+        .collect();
+    edit(&mut index.entries);
+    for e in &mut index.entries {
+        e.fragment += first_id;
+    }
+    out
+}
+
+/// The entry of `fragment`, `offset` among `entries`.
+fn entry_of(
+    entries: &mut [lance_reference::model::IndexEntry],
+    fragment: u64,
+    offset: u32,
+) -> &mut lance_reference::model::IndexEntry {
+    entries
+        .iter_mut()
+        .find(|e| e.fragment == fragment && e.offset == offset)
+        .unwrap()
+}
+
+#[test]
+fn a_btree_of_many_fragments_is_judged_alike_on_one_two_and_three_workers() {
+    // covers: IDX-READ-3, IDX-READ-9
+    use lance_reference_io::version_check::VersionCheck;
+    let all: Vec<u32> = (0..6).collect();
+    let edits: [(&str, EditEntries, Option<&str>); 5] = [
+        ("none", |_| {}, None),
+        (
+            "lying_in_1_and_3",
+            |e| {
+                entry_of(e, 3, 0).value = Value::Int32(99);
+                entry_of(e, 1, 2).value = Value::Int32(98);
+            },
+            Some("index_entry_mismatch"),
+        ),
+        (
+            "missing_in_4_lying_in_2",
+            |e| {
+                e.retain(|x| !(x.fragment == 4 && x.offset == 1));
+                entry_of(e, 2, 3).value = Value::Int32(97);
+            },
+            Some("index_entry_mismatch"),
+        ),
+        (
+            "missing_in_5",
+            |e| e.retain(|x| !(x.fragment == 5 && x.offset == 3)),
+            Some("index_entry_missing"),
+        ),
+        (
+            "lying_in_the_last",
+            |e| entry_of(e, 5, 1).value = Value::Int32(96),
+            Some("index_entry_mismatch"),
+        ),
+    ];
+    for (name, edit, code) in edits {
+        // Covered at the claimed version, and remapped into six new fragments.
+        let claimed = copied(6, 0, &all, edit);
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &[&claimed]);
+        let read_claimed = Dataset::open(dir.path()).unwrap().read_version(1);
+        assert_eq!(
+            read_claimed.as_ref().err().map(|e| e.code()),
+            code,
+            "{name}"
+        );
+        let mut v1 = copied(6, 0, &all, |_| {});
+        v1.indices.clear();
+        let mut v2 = copied(6, 10, &(10..16).collect::<Vec<u32>>(), edit);
+        v2.version = 2;
+        v2.indices[0].name = format!("age_{name}");
+        let dir2 = tempfile::tempdir().unwrap();
+        write(dir2.path(), &[&v1, &v2]);
+        for (root, version) in [(dir.path(), 1), (dir2.path(), 2)] {
+            let dataset = Dataset::open(root).unwrap();
+            let read = dataset.read_version(version).map(|_| ());
+            for workers in [1, 2, 3] {
+                let checked = VersionCheck::with_workers(&dataset, workers)
+                    .check(version, true)
+                    .map(|_| ());
+                assert_eq!(
+                    checked, read,
+                    "{name}, version {version}, {workers} workers"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_passed_btree_is_not_checked_again_while_nothing_its_verdict_rested_on_changed() {
+    // covers: IDX-READ-3, IDX-READ-4
+    use lance_reference_io::version_check::VersionCheck;
+    // Versions 2 and 3 list version 1's index unchanged; version 2 appends a fragment the
+    // index does not cover, version 3 changes nothing.
+    let v1 = copied(3, 0, &[0, 1, 2], |_| {});
+    let mut v2 = copied(4, 0, &[0, 1, 2], |_| {});
+    v2.version = 2;
+    v2.indices = v1.indices.clone();
+    let mut v3 = v2.clone();
+    v3.version = 3;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &[&v1, &v2, &v3]);
+    let dataset = Dataset::open(dir.path()).unwrap();
+    for workers in [1, 2] {
+        let check = VersionCheck::with_workers(&dataset, workers);
+        for v in 1..=3 {
+            let read = dataset.read_version(v).map(|_| ());
+            assert!(read.is_ok());
+            assert_eq!(check.check(v, true).map(|_| ()), read, "version {v}");
+        }
+        assert_eq!(check.reused_index_verdicts(), 2, "{workers} workers");
+    }
+    // The index covers fragment 3 from the start: version 1 has no such fragment and passes;
+    // version 2 appends it, a covered fragment the index has no entry for, and is refused,
+    // not answered by version 1's verdict.
+    let v1 = copied(3, 0, &[0, 1, 2, 3], |_| {});
+    let mut v2 = copied(4, 0, &[0, 1, 2, 3], |_| {});
+    v2.version = 2;
+    v2.indices = v1.indices.clone();
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &[&v1, &v2]);
+    let dataset = Dataset::open(dir.path()).unwrap();
+    let check = VersionCheck::with_workers(&dataset, 2);
+    assert_eq!(check.check(1, true).map(|_| ()), Ok(()));
+    let read = dataset.read_version(2).map(|_| ());
+    assert_eq!(
+        read.as_ref().err().map(|e| e.code()),
+        Some("index_coverage_without_entries")
+    );
+    assert_eq!(check.check(2, true).map(|_| ()), read);
+    assert_eq!(check.reused_index_verdicts(), 0);
+}
