@@ -125,7 +125,7 @@ impl<'d> VersionCheck<'d> {
     }
 
     /// How many index checks were answered by the verdict of the same index at another
-    /// version ([`Passed::holds_at`]) instead of being made again.
+    /// version (`index_check::Passed::holds_at`) instead of being made again.
     pub fn reused_index_verdicts(&self) -> usize {
         self.reused.load(Ordering::SeqCst)
     }
