@@ -42,8 +42,8 @@ use crate::index_file::{
 use crate::layout::{IndexLayout, Layout};
 use crate::manifest_file::ManifestFile;
 use crate::read::{
-    Checked, Dataset, bounded_size, entry_row, in_dir, index_key_type, index_names, stored_text,
-    stores_addresses, unplaced,
+    Checked, Dataset, bounded_size, entry_row, in_dir, index_key_type, index_names, stale_entry,
+    stored_text, stores_addresses, unclaimed_entry, unplaced,
 };
 use crate::storage::{Storage, StorageError};
 
@@ -201,17 +201,7 @@ impl VersionAtHand {
         }
         let layout = self.layout.fragments.get(i).unwrap_or(&fl);
         dataset.read_fragment_files(&self.level.schema, &self.file, i, &mut fragment, layout)?;
-        let files = fragment
-            .files
-            .iter_mut()
-            .chain(fragment.overlays.iter_mut().map(|o| &mut o.file));
-        for df in files {
-            for (field, column) in df.fields.iter().zip(df.columns.iter_mut()) {
-                if !self.keep.contains(field) {
-                    *column = Column::empty();
-                }
-            }
-        }
+        keep_only(&mut fragment, &self.keep);
         Ok(fragment)
     }
 
@@ -556,15 +546,8 @@ fn compare(
         let (i, _, placed) = &covered[k];
         let fragment = at.to_rebuild(dataset, *i)?;
         let mut matcher = Matcher::new(placed, index, false);
-        let stale = |e: &IndexEntry, value: &Value| IndexFileError::StaleEntry {
-            index: index.name.clone(),
-            fragment: e.fragment,
-            offset: e.offset,
-            stored: value.to_string(),
-            expected: e.value.to_string(),
-            dataset_version: at_build.version,
-            remapped: false,
-        };
+        let stale =
+            |e: &IndexEntry, value: &Value| stale_entry(index, e, value, at_build.version, false);
         each_window(
             fragment,
             |f| at.with(vec![f]),
@@ -572,24 +555,11 @@ fn compare(
             |rebuilt| matcher.feed(&rebuilt, &stored, stale),
         )
         .map_err(model)?;
-        Ok::<_, DatasetError>(matcher.outcome())
+        let (mismatch, unclaimed) = matcher.outcome();
+        let id = covered[k].1;
+        Ok::<_, DatasetError>((mismatch, unclaimed.map(|(offset, e)| ((id, offset), e))))
     });
-    let mut first_mismatch: Option<IndexFileError> = None;
-    let mut leftover: Option<((u64, u32), u32)> = None;
-    for ((_, id, _), outcome) in covered.iter().zip(matched) {
-        let (mismatch, unclaimed) = outcome?;
-        if first_mismatch.is_some() {
-            // Rebuilt only for an error a rebuild may still raise (the module docs).
-            continue;
-        }
-        first_mismatch = mismatch;
-        if let Some((offset, entry)) = unclaimed {
-            let key = (*id, offset);
-            if leftover.is_none_or(|(k, _)| key < k) {
-                leftover = Some((key, entry));
-            }
-        }
-    }
+    let (first_mismatch, leftover) = first_failure(matched)?;
     if let Some(e) = first_mismatch {
         return Err(refused(e));
     }
@@ -603,17 +573,15 @@ fn compare(
         &stored,
         field,
     )?;
-    if let Some(((fragment, offset), entry)) = leftover {
-        return Err(refused(IndexFileError::StaleEntry {
-            index: index.name.clone(),
-            fragment,
-            offset,
-            stored: stored_text(Some(&stored.value(entry as usize))),
-            expected: "no entry (the index holds no vector with a NULL or NaN item, IDX-FILE-5)"
-                .into(),
-            dataset_version: at_build.version,
-            remapped: false,
-        }));
+    if let Some((row, entry)) = leftover {
+        let value = stored_text(Some(&stored.value(entry as usize)));
+        return Err(refused(unclaimed_entry(
+            index,
+            row,
+            value,
+            at_build.version,
+            false,
+        )));
     }
     Ok(Passed {
         claimed_only: remapped.is_empty() && !placed_by_now,
@@ -772,17 +740,8 @@ fn remapped_check(
         let deletions = as_stored.deletions.clone();
         let id = as_stored.id;
         let mut matcher = Matcher::new(&rows, index, true);
-        let stale = |e: &IndexEntry, value: &Value| IndexFileError::StaleEntry {
-            index: index.name.clone(),
-            fragment: e.fragment,
-            offset: e.offset,
-            stored: value.to_string(),
-            expected: format!(
-                "{} (its value in fragment {}, covered after the build)",
-                e.value, e.fragment
-            ),
-            dataset_version: index.dataset_version,
-            remapped: true,
+        let stale = |e: &IndexEntry, value: &Value| {
+            stale_entry(index, e, value, index.dataset_version, true)
         };
         let alone = |f: Fragment| {
             let mut shell = now.with(vec![f]);
@@ -801,12 +760,37 @@ fn remapped_check(
             .map(|&(offset, entry)| ((id, offset), entry));
         Ok::<_, DatasetError>((matcher.mismatch.take(), unclaimed))
     });
+    let (first_mismatch, leftover) = first_failure(matched)?;
+    if let Some(e) = first_mismatch {
+        return Err(refused(e));
+    }
+    if let Some((row, entry)) = leftover {
+        let value = stored_text(Some(&stored.value(entry as usize)));
+        return Err(refused(unclaimed_entry(
+            index,
+            row,
+            value,
+            index.dataset_version,
+            true,
+        )));
+    }
+    Ok(())
+}
+
+/// What matching one fragment's rebuilt entries found: its first mismatch, and its least stored
+/// entry no rebuilt entry claimed (`((fragment, offset), entry)`).
+type Matched = (Option<IndexFileError>, Option<((u64, u32), u32)>);
+
+/// The fragments' matches, in manifest order, as one answer: the first fragment's mismatch
+/// that has one, else the least unclaimed entry of all of them. A fragment after the first
+/// mismatch was rebuilt only for an error a rebuild may still raise (the module docs): its own
+/// error still counts, its mismatch and unclaimed entries do not.
+fn first_failure(matched: Vec<Result<Matched, DatasetError>>) -> Result<Matched, DatasetError> {
     let mut first_mismatch: Option<IndexFileError> = None;
     let mut leftover: Option<((u64, u32), u32)> = None;
     for outcome in matched {
         let (mismatch, unclaimed) = outcome?;
         if first_mismatch.is_some() {
-            // Rebuilt only for an error a rebuild may still raise (the module docs).
             continue;
         }
         first_mismatch = mismatch;
@@ -816,22 +800,7 @@ fn remapped_check(
             }
         }
     }
-    if let Some(e) = first_mismatch {
-        return Err(refused(e));
-    }
-    if let Some(((fragment, offset), entry)) = leftover {
-        return Err(refused(IndexFileError::StaleEntry {
-            index: index.name.clone(),
-            fragment,
-            offset,
-            stored: stored_text(Some(&stored.value(entry as usize))),
-            expected: "no entry (the index holds no vector with a NULL or NaN item, IDX-FILE-5)"
-                .into(),
-            dataset_version: index.dataset_version,
-            remapped: true,
-        }));
-    }
-    Ok(())
+    Ok((first_mismatch, leftover))
 }
 
 /// The fields whose columns an index keyed on `fields` is checked with: the key fields, every
@@ -854,4 +823,20 @@ pub(crate) fn key_fields(snapshot: &Snapshot, fields: &[FieldId]) -> Vec<FieldId
     }
     keep.extend_from_slice(fields);
     keep
+}
+
+/// Empties every column of `fragment`'s base and overlay files whose field is not in `keep`
+/// (the [`key_fields`] of an index): what an index check holds of a fragment it read.
+pub(crate) fn keep_only(fragment: &mut Fragment, keep: &[FieldId]) {
+    let files = fragment
+        .files
+        .iter_mut()
+        .chain(fragment.overlays.iter_mut().map(|o| &mut o.file));
+    for df in files {
+        for (field, column) in df.fields.iter().zip(df.columns.iter_mut()) {
+            if !keep.contains(field) {
+                *column = Column::empty();
+            }
+        }
+    }
 }

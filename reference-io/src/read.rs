@@ -1163,18 +1163,13 @@ fn remapped_entries(
         };
         let value = value.unwrap_or_else(|| e.value.clone());
         if !value.identical(&e.value) {
-            return Err(Checked::Index(IndexFileError::StaleEntry {
-                index: index.name.clone(),
-                fragment: e.fragment,
-                offset: e.offset,
-                stored: value.to_string(),
-                expected: format!(
-                    "{} (its value in fragment {}, covered after the build)",
-                    e.value, e.fragment
-                ),
-                dataset_version: index.dataset_version,
-                remapped: true,
-            }));
+            return Err(Checked::Index(stale_entry(
+                index,
+                &e,
+                &value,
+                index.dataset_version,
+                true,
+            )));
         }
         entries.push(IndexEntry {
             fragment: e.fragment,
@@ -1187,17 +1182,14 @@ fn remapped_entries(
             .iter()
             .any(|f| f.id == *fragment && f.deletions.contains(*offset))
     };
-    if let Some(((fragment, offset), value)) = stored.into_iter().find(|(k, _)| !deleted(k)) {
-        return Err(Checked::Index(IndexFileError::StaleEntry {
-            index: index.name.clone(),
-            fragment,
-            offset,
-            stored: stored_text(value.as_ref()),
-            expected: "no entry (the index holds no vector with a NULL or NaN item, IDX-FILE-5)"
-                .into(),
-            dataset_version: index.dataset_version,
-            remapped: true,
-        }));
+    if let Some((row, value)) = stored.into_iter().find(|(k, _)| !deleted(k)) {
+        return Err(Checked::Index(unclaimed_entry(
+            index,
+            row,
+            stored_text(value.as_ref()),
+            index.dataset_version,
+            true,
+        )));
     }
     entries.sort_by_key(|e| (e.fragment, e.offset));
     Ok(entries)
@@ -1220,6 +1212,55 @@ fn rows_by_row_id<'a>(
 /// A stored value as an error names it (a quantized entry has none).
 pub(crate) fn stored_text(value: Option<&Value>) -> String {
     value.map_or_else(|| "a quantized code".into(), Value::to_string)
+}
+
+/// The [`IndexFileError::StaleEntry`] of a stored entry holding `stored` where the rebuilt entry
+/// `e` holds the row's value: its value at `dataset_version`, or, for a fragment covered after
+/// the build (`remapped`), its value now.
+pub(crate) fn stale_entry(
+    index: &Index,
+    e: &IndexEntry,
+    stored: &Value,
+    dataset_version: u64,
+    remapped: bool,
+) -> IndexFileError {
+    IndexFileError::StaleEntry {
+        index: index.name.clone(),
+        fragment: e.fragment,
+        offset: e.offset,
+        stored: stored.to_string(),
+        expected: if remapped {
+            format!(
+                "{} (its value in fragment {}, covered after the build)",
+                e.value, e.fragment
+            )
+        } else {
+            e.value.to_string()
+        },
+        dataset_version,
+        remapped,
+    }
+}
+
+/// The [`IndexFileError::StaleEntry`] of a stored entry (its value as [`stored_text`] names it)
+/// at `fragment`, `offset` that no live row's rebuilt entry claims: the index may hold no entry
+/// there ([IDX-FILE-5]).
+pub(crate) fn unclaimed_entry(
+    index: &Index,
+    (fragment, offset): (u64, u32),
+    stored: String,
+    dataset_version: u64,
+    remapped: bool,
+) -> IndexFileError {
+    IndexFileError::StaleEntry {
+        index: index.name.clone(),
+        fragment,
+        offset,
+        stored,
+        expected: "no entry (the index holds no vector with a NULL or NaN item, IDX-FILE-5)".into(),
+        dataset_version,
+        remapped,
+    }
 }
 
 /// Why [`checked_entries`] refused.
@@ -1441,15 +1482,13 @@ pub(crate) fn checked_entries(
         // A quantized entry stands for the row's vector ([`StoredEntries::Quantized`]).
         let value = value.unwrap_or_else(|| e.value.clone());
         if !value.identical(&e.value) {
-            return Err(Checked::Index(IndexFileError::StaleEntry {
-                index: index.name.clone(),
-                fragment: e.fragment,
-                offset: e.offset,
-                stored: value.to_string(),
-                expected: e.value.to_string(),
-                dataset_version: at_build.version,
-                remapped: false,
-            }));
+            return Err(Checked::Index(stale_entry(
+                index,
+                &e,
+                &value,
+                at_build.version,
+                false,
+            )));
         }
         entries.push(IndexEntry {
             fragment: e.fragment,
@@ -1458,17 +1497,14 @@ pub(crate) fn checked_entries(
         });
     }
     entries.extend(remapped_entries(now, &remapped, index, remapped_rows)?);
-    if let Some(((fragment, offset), value)) = rows.into_iter().next() {
-        return Err(Checked::Index(IndexFileError::StaleEntry {
-            index: index.name.clone(),
-            fragment,
-            offset,
-            stored: stored_text(value.as_ref()),
-            expected: "no entry (the index holds no vector with a NULL or NaN item, IDX-FILE-5)"
-                .into(),
-            dataset_version: at_build.version,
-            remapped: false,
-        }));
+    if let Some((row, value)) = rows.into_iter().next() {
+        return Err(Checked::Index(unclaimed_entry(
+            index,
+            row,
+            stored_text(value.as_ref()),
+            at_build.version,
+            false,
+        )));
     }
     Ok(entries)
 }

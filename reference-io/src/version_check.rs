@@ -33,13 +33,13 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lance_reference::model::{Column, FieldId, Fragment, Index, Schema, Snapshot};
+use lance_reference::model::{FieldId, Fragment, Index, Schema, Snapshot};
 use lance_reference::readable::check_readable_with;
 
 use super::codec::{decode_fragment_at, schema_from_proto};
 use super::error::DatasetError;
 use super::in_order::{in_order, lock};
-use super::index_check::{Passed, check_btree, key_fields};
+use super::index_check::{Passed, check_btree, keep_only, key_fields};
 use super::index_file::index_dir;
 use super::layout::{IndexLayout, Layout};
 use super::manifest_file::{ManifestFile, decode_manifest_file};
@@ -359,17 +359,7 @@ impl<'d> VersionCheck<'d> {
             let _held = self.hold();
             self.dataset
                 .read_fragment_files(&schema, &file, i, fragment, fl)?;
-            let files = fragment
-                .files
-                .iter_mut()
-                .chain(fragment.overlays.iter_mut().map(|o| &mut o.file));
-            for df in files {
-                for (field, column) in df.fields.iter().zip(df.columns.iter_mut()) {
-                    if !keep.contains(field) {
-                        *column = Column::empty();
-                    }
-                }
-            }
+            keep_only(fragment, &keep);
         }
         Ok(snapshot)
     }
