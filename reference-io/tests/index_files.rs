@@ -30,6 +30,26 @@ fn read(root: &Path, version: u64) -> Result<Snapshot, DatasetError> {
 /// A named damage applied to an index directory.
 type Damage = (&'static str, fn(&Path));
 
+/// Damage to a BTree index's directory: its lookup file removed.
+fn remove_lookup_file(dir: &Path) {
+    std::fs::remove_file(dir.join(BTREE_LOOKUP)).unwrap();
+}
+
+/// Damage: the data file one byte longer than the index lists it.
+fn grow_data_file(dir: &Path) {
+    let mut b = std::fs::read(dir.join(BTREE_DATA)).unwrap();
+    b.push(0);
+    std::fs::write(dir.join(BTREE_DATA), b).unwrap();
+}
+
+/// Damage: the data file's last byte (its magic) overwritten.
+fn break_data_file_magic(dir: &Path) {
+    let mut b = std::fs::read(dir.join(BTREE_DATA)).unwrap();
+    let n = b.len();
+    b[n - 1] = b'X';
+    std::fs::write(dir.join(BTREE_DATA), b).unwrap();
+}
+
 fn index_section(root: &Path, version: u64) -> lance_reference::proto::lance::table::IndexSection {
     let rel = format!("{VERSIONS_DIR}/{}", manifest_name(version));
     let bytes = std::fs::read(root.join(&rel)).unwrap();
@@ -138,20 +158,9 @@ fn a_missing_resized_or_unparsable_index_file_is_refused_when_the_version_is_rea
     // covers: IDX-READ-1, IDX-READ-6
     let v1 = worked_example::version_1();
     let cases: [Damage; 3] = [
-        ("missing_file", |d| {
-            std::fs::remove_file(d.join(BTREE_LOOKUP)).unwrap()
-        }),
-        ("index_file_size_mismatch", |d| {
-            let mut b = std::fs::read(d.join(BTREE_DATA)).unwrap();
-            b.push(0);
-            std::fs::write(d.join(BTREE_DATA), b).unwrap();
-        }),
-        ("data_file_bad_magic", |d| {
-            let mut b = std::fs::read(d.join(BTREE_DATA)).unwrap();
-            let n = b.len();
-            b[n - 1] = b'X';
-            std::fs::write(d.join(BTREE_DATA), b).unwrap();
-        }),
+        ("missing_file", remove_lookup_file),
+        ("index_file_size_mismatch", grow_data_file),
+        ("data_file_bad_magic", break_data_file_magic),
     ];
     for (code, damage) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -408,20 +417,9 @@ fn a_btree_checked_by_parts_is_refused_with_the_readers_first_error() {
     let v1 = worked_example::version_1();
     let damages: [Damage; 6] = [
         ("none", |_| {}),
-        ("missing_file", |d| {
-            std::fs::remove_file(d.join(BTREE_LOOKUP)).unwrap()
-        }),
-        ("size", |d| {
-            let mut b = std::fs::read(d.join(BTREE_DATA)).unwrap();
-            b.push(0);
-            std::fs::write(d.join(BTREE_DATA), b).unwrap();
-        }),
-        ("magic", |d| {
-            let mut b = std::fs::read(d.join(BTREE_DATA)).unwrap();
-            let n = b.len();
-            b[n - 1] = b'X';
-            std::fs::write(d.join(BTREE_DATA), b).unwrap();
-        }),
+        ("missing_file", remove_lookup_file),
+        ("size", grow_data_file),
+        ("magic", break_data_file_magic),
         ("lying", |d| {
             let lying: Vec<(u64, Value)> = [30, 99, 40, 22]
                 .iter()
