@@ -260,18 +260,25 @@ fn judge_reader(
     result
 }
 
+/// What judges one case: given the case, what its `expected/` holds, the requirement index and
+/// the capabilities the reader declared, it returns the case's result.
+pub(crate) trait Judge:
+    FnMut(&CaseDir, &execute::Expected, &RequirementIndex, &BTreeSet<String>) -> CaseResult
+{
+}
+
+impl<F> Judge for F where
+    F: FnMut(&CaseDir, &execute::Expected, &RequirementIndex, &BTreeSet<String>) -> CaseResult
+{
+}
+
 /// What a reader or writer run shares: the verified corpus, the filters (one matching no case
 /// is an error), the handshake's `description`, the progress callback, and the report; `judge`
 /// runs one selected case with its `expected/` and the capabilities declared.
 pub(crate) fn run_cases(
     options: Options,
     description: Answer<Description>,
-    mut judge: impl FnMut(
-        &CaseDir,
-        &execute::Expected,
-        &RequirementIndex,
-        &BTreeSet<String>,
-    ) -> CaseResult,
+    mut judge: impl Judge,
 ) -> Result<Report, RunnerError> {
     run_verified(options, |options, all, index, verification| {
         judge_selected(options, all, index, description, &mut judge, verification)
@@ -356,12 +363,7 @@ fn selection<'a>(
 /// One case's result: `judge`'s verdicts on it, or the kit fault of an `expected/` the kit
 /// could not load (the run goes on).
 fn judged(
-    judge: &mut impl FnMut(
-        &CaseDir,
-        &execute::Expected,
-        &RequirementIndex,
-        &BTreeSet<String>,
-    ) -> CaseResult,
+    judge: &mut impl Judge,
     c: &CaseDir,
     expected: Result<&execute::Expected, &KitFault>,
     index: &RequirementIndex,
@@ -383,12 +385,7 @@ fn judge_selected(
     all: &[CaseDir],
     index: &RequirementIndex,
     description: Answer<Description>,
-    judge: &mut impl FnMut(
-        &CaseDir,
-        &execute::Expected,
-        &RequirementIndex,
-        &BTreeSet<String>,
-    ) -> CaseResult,
+    judge: &mut impl Judge,
     verification: &mut checksums::Verification,
 ) -> Result<(Description, Vec<CaseResult>), RunnerError> {
     let (selected, description) = selection(options, all, description)?;
